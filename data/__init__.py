@@ -1,0 +1,1 @@
+"""Data: the Document result shape, document schemas, validators, the synthetic generator, dataset formats."""

@@ -1,0 +1,144 @@
+"""The one result shape: Document > Page > Line, plus extracted Fields, item rows and key-value Pairs.
+
+Every entry point (OCR, extraction, the UI, the batch CLI, evaluation) returns or consumes a
+`Document`; `Result` is the same class under the name the design uses. JSON is the exchange form:
+`Document.to_json()` / `Document.from_json()` round-trip exactly.
+
+Geometry conventions:
+- `quad` is four [x, y] points in page pixels, clockwise from the top-left corner of the text.
+- `box` is the axis-aligned [x0, y0, x1, y1] in page pixels (x1/y1 exclusive, floats allowed).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Box = list[float]          # [x0, y0, x1, y1]
+Quad = list[list[float]]   # [[x, y]] * 4, clockwise from top-left
+
+
+def quad_to_box(quad: Quad) -> Box:
+    xs = [p[0] for p in quad]
+    ys = [p[1] for p in quad]
+    return [float(min(xs)), float(min(ys)), float(max(xs)), float(max(ys))]
+
+
+def box_to_quad(box: Box) -> Quad:
+    x0, y0, x1, y1 = (float(v) for v in box)
+    return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+
+
+def union_box(boxes: list[Box]) -> Box | None:
+    boxes = [b for b in boxes if b]
+    if not boxes:
+        return None
+    return [min(b[0] for b in boxes), min(b[1] for b in boxes),
+            max(b[2] for b in boxes), max(b[3] for b in boxes)]
+
+
+@dataclass
+class Line:
+    """One text line as OCR (or the generator) sees it."""
+    text: str
+    quad: Quad
+    score: float = 1.0
+    label: str | None = None       # optional tag: XFUND-style header/question/answer/other
+
+    @property
+    def box(self) -> Box:
+        return quad_to_box(self.quad)
+
+
+@dataclass
+class Page:
+    index: int                     # 0-based page number within the document
+    width: int
+    height: int
+    lines: list[Line] = field(default_factory=list)
+    rotation: int = 0              # degrees the input was turned to come out upright (0/90/180/270)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+
+@dataclass
+class Field:
+    """One extracted value. `value` is normalised (ISO date, decimal string); `raw` is as read."""
+    key: str
+    value: str
+    raw: str = ""
+    score: float = 1.0
+    box: Box | None = None
+    page: int = 0
+    valid: bool | None = None      # True/False from a validator, None where no rule applies
+    label: str = ""                # the schema's Chinese label
+    span: list[int] | None = None  # [start, end) character offsets into the page text, if known
+
+
+@dataclass
+class Pair:
+    """A key-value pair of a generic form (no schema needed)."""
+    key: str
+    value: str
+    key_box: Box | None = None
+    value_box: Box | None = None
+    score: float = 1.0
+    page: int = 0
+
+
+@dataclass
+class Document:
+    source: str = ""
+    pages: list[Page] = field(default_factory=list)
+    doc_type: str | None = None
+    doc_type_score: float | None = None
+    fields: dict[str, Field] = field(default_factory=dict)
+    items: list[dict[str, Field]] = field(default_factory=list)   # repeated rows (invoice items)
+    pairs: list[Pair] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)       # seconds per stage
+    error: dict[str, str] | None = None                           # {"type", "message"} when it failed
+
+    # --- convenience -------------------------------------------------------------------------
+    @property
+    def lines(self) -> list[Line]:
+        return [line for page in self.pages for line in page.lines]
+
+    def values(self) -> dict[str, str]:
+        """{key: normalised value}, the flat view used for CSV and evaluation."""
+        return {k: f.value for k, f in self.fields.items()}
+
+    # --- JSON ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, **kw: Any) -> str:
+        kw.setdefault("ensure_ascii", False)
+        return json.dumps(self.to_dict(), **kw)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Document":
+        pages = [Page(index=p["index"], width=p["width"], height=p["height"],
+                      lines=[Line(**ln) for ln in p.get("lines", [])],
+                      rotation=p.get("rotation", 0)) for p in d.get("pages", [])]
+        return cls(
+            source=d.get("source", ""),
+            pages=pages,
+            doc_type=d.get("doc_type"),
+            doc_type_score=d.get("doc_type_score"),
+            fields={k: Field(**v) for k, v in d.get("fields", {}).items()},
+            items=[{k: Field(**v) for k, v in row.items()} for row in d.get("items", [])],
+            pairs=[Pair(**p) for p in d.get("pairs", [])],
+            warnings=list(d.get("warnings", [])),
+            timings=dict(d.get("timings", {})),
+            error=d.get("error"),
+        )
+
+    @classmethod
+    def from_json(cls, s: str) -> "Document":
+        return cls.from_dict(json.loads(s))
+
+
+Result = Document

@@ -1,0 +1,1 @@
+"""Models: the OCR engine wrapper, the layout-aware encoder, extractor heads, tokenizer, checkpoint import."""

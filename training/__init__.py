@@ -1,0 +1,1 @@
+"""Training: the pipeline-parallel engine, the trainer and the retraining CLI."""
