@@ -1,0 +1,316 @@
+"""Validators for Chinese document fields, and `validate_fields` which applies a schema's rules.
+
+Check characters:
+- resident ID number, GB 11643-1999: 17 digits weighted by 2^(17-i) mod 11, check = (12 - sum mod 11)
+  mod 11, where 10 is written X.
+- unified social credit code, GB 32100-2015: 17 characters over a 31-symbol alphabet (digits and
+  capitals without I, O, Z, S, V) weighted by 3^i mod 31, check = 31 - sum mod 31 (31 -> 0).
+  Characters 9-17 embed the organisation code of GB 11714 with its own check character.
+Older tax IDs (15-digit, and 20-digit ID-number based) are accepted by format only: they carry no
+check character we can verify.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from data.normalize import (normalize_code, normalize_value, parse_amount, parse_amount_words,
+                            parse_date)
+
+if TYPE_CHECKING:  # the schema module imports nothing from here; keep the type for hints only
+    from data.schemas import Schema
+
+# --- GB 11643 resident ID ----------------------------------------------------------------------------
+
+_ID_WEIGHTS = [pow(2, 17 - i, 11) for i in range(17)]   # 7 9 10 5 8 4 2 1 6 3 7 9 10 5 8 4 2
+
+
+def id_check_char(first17: str) -> str:
+    """The GB 11643 check character for 17 digits."""
+    if not re.fullmatch(r"\d{17}", first17):
+        raise ValueError(f"need 17 digits to compute an ID check character, got {first17!r}")
+    total = sum(int(c) * w for c, w in zip(first17, _ID_WEIGHTS))
+    check = (12 - total % 11) % 11
+    return "X" if check == 10 else str(check)
+
+
+def is_valid_id_number(text: str, today: _dt.date | None = None) -> bool:
+    """18-character resident ID: region code, a real birth date not in the future, check character."""
+    s = normalize_code(text)
+    if not re.fullmatch(r"[1-9]\d{16}[\dX]", s):
+        return False
+    birth = parse_date(s[6:14])
+    if birth is None or birth.year < 1880 or birth > (today or _dt.date.today()):
+        return False
+    return id_check_char(s[:17]) == s[17]
+
+
+# --- GB 32100 unified social credit code -----------------------------------------------------------
+
+CREDIT_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
+_CREDIT_VALUE = {c: i for i, c in enumerate(CREDIT_ALPHABET)}
+_CREDIT_WEIGHTS = [pow(3, i, 31) for i in range(17)]    # 1 3 9 27 19 26 16 17 20 29 25 13 8 24 10 30 28
+_ORG_WEIGHTS = [3, 7, 9, 10, 5, 8, 4, 2]
+
+
+def credit_check_char(first17: str) -> str:
+    """The GB 32100 check character for the first 17 characters of a credit code."""
+    if len(first17) != 17 or any(c not in _CREDIT_VALUE for c in first17):
+        raise ValueError(f"need 17 characters of {CREDIT_ALPHABET} to compute a credit-code check "
+                         f"character, got {first17!r}")
+    total = sum(_CREDIT_VALUE[c] * w for c, w in zip(first17, _CREDIT_WEIGHTS))
+    return CREDIT_ALPHABET[(31 - total % 31) % 31]
+
+
+def org_code_check_char(first8: str) -> str:
+    """The GB 11714 organisation-code check character for 8 digits/capitals (X stands for 10)."""
+    if not re.fullmatch(r"[0-9A-Z]{8}", first8):
+        raise ValueError(f"need 8 digits or capitals for an organisation code, got {first8!r}")
+    total = sum((int(c) if c.isdigit() else ord(c) - 55) * w for c, w in zip(first8, _ORG_WEIGHTS))
+    check = 11 - total % 11
+    return {10: "X", 11: "0"}.get(check, str(check))
+
+
+def is_valid_credit_code(text: str) -> bool:
+    """18-character unified social credit code with a correct GB 32100 check character."""
+    s = normalize_code(text)
+    if not re.fullmatch(rf"[{CREDIT_ALPHABET}]{{18}}", s):
+        return False
+    return credit_check_char(s[:17]) == s[17]
+
+
+def is_valid_tax_id(text: str) -> bool:
+    """A taxpayer ID as printed on invoices: an 18-character credit code (checked), or an older
+    15-digit or 20-character tax registration number (format only)."""
+    s = normalize_code(text)
+    if len(s) == 18:
+        return is_valid_credit_code(s)
+    if len(s) == 15:
+        return bool(re.fullmatch(r"\d{6}[0-9A-Z]{9}", s))
+    if len(s) == 20:
+        return bool(re.fullmatch(r"\d{17}[\dX][0-9A-Z]{2}", s))
+    return False
+
+
+# --- arithmetic and dates ---------------------------------------------------------------------------
+
+def amounts_add_up(parts: list[str], total: str, tolerance: Decimal = Decimal("0.01")) -> bool | None:
+    """sum(parts) == total within `tolerance` (one cent: invoices round tax per line).
+    None when any figure is unreadable, so a missing value is not reported as wrong arithmetic."""
+    values = [parse_amount(p) for p in parts]
+    t = parse_amount(total)
+    if t is None or any(v is None for v in values):
+        return None
+    return abs(sum(values, Decimal(0)) - t) <= tolerance
+
+
+def words_match_figure(words: str, figure: str) -> bool | None:
+    """大写 words equal the figure to the cent; None when either is unreadable."""
+    w, f = parse_amount_words(words), parse_amount(figure)
+    if w is None or f is None:
+        return None
+    return w == f.quantize(Decimal("0.01"))
+
+
+def is_sane_date(text: str, not_future: bool = False, today: _dt.date | None = None,
+                 earliest: int = 1900) -> bool:
+    d = parse_date(text)
+    if d is None or d.year < earliest or d.year > 2100:
+        return False
+    return not (not_future and d > (today or _dt.date.today()))
+
+
+# --- schema-driven validation ---------------------------------------------------------------------
+
+VALIDATORS = ("id_number", "credit_code", "tax_id", "date", "date_not_future", "amount",
+              "amount_words", "pattern", "enum", "date_range")
+RULE_CHECKS = ("sum", "words_match", "items_sum", "item_product", "date_order", "id_birth", "id_sex")
+
+def _check_one(validator: str, spec: Any, raw: str, today: _dt.date | None) -> tuple[bool, str]:
+    """(ok, English reason) for one named validator on one raw value."""
+    if validator == "id_number":
+        return is_valid_id_number(raw, today), "ID number check digit or birth date is wrong"
+    if validator == "credit_code":
+        return is_valid_credit_code(raw), "credit code check character is wrong"
+    if validator == "tax_id":
+        return is_valid_tax_id(raw), "not a valid taxpayer ID (18-char credit code, 15 or 20 chars)"
+    if validator == "date":
+        return is_sane_date(raw, today=today), "not a readable date between 1900 and 2100"
+    if validator == "date_not_future":
+        return is_sane_date(raw, not_future=True, today=today), "date is unreadable or in the future"
+    if validator == "amount":
+        return parse_amount(raw) is not None, "not a readable amount"
+    if validator == "amount_words":
+        return parse_amount_words(raw) is not None, "not readable as 大写金额"
+    if validator == "pattern":
+        ok = bool(spec.pattern and re.fullmatch(spec.pattern, normalize_value(spec.type, raw) or ""))
+        return ok, f"does not match the expected format {spec.pattern}"
+    if validator == "enum":
+        return (normalize_value(spec.type, raw) or "") in (spec.choices or []), \
+            f"is not one of {', '.join(spec.choices or [])}"
+    if validator == "date_range":
+        return normalize_value("date_range", raw) is not None, "not a readable validity period"
+    raise ValueError(f"unknown validator {validator!r}; known: {', '.join(VALIDATORS)}")
+
+
+def _value_text(v: Any) -> str | None:
+    """Accept plain strings or Field-like objects/dicts carrying `value`/`raw`."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        return v.get("raw") or v.get("value")
+    return getattr(v, "raw", None) or getattr(v, "value", None)
+
+
+def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | None = None
+                    ) -> tuple[dict[str, bool | None], list[str]]:
+    """Check each value against its field's validators and the schema's cross-field rules.
+
+    `values` maps field keys to text (raw or normalised; Field objects or dicts with value/raw work
+    too); an optional "items" entry holds a list of {item_key: text} rows.
+    Returns ({key: True | False | None}, warnings): None where no rule applies or the value is
+    missing; item fields appear as "items[i].key". Warnings are short Chinese + English sentences.
+    """
+    result: dict[str, bool | None] = {}
+    warnings: list[str] = []
+
+    def check(key: str, spec: Any, raw: str | None) -> None:
+        if raw is None or not str(raw).strip():
+            result[key] = None
+            if spec.required:
+                warnings.append(f"缺少{spec.label} / missing {key}")
+            return
+        if not spec.validators:
+            result[key] = None
+            return
+        ok_all = True
+        for name in spec.validators:
+            ok, reason = _check_one(name, spec, str(raw), today)
+            if not ok:
+                ok_all = False
+                warnings.append(f"{spec.label}格式不正确 / {key}: {reason} ({raw})")
+        result[key] = ok_all
+
+    for spec in schema.fields:
+        check(spec.key, spec, _value_text(values.get(spec.key)))
+    rows = values.get("items") or []
+    for i, row in enumerate(rows):
+        for spec in schema.item_fields:
+            check(f"items[{i}].{spec.key}", spec, _value_text(row.get(spec.key)))
+
+    flat = {k: _value_text(v) for k, v in values.items() if k != "items"}
+    for rule in schema.rules:
+        _apply_rule(rule, flat, [{k: _value_text(v) for k, v in r.items()} for r in rows],
+                    result, warnings)
+    return result, warnings
+
+
+def _mark(result: dict[str, bool | None], keys: list[str], ok: bool) -> None:
+    """A failed cross-field rule makes every field in it False; a passed one leaves them unchanged
+    or raises None to True (the rule is the only check on e.g. a total)."""
+    for k in keys:
+        if not ok:
+            result[k] = False
+        elif result.get(k) is None:
+            result[k] = True
+
+
+def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str | None]],
+                result: dict[str, bool | None], warnings: list[str]) -> None:
+    if rule.check == "sum":
+        parts = [flat.get(k) for k in rule.fields]
+        total = flat.get(rule.equals)
+        if total is None or any(p is None for p in parts):
+            return
+        ok = amounts_add_up(parts, total)
+        if ok is None:
+            return
+        _mark(result, rule.fields + [rule.equals], ok)
+        if not ok:
+            warnings.append(f"{rule.message_zh or '金额之和不等于合计'} / "
+                            f"{' + '.join(rule.fields)} != {rule.equals} ({' + '.join(parts)} != {total})")
+    elif rule.check == "words_match":
+        words, figure = flat.get(rule.words), flat.get(rule.figure)
+        if words is None or figure is None:
+            return
+        ok = words_match_figure(words, figure)
+        if ok is None:
+            return
+        _mark(result, [rule.words, rule.figure], ok)
+        if not ok:
+            warnings.append(f"{rule.message_zh or '大写金额与小写不符'} / {rule.words} does not match "
+                            f"{rule.figure} ({words} vs {figure})")
+    elif rule.check == "items_sum":
+        if not rows or flat.get(rule.equals) is None:
+            return
+        parts = [r.get(rule.item_field) for r in rows]
+        if any(p is None for p in parts):
+            return
+        ok = amounts_add_up(parts, flat[rule.equals], tolerance=Decimal("0.01") * len(parts))
+        if ok is None:
+            return
+        _mark(result, [rule.equals], ok)
+        if not ok:
+            warnings.append(f"{rule.message_zh or '明细金额之和不等于合计'} / sum of items.{rule.item_field} "
+                            f"!= {rule.equals}")
+    elif rule.check == "item_product":
+        # quantity * unit_price == amount per row; unit prices are printed with many decimals, so
+        # allow a cent of rounding per row
+        for i, r in enumerate(rows):
+            q, p, a = (parse_amount(r.get(k) or "") for k in (rule.fields[0], rule.fields[1], rule.equals))
+            if q is None or p is None or a is None:
+                continue
+            ok = abs(q * p - a) <= Decimal("0.01") + abs(q) * Decimal("0.000001")
+            _mark(result, [f"items[{i}].{rule.equals}"], ok)
+            if not ok:
+                warnings.append(f"{rule.message_zh or '数量乘单价不等于金额'} / items[{i}]: "
+                                f"{q} x {p} != {a}")
+    elif rule.check == "date_order":
+        a, b = flat.get(rule.fields[0]), flat.get(rule.fields[1])
+        da, db = parse_date(a or ""), parse_date(b or "")
+        if da is None or db is None:
+            return
+        ok = da <= db
+        _mark(result, rule.fields, ok)
+        if not ok:
+            warnings.append(f"{rule.message_zh or '日期先后顺序不对'} / {rule.fields[0]} is after {rule.fields[1]}")
+    elif rule.check == "id_birth":
+        ok = id_birth_matches(flat.get(rule.fields[0]) or "", flat.get(rule.fields[1]) or "")
+        if ok is None:
+            return
+        _mark(result, [rule.fields[1]], ok)
+        if not ok:
+            warnings.append(f"{rule.message_zh or '出生日期与身份证号不符'} / {rule.fields[1]} does not "
+                            f"match the birth date inside {rule.fields[0]}")
+    elif rule.check == "id_sex":
+        ok = id_sex_matches(flat.get(rule.fields[0]) or "", flat.get(rule.fields[1]) or "")
+        if ok is None:
+            return
+        _mark(result, [rule.fields[1]], ok)
+        if not ok:
+            warnings.append(f"{rule.message_zh or '性别与身份证号不符'} / {rule.fields[1]} does not "
+                            f"match the sex digit of {rule.fields[0]}")
+    else:
+        raise ValueError(f"unknown rule check {rule.check!r}; known: {', '.join(RULE_CHECKS)}")
+
+
+def id_sex_matches(id_number: str, sex: str) -> bool | None:
+    """The 17th digit of an ID number is odd for 男 and even for 女."""
+    s = normalize_code(id_number)
+    sex = sex.strip()
+    if len(s) != 18 or not s[16].isdigit() or sex not in ("男", "女"):
+        return None
+    return (int(s[16]) % 2 == 1) == (sex == "男")
+
+
+def id_birth_matches(id_number: str, birth_date: str) -> bool | None:
+    """Whether the birth date inside an ID number equals a printed birth date."""
+    s = normalize_code(id_number)
+    d = parse_date(birth_date)
+    if len(s) != 18 or d is None:
+        return None
+    return s[6:14] == d.strftime("%Y%m%d")
