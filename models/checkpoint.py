@@ -1,0 +1,429 @@
+"""Load BERT/ERNIE checkpoints from a local directory into our `Encoder`, and save/load our own format.
+
+Layouts understood by `load_pretrained(dir)`:
+- PaddleNLP: `model_state.pdparams` + `config.json` (or old `model_config.json`) + `vocab.txt`
+- Hugging Face: `model.safetensors` or `pytorch_model.bin` + `config.json` + `vocab.txt`
+
+`pytorch_model.bin` is read WITHOUT torch: it is a zip holding `data.pkl` (a pickle whose tensors are
+`torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...)` calls) and one raw file per
+storage. `_TorchUnpickler` allows only those few globals and rebuilds numpy arrays; anything else in
+the pickle is refused, so a hostile file cannot run code. `save_torch_bin` writes the same format
+(tests use it; it also lets a user hand our weights to torch users).
+
+Our own model directory (`save_model_dir` / `load_model_dir`): `config.json` (encoder config, head
+config and free-form `meta` such as label maps), `model_state.pdparams`, `vocab.txt`.
+
+Nothing here touches the network; names of hub models are refused with a hint.
+"""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+import zipfile
+from collections import OrderedDict
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import numpy as np
+import paddle
+
+from models.encoder import Encoder, EncoderConfig
+from models.heads import ExtractionHead, HeadConfig
+
+FORMAT = "docint-model-v1"
+
+# ---------------------------------------------------------------------------------------------
+# config.json -> EncoderConfig
+# ---------------------------------------------------------------------------------------------
+_CONFIG_KEYS = {  # our field: names used by HF / PaddleNLP config files
+    "vocab_size": ("vocab_size",),
+    "hidden_size": ("hidden_size",),
+    "num_layers": ("num_hidden_layers",),
+    "num_heads": ("num_attention_heads",),
+    "intermediate_size": ("intermediate_size",),
+    "max_position": ("max_position_embeddings",),
+    "type_vocab_size": ("type_vocab_size",),
+    "dropout": ("hidden_dropout_prob",),
+    "attention_dropout": ("attention_probs_dropout_prob",),
+    "layer_norm_eps": ("layer_norm_eps",),
+    "activation": ("hidden_act",),
+    "pad_token_id": ("pad_token_id",),
+    "use_task_id": ("use_task_id",),
+    "task_type_vocab_size": ("task_type_vocab_size",),
+    "task_id": ("task_id",),
+}
+
+
+def read_config(model_dir: str | Path) -> EncoderConfig:
+    """EncoderConfig from a checkpoint's `config.json` (HF / PaddleNLP) or `model_config.json`."""
+    model_dir = Path(model_dir)
+    for name in ("config.json", "model_config.json"):
+        path = model_dir / name
+        if path.is_file():
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            break
+    else:
+        raise FileNotFoundError(f"no config.json or model_config.json in {model_dir}; copy the "
+                                "checkpoint's config file next to its weights")
+    if "init_args" in raw:       # PaddleNLP <= 2.4 model_config.json: {"init_args": [{...}], ...}
+        raw = raw["init_args"][0] if raw["init_args"] else {}
+        raw = raw.get("init_args", [raw])[0] if "init_args" in raw else raw
+    kw = {}
+    for ours, theirs in _CONFIG_KEYS.items():
+        for key in theirs:
+            if key in raw:
+                kw[ours] = raw[key]
+    if kw.get("activation") not in (None, "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"):
+        raise ValueError(f"{model_dir}: hidden_act {kw['activation']!r} is not supported; "
+                         "use a BERT/ERNIE checkpoint with gelu or relu")
+    kw["vocab_size"] = int(kw.get("vocab_size", 0)) or _vocab_lines(model_dir)
+    return EncoderConfig(**kw)
+
+
+def _vocab_lines(model_dir: Path) -> int:
+    path = model_dir / "vocab.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"{model_dir} has neither vocab_size in its config nor vocab.txt")
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+# ---------------------------------------------------------------------------------------------
+# reading weight files
+# ---------------------------------------------------------------------------------------------
+_TORCH_DTYPES = {
+    "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
+    "BFloat16Storage": "bfloat16", "LongStorage": np.int64, "IntStorage": np.int32,
+    "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+}
+
+
+class _StorageType:
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _rebuild_tensor(storage: np.ndarray, offset: int, size, stride, *_ignored) -> np.ndarray:
+    if not size:
+        return storage[offset].copy()
+    item = storage.itemsize
+    view = np.lib.stride_tricks.as_strided(storage[offset:], shape=tuple(size),
+                                           strides=tuple(s * item for s in stride))
+    return np.array(view)
+
+
+def _rebuild_parameter(data, *_ignored):
+    return data
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Unpickles torch's data.pkl into numpy arrays; refuses every global it does not know."""
+
+    _ALLOWED = {
+        ("collections", "OrderedDict"): OrderedDict,
+        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    }
+
+    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str):
+        super().__init__(io.BytesIO(data))
+        self.archive, self.prefix = archive, prefix
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in self._ALLOWED:
+            return self._ALLOWED[(module, name)]
+        if module == "torch" and name in _TORCH_DTYPES:
+            return _StorageType(name)
+        raise pickle.UnpicklingError(f"pytorch_model.bin refers to {module}.{name}, which a plain "
+                                     "weight file never needs; refusing to load it (convert the "
+                                     "checkpoint to model.safetensors instead)")
+
+    def persistent_load(self, pid):
+        kind, storage_type, key, _location, _numel = pid
+        if kind != "storage" or not isinstance(storage_type, _StorageType):
+            raise pickle.UnpicklingError(f"unexpected persistent id {pid!r} in pytorch_model.bin")
+        raw = self.archive.read(f"{self.prefix}data/{key}")
+        dtype = _TORCH_DTYPES[storage_type.name]
+        if dtype == "bfloat16":   # numpy has no bfloat16: widen the 16 bits into float32's top half
+            return (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+
+
+def read_torch_bin(path: str | Path) -> dict[str, np.ndarray]:
+    """{name: numpy array} from a torch >= 1.6 `pytorch_model.bin` (zip format), without torch."""
+    path = Path(path)
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is a legacy (pre-zip) torch file; re-save it with torch >= 1.6 or "
+                         "convert it to model.safetensors, then load again")
+    with zipfile.ZipFile(path) as archive:
+        pkl = [n for n in archive.namelist() if n.endswith("data.pkl")]
+        if len(pkl) != 1:
+            raise ValueError(f"{path} holds {len(pkl)} data.pkl entries; expected exactly one")
+        prefix = pkl[0][: -len("data.pkl")]
+        state = _TorchUnpickler(archive.read(pkl[0]), archive, prefix).load()
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} does not hold a state dict (found {type(state).__name__})")
+    return {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+
+
+class _Global:
+    """A stand-in for a torch global (function or storage class) when writing without torch."""
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):  # pickle insists a reduce function is callable; it is never called
+        raise RuntimeError(f"{self.module}.{self.name} is a placeholder for writing torch files")
+
+
+class _TensorRecord:
+    def __init__(self, storage_key: str, array: np.ndarray):
+        self.key, self.array = storage_key, array
+
+
+_NP_TO_STORAGE = {np.dtype(v): k for k, v in _TORCH_DTYPES.items() if v != "bfloat16"}
+
+
+class _StorageRef:
+    def __init__(self, record: _TensorRecord):
+        self.record = record
+
+
+class _TorchPickler(pickle._Pickler):
+    """Writes tensors the way torch.save does, using the pure-Python pickler so that torch's globals
+    can be emitted by name without torch being importable."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, _Global):
+            return obj.name                      # -> self.save_global(obj, name) below
+        if isinstance(obj, _TensorRecord):
+            a = obj.array
+            stride = tuple(s // a.itemsize for s in a.strides)
+            return (_Global("torch._utils", "_rebuild_tensor_v2"),
+                    (_StorageRef(obj), 0, tuple(a.shape), stride, False, OrderedDict()))
+        return NotImplemented
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _StorageRef):         # torch's ('storage', type, key, location, numel)
+            a = obj.record.array
+            return ("storage", _Global("torch", _NP_TO_STORAGE[a.dtype]), obj.record.key, "cpu", a.size)
+        return None
+
+    def save_global(self, obj, name=None):
+        if isinstance(obj, _Global):
+            self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("ascii"))
+            self.memoize(obj)
+            return
+        super().save_global(obj, name)
+
+
+def save_torch_bin(state: dict[str, np.ndarray], path: str | Path) -> None:
+    """Write {name: array} as a torch zip checkpoint that `torch.load` and `read_torch_bin` accept."""
+    path = Path(path)
+    records = OrderedDict()
+    for i, (name, array) in enumerate(state.items()):
+        array = np.ascontiguousarray(array)
+        if array.dtype not in _NP_TO_STORAGE:
+            raise TypeError(f"{name}: dtype {array.dtype} has no torch storage type")
+        records[name] = _TensorRecord(str(i), array)
+    buf = io.BytesIO()
+    _TorchPickler(buf, protocol=2).dump(records)
+    root = path.stem
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(f"{root}/data.pkl", buf.getvalue())
+        z.writestr(f"{root}/byteorder", "little")
+        for rec in records.values():
+            z.writestr(f"{root}/data/{rec.key}", rec.array.astype(rec.array.dtype.newbyteorder("<")).tobytes())
+        z.writestr(f"{root}/version", "3\n")
+
+
+def read_weights(model_dir: str | Path) -> tuple[dict[str, np.ndarray], str]:
+    """({name: array}, layout) where layout is 'paddle' or 'hf' (HF Linear weights are [out, in])."""
+    model_dir = Path(model_dir)
+    pd_file = model_dir / "model_state.pdparams"
+    if pd_file.is_file():
+        state = paddle.load(str(pd_file), return_numpy=True)
+        return {k: np.asarray(v) for k, v in state.items()}, "paddle"
+    st_file = model_dir / "model.safetensors"
+    if st_file.is_file():
+        from safetensors.numpy import load_file
+        return load_file(str(st_file)), "hf"
+    bin_file = model_dir / "pytorch_model.bin"
+    if bin_file.is_file():
+        return read_torch_bin(bin_file), "hf"
+    raise FileNotFoundError(f"no weights in {model_dir}: expected model_state.pdparams (PaddleNLP), "
+                            "model.safetensors or pytorch_model.bin (Hugging Face). Sharded "
+                            "checkpoints are not supported; merge the shards first.")
+
+
+# ---------------------------------------------------------------------------------------------
+# key mapping: checkpoint names -> our Encoder's names
+# ---------------------------------------------------------------------------------------------
+_EMBED = {
+    "embeddings.word_embeddings.weight": "embeddings.word_embeddings.weight",
+    "embeddings.position_embeddings.weight": "embeddings.position_embeddings.weight",
+    "embeddings.token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
+    "embeddings.task_type_embeddings.weight": "embeddings.task_type_embeddings.weight",
+    "embeddings.layer_norm.weight": "embeddings.layer_norm.weight",
+    "embeddings.layer_norm.bias": "embeddings.layer_norm.bias",
+    "embeddings.LayerNorm.weight": "embeddings.layer_norm.weight",
+    "embeddings.LayerNorm.bias": "embeddings.layer_norm.bias",
+    "embeddings.LayerNorm.gamma": "embeddings.layer_norm.weight",   # original Google BERT ports
+    "embeddings.LayerNorm.beta": "embeddings.layer_norm.bias",
+}
+_PADDLE_LAYER = {  # PaddleNLP's nn.TransformerEncoderLayer names are the same as ours
+    "self_attn.q_proj": "q_proj", "self_attn.k_proj": "k_proj", "self_attn.v_proj": "v_proj",
+    "self_attn.out_proj": "out_proj", "norm1": "norm1", "norm2": "norm2",
+    "linear1": "linear1", "linear2": "linear2",
+}
+_HF_LAYER = {
+    "attention.self.query": "q_proj", "attention.self.key": "k_proj", "attention.self.value": "v_proj",
+    "attention.output.dense": "out_proj", "attention.output.LayerNorm": "norm1",
+    "intermediate.dense": "linear1", "output.dense": "linear2", "output.LayerNorm": "norm2",
+}
+_PARAM = {"weight": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}
+_LAYER_RE = re.compile(r"^encoder\.(layers|layer)\.(\d+)\.(.+)\.(weight|bias|gamma|beta)$")
+# not part of a token encoder: the pooler, a buffer, and task/pre-training heads (which live beside
+# the base model under a prefix, or at top level when the checkpoint has no prefix)
+_IGNORED_IN_BASE = ("pooler.", "embeddings.position_ids", "cls.", "classifier.", "qa_outputs.", "lm_head.")
+
+
+def map_state(state: dict[str, np.ndarray], layout: str) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
+    """Rename a BERT/ERNIE state dict to our names; returns (mapped, ignored notes, unknown keys).
+
+    The base-model prefix (`bert.`, `ernie.`, anything, or none) is found from the word-embedding key.
+    Keys outside the base model (cls.*, classifier.*) and the pooler are ignored with a note; keys
+    inside it that we do not recognise are returned as unknown so the caller can fail loudly.
+    """
+    anchors = [k for k in state if k.endswith("embeddings.word_embeddings.weight")]
+    if len(anchors) != 1:
+        raise KeyError(f"cannot find exactly one '*embeddings.word_embeddings.weight' key (found "
+                       f"{anchors}); is this a BERT/ERNIE checkpoint? Keys start: {sorted(state)[:8]}")
+    prefix = anchors[0][: -len("embeddings.word_embeddings.weight")]
+    mapped, ignored, unknown = {}, [], []
+    for key, value in state.items():
+        if not key.startswith(prefix):
+            ignored.append(key)
+            continue
+        name = key[len(prefix):]
+        if name.startswith(_IGNORED_IN_BASE):
+            ignored.append(key)
+            continue
+        if name in _EMBED:
+            mapped[_EMBED[name]] = value
+            continue
+        m = _LAYER_RE.match(name)
+        table = _PADDLE_LAYER if m and m.group(1) == "layers" else _HF_LAYER
+        if not m or m.group(3) not in table:
+            unknown.append(key)
+            continue
+        ours = f"layers.{m.group(2)}.{table[m.group(3)]}.{_PARAM[m.group(4)]}"
+        if layout == "hf" and m.group(4) == "weight" and value.ndim == 2:
+            value = value.T                       # torch Linear is [out, in]; Paddle's is [in, out]
+        mapped[ours] = value
+    return mapped, ignored, unknown
+
+
+def _optional_missing(name: str) -> bool:
+    """Parameters a text checkpoint cannot have: layout tables (start at zero) and our head."""
+    return (name.startswith("head.")
+            or any(name.startswith(f"embeddings.{t}_embeddings.") for t in "xywh"))
+
+
+def load_state_into(model: Encoder, mapped: dict[str, np.ndarray], source: str = "checkpoint") -> None:
+    """Copy mapped weights into `model`; any missing, extra or mis-shaped key is an error listing all."""
+    ours = model.state_dict()
+    missing = [k for k in ours if k not in mapped and not _optional_missing(k)]
+    extra = [k for k in mapped if k not in ours]
+    bad = [f"{k}: checkpoint {list(v.shape)} vs model {list(ours[k].shape)}"
+           for k, v in mapped.items() if k in ours and list(v.shape) != list(ours[k].shape)]
+    problems = []
+    if missing:
+        problems.append(f"missing from {source} ({len(missing)}): {missing}")
+    if extra:
+        problems.append(f"in {source} but not in the model ({len(extra)}): {extra}")
+    if bad:
+        problems.append(f"shape mismatch ({len(bad)}): {bad}")
+    if problems:
+        raise KeyError("checkpoint does not fit the encoder config; nothing was loaded.\n  "
+                       + "\n  ".join(problems)
+                       + "\nCheck that config.json belongs to these weights.")
+    for k, v in mapped.items():
+        ours[k].set_value(paddle.to_tensor(np.ascontiguousarray(v), dtype=ours[k].dtype))
+
+
+def load_pretrained(model_dir: str | Path, head: paddle.nn.Layer | None = None,
+                    **config_overrides) -> tuple[Encoder, list[str]]:
+    """Build an Encoder from a local PaddleNLP or Hugging Face BERT/ERNIE directory.
+
+    Returns (model, notes): notes name the checkpoint keys that were deliberately ignored (pooler,
+    pre-training heads). `config_overrides` (e.g. dropout=0.0) replace values read from config.json.
+    """
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise FileNotFoundError(f"{model_dir} is not a local directory. Models are never downloaded "
+                                "at run time: download the checkpoint once and pass its folder.")
+    config = read_config(model_dir)
+    for k, v in config_overrides.items():
+        setattr(config, k, v)
+    state, layout = read_weights(model_dir)
+    mapped, ignored, unknown = map_state(state, layout)
+    if unknown:
+        raise KeyError(f"{model_dir}: unexpected encoder keys {unknown}; this is not a plain "
+                       "BERT/ERNIE encoder (or needs a new mapping in models/checkpoint.py)")
+    model = Encoder(config, head=head)
+    load_state_into(model, mapped, source=str(model_dir))
+    notes = [f"ignored {len(ignored)} non-encoder keys: {ignored}"] if ignored else []
+    return model, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# our own model directory
+# ---------------------------------------------------------------------------------------------
+def save_model_dir(out_dir: str | Path, model: Encoder, vocab: list[str] | str | Path,
+                   meta: dict | None = None) -> Path:
+    """Write config.json (encoder + head config + meta), model_state.pdparams and vocab.txt."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokens = Path(vocab).read_text(encoding="utf-8").splitlines() if isinstance(vocab, (str, Path)) else list(vocab)
+    if len(tokens) != model.config.vocab_size:
+        raise ValueError(f"vocab has {len(tokens)} tokens but the encoder expects "
+                         f"{model.config.vocab_size}; save the vocabulary the model was built with")
+    head = model.head.config if isinstance(model.head, ExtractionHead) else None
+    config = {"format": FORMAT, "encoder": asdict(model.config),
+              "head": asdict(head) if head else None, "meta": meta or {}}
+    (out_dir / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+    paddle.save(model.state_dict(), str(out_dir / "model_state.pdparams"))
+    (out_dir / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return out_dir
+
+
+def load_model_dir(model_dir: str | Path) -> tuple[Encoder, dict]:
+    """(model in eval mode, meta) from a directory written by `save_model_dir`.
+
+    The tokenizer is `models.tokenizer.Tokenizer.from_dir(model_dir)`.
+    """
+    model_dir = Path(model_dir)
+    cfg_path = model_dir / "config.json"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{model_dir} has no config.json; is it a model directory exported "
+                                "by training (python -m training export)?")
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    if cfg.get("format") != FORMAT:
+        raise ValueError(f"{model_dir} is not one of our model directories (format "
+                         f"{cfg.get('format')!r}); for a BERT/ERNIE checkpoint use load_pretrained")
+    enc_fields = {f.name for f in fields(EncoderConfig)}
+    config = EncoderConfig(**{k: v for k, v in cfg["encoder"].items() if k in enc_fields})
+    head = ExtractionHead(HeadConfig(**cfg["head"])) if cfg.get("head") else None
+    model = Encoder(config, head=head)
+    state = paddle.load(str(model_dir / "model_state.pdparams"), return_numpy=True)
+    ours = model.state_dict()
+    missing = sorted(set(ours) - set(state))
+    extra = sorted(set(state) - set(ours))
+    if missing or extra:
+        raise KeyError(f"{model_dir}: weights do not match config.json; missing {missing}, "
+                       f"unexpected {extra}. Re-export the model.")
+    load_state_into(model, {k: np.asarray(v) for k, v in state.items()}, source=str(model_dir))
+    model.eval()
+    return model, cfg.get("meta", {})

@@ -1,0 +1,237 @@
+"""Checkpoint import is proved against PaddleNLP's own ErnieModel/BertModel on identical weights.
+
+Each test builds the reference model from a small config with random weights, writes it in one of
+the layouts a user will bring (PaddleNLP save_pretrained, HF safetensors, HF pytorch_model.bin), loads
+it through models/checkpoint.py and compares last hidden states on random input with padding.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import paddle
+import pytest
+
+from models.checkpoint import (load_model_dir, load_pretrained, read_torch_bin, save_model_dir,
+                               save_torch_bin)
+from models.encoder import Encoder, EncoderConfig
+from models.heads import ExtractionHead, HeadConfig
+
+SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+             intermediate_size=64, max_position_embeddings=40, type_vocab_size=2,
+             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def _reference(kind: str, **extra):
+    from paddlenlp.transformers import BertConfig, BertModel, ErnieConfig, ErnieModel
+    paddle.seed(7)
+    if kind == "ernie":
+        model = ErnieModel(ErnieConfig(**SMALL, **extra))
+    else:
+        model = BertModel(BertConfig(**SMALL, **extra))
+    # PaddleNLP's init leaves LayerNorms at 1/0; randomise them so the mapping of every key matters
+    for name, p in model.named_parameters():
+        if "norm" in name:
+            p.set_value(paddle.rand(p.shape) + 0.5 if name.endswith("weight") else paddle.rand(p.shape) - 0.5)
+    model.eval()
+    return model
+
+
+def _inputs(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, SMALL["vocab_size"], size=(2, 11))
+    mask = np.ones_like(ids)
+    mask[1, 7:] = 0                      # second sequence padded
+    ids[1, 7:] = 0
+    types = rng.integers(0, 2, size=ids.shape)
+    return (paddle.to_tensor(ids, dtype="int64"), paddle.to_tensor(types, dtype="int64"),
+            paddle.to_tensor(mask, dtype="int64"))
+
+
+def _reference_hidden(model, ids, types, mask) -> np.ndarray:
+    with paddle.no_grad():
+        return model(ids, token_type_ids=types, attention_mask=mask)[0].numpy()
+
+
+def _ours_hidden(model: Encoder, ids, types, mask, bbox=None) -> np.ndarray:
+    model.eval()
+    with paddle.no_grad():
+        return model(ids, bbox, types, mask)[0].numpy()
+
+
+def _write_vocab(path, n=SMALL["vocab_size"]):
+    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                                              + [f"t{i}" for i in range(n - 5)]) + "\n", encoding="utf-8")
+
+
+def _hf_state(ref, prefix: str) -> dict[str, np.ndarray]:
+    """The reference weights under Hugging Face names, Linear weights as torch's [out, in]."""
+    names = {"self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
+             "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",
+             "norm1": "attention.output.LayerNorm", "linear1": "intermediate.dense",
+             "linear2": "output.dense", "norm2": "output.LayerNorm"}
+    out = {}
+    for key, value in ref.state_dict().items():
+        value = value.numpy()
+        if key.startswith("encoder.layers."):
+            _, _, idx, *rest = key.split(".")
+            part, param = ".".join(rest[:-1]), rest[-1]
+            hf = f"encoder.layer.{idx}.{names[part]}.{param}"
+            if param == "weight" and value.ndim == 2:
+                value = value.T
+        elif key.startswith("embeddings.layer_norm"):
+            hf = key.replace("layer_norm", "LayerNorm")
+        elif key.startswith("pooler.dense.weight"):
+            hf, value = key, value.T
+        else:
+            hf = key
+        out[prefix + hf] = np.ascontiguousarray(value)
+    out["cls.predictions.bias"] = np.zeros(SMALL["vocab_size"], np.float32)   # a pre-training head
+    return out
+
+
+def _hf_config(kind: str, **extra) -> dict:
+    return {**SMALL, "model_type": kind, "hidden_act": "gelu", "layer_norm_eps": 1e-12, **extra}
+
+
+@pytest.mark.parametrize("kind", ["ernie", "bert"])
+def test_paddlenlp_layout_matches_paddlenlp_model(kind, tmp_path):
+    ref = _reference(kind)
+    ref.save_pretrained(str(tmp_path))
+    _write_vocab(tmp_path)
+    ids, types, mask = _inputs()
+    model, notes = load_pretrained(tmp_path)
+    ours = _ours_hidden(model, ids, types, mask)
+    theirs = _reference_hidden(ref, ids, types, mask)
+    valid = mask.numpy().astype(bool)
+    np.testing.assert_allclose(ours[valid], theirs[valid], rtol=1e-4, atol=1e-5)
+    assert any("pooler" in n for n in notes)
+    # any layout input gives the same output while the layout tables are still zero
+    bbox = paddle.to_tensor(np.random.default_rng(1).integers(0, 1001, size=(2, 11, 4)), dtype="int64")
+    np.testing.assert_allclose(_ours_hidden(model, ids, types, mask, bbox)[valid], theirs[valid],
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_ernie3_task_type_embedding_matches(tmp_path):
+    ref = _reference("ernie", use_task_id=True, task_type_vocab_size=3)
+    ref.save_pretrained(str(tmp_path))
+    _write_vocab(tmp_path)
+    ids, types, mask = _inputs(3)
+    model, _ = load_pretrained(tmp_path)
+    assert model.config.use_task_id
+    valid = mask.numpy().astype(bool)
+    np.testing.assert_allclose(_ours_hidden(model, ids, types, mask)[valid],
+                               _reference_hidden(ref, ids, types, mask)[valid], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "bin"])
+@pytest.mark.parametrize("kind,prefix", [("bert", "bert."), ("ernie", "ernie."), ("bert", "")])
+def test_hf_layout_matches_paddlenlp_model(kind, prefix, fmt, tmp_path):
+    ref = _reference(kind)
+    state = _hf_state(ref, prefix)
+    if fmt == "safetensors":
+        from safetensors.numpy import save_file
+        save_file(state, str(tmp_path / "model.safetensors"))
+    else:
+        save_torch_bin(state, tmp_path / "pytorch_model.bin")
+    (tmp_path / "config.json").write_text(json.dumps(_hf_config(kind)), encoding="utf-8")
+    _write_vocab(tmp_path)
+    ids, types, mask = _inputs(5)
+    model, notes = load_pretrained(tmp_path)
+    valid = mask.numpy().astype(bool)
+    np.testing.assert_allclose(_ours_hidden(model, ids, types, mask)[valid],
+                               _reference_hidden(ref, ids, types, mask)[valid], rtol=1e-4, atol=1e-5)
+    assert any("cls.predictions.bias" in n for n in notes)
+
+
+def test_torch_bin_round_trip_keeps_dtype_shape_and_strides(tmp_path):
+    state = {"a": np.arange(12, dtype=np.float32).reshape(3, 4).T,       # non-contiguous input
+             "b": np.array([1, -2, 3], dtype=np.int64),
+             "c": np.float16(2.5) * np.ones((2, 2), np.float16)}
+    save_torch_bin(state, tmp_path / "w.bin")
+    back = read_torch_bin(tmp_path / "w.bin")
+    assert list(back) == ["a", "b", "c"]
+    for k in state:
+        assert back[k].dtype == state[k].dtype and back[k].shape == state[k].shape
+        np.testing.assert_array_equal(back[k], state[k])
+    # the pickle speaks torch's own vocabulary, so torch.load reads it too
+    import pickletools
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "w.bin") as z:
+        names = z.namelist()
+        ops = [(op.name, arg) for op, arg, _ in pickletools.genops(z.read("w/data.pkl"))]
+    assert {"w/data.pkl", "w/version", "w/data/0", "w/data/1", "w/data/2"} <= set(names)
+    assert ("GLOBAL", "torch._utils _rebuild_tensor_v2") in ops
+    assert ("GLOBAL", "torch FloatStorage") in ops and ("GLOBAL", "torch LongStorage") in ops
+    assert sum(name == "BINPERSID" for name, _ in ops) == 3
+
+
+def test_torch_bin_refuses_foreign_globals(tmp_path):
+    import pickle
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "evil.bin", "w") as z:
+        z.writestr("archive/data.pkl", pickle.dumps({"x": print}, protocol=2))
+    with pytest.raises(pickle.UnpicklingError, match=r"print.*refusing"):
+        read_torch_bin(tmp_path / "evil.bin")
+
+
+def test_missing_key_is_an_error_listing_it(tmp_path):
+    ref = _reference("bert")
+    state = _hf_state(ref, "bert.")
+    del state["bert.encoder.layer.1.output.dense.bias"]
+    from safetensors.numpy import save_file
+    save_file(state, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps(_hf_config("bert")), encoding="utf-8")
+    _write_vocab(tmp_path)
+    with pytest.raises(KeyError, match=r"missing.*layers\.1\.linear2\.bias"):
+        load_pretrained(tmp_path)
+
+
+def test_shape_mismatch_is_an_error_listing_it(tmp_path):
+    ref = _reference("ernie")
+    ref.save_pretrained(str(tmp_path))
+    _write_vocab(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["intermediate_size"] = 48                          # config no longer fits the weights
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(KeyError, match=r"shape mismatch.*layers\.0\.linear1\.weight: checkpoint \[32, 64\] vs model \[32, 48\]"):
+        load_pretrained(tmp_path)
+
+
+def test_unknown_encoder_key_is_an_error(tmp_path):
+    state = _hf_state(_reference("bert"), "bert.")
+    state["bert.encoder.layer.0.attention.self.relative_bias"] = np.zeros(3, np.float32)
+    from safetensors.numpy import save_file
+    save_file(state, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps(_hf_config("bert")), encoding="utf-8")
+    _write_vocab(tmp_path)
+    with pytest.raises(KeyError, match="relative_bias"):
+        load_pretrained(tmp_path)
+
+
+def test_hub_name_is_refused_with_a_hint():
+    with pytest.raises(FileNotFoundError, match="never downloaded"):
+        load_pretrained("ernie-3.0-medium-zh")
+
+
+def test_own_model_dir_round_trip(tmp_path):
+    config = EncoderConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
+                           intermediate_size=32, max_position=32, dropout=0.0, attention_dropout=0.0)
+    head = ExtractionHead(HeadConfig(hidden_size=16, tag_labels=["O", "B-a", "I-a"],
+                                     doc_types=["x", "y"], link=True, dropout=0.0))
+    model = Encoder(config, head=head)
+    for p in model.parameters():                       # make layout and head weights non-trivial
+        p.set_value(paddle.randn(p.shape) * 0.1)
+    vocab = [f"v{i}" for i in range(50)]
+    save_model_dir(tmp_path / "m", model, vocab, meta={"schemas": ["x", "y"]})
+    back, meta = load_model_dir(tmp_path / "m")
+    assert meta == {"schemas": ["x", "y"]}
+    assert back.head.config.tag_labels == ["O", "B-a", "I-a"] and back.head.config.link
+    ids = paddle.to_tensor([[2, 5, 7, 9]], dtype="int64")
+    bbox = paddle.to_tensor([[[0, 0, 0, 0], [10, 20, 300, 40], [500, 20, 900, 40], [0, 0, 0, 0]]], dtype="int64")
+    types, mask = paddle.zeros_like(ids), paddle.ones_like(ids)
+    model.eval()
+    with paddle.no_grad():
+        a, b = model(ids, bbox, types, mask), back(ids, bbox, types, mask)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
