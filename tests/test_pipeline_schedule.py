@@ -58,10 +58,11 @@ def test_uniform_bubble_matches_formula(name, S):
 
 
 def test_interleaved_bubble_matches_formula():
-    # on 2 stages both ranks are busy all the time in the ideal timeline, so a blocking send/recv in
-    # either direction must delay someone; from 4 stages on the placement meets the formula exactly
-    for S in (4, 8):
-        for M in (S, 2 * S, 4 * S):
+    # Under blocking send/recv a message needs both stages between actions at once; in interleaved
+    # steady state that is not always possible (2 stages; 8 stages with M > S), so the formula is
+    # met exactly on 4 stages and on 8 stages with M = S (see README, "limits").
+    for S, Ms in ((4, (4, 8, 16)), (8, (8,))):
+        for M in Ms:
             tl = simulate(build_schedule("interleaved", S, M, 2), {"F": 1.0, "B": 2.0})
             assert tl.bubble == pytest.approx(analytic_bubble("interleaved", S, M, 2), abs=1e-12)
             assert tl.bubble < simulate(build_schedule("1f1b", S, M), {"F": 1.0, "B": 2.0}).bubble
