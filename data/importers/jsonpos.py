@@ -1,0 +1,53 @@
+"""Read the elements of a JSON array together with the line each one starts on.
+
+XFUND and Label Studio exports are single JSON documents, but a user fixing a bad record needs a line
+number, not "documents[17]". `json.JSONDecoder.raw_decode` gives the end offset of each element, from
+which the starting line follows.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator
+
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"\s*")
+
+
+def line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def iter_array(text: str, start: int) -> Iterator[tuple[int, Any]]:
+    """Yield (line, element) for the JSON array whose '[' is at `text[start]`.
+
+    Raises json.JSONDecodeError (with its own line number) where the array is malformed.
+    """
+    if text[start] != "[":
+        raise json.JSONDecodeError("expected '['", text, start)
+    pos = _WS.match(text, start + 1).end()
+    if text.startswith("]", pos):
+        return
+    while True:
+        element, end = _DECODER.raw_decode(text, pos)
+        yield line_of(text, pos), element
+        pos = _WS.match(text, end).end()
+        if text.startswith(",", pos):
+            pos = _WS.match(text, pos + 1).end()
+        elif text.startswith("]", pos):
+            return
+        else:
+            raise json.JSONDecodeError("expected ',' or ']' between array elements", text, pos)
+
+
+def find_array(text: str, key: str | None) -> int:
+    """Offset of the array: the top-level value when `key` is None, else the value of `"key": [`."""
+    if key is None:
+        pos = _WS.match(text).end()
+        if not text.startswith("[", pos):
+            raise json.JSONDecodeError("expected a JSON array at the top level", text, pos)
+        return pos
+    m = re.search(r'"%s"\s*:\s*\[' % re.escape(key), text)
+    if not m:
+        raise json.JSONDecodeError(f'no "{key}": [...] array found', text, 0)
+    return m.end() - 1
