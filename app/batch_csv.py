@@ -1,0 +1,71 @@
+"""The batch CSV: one row per document, one column per field, rebuilt from the results JSONL.
+
+The CSV is derived data: it is written at the end of a run from every row in the JSONL (so a resumed
+run's table includes what earlier runs did), to a temporary file that is renamed over the target, so
+a reader never sees half a table. Encoding is UTF-8 with a byte-order mark, which Excel needs to show
+Chinese text correctly.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from typing import Any, Iterable
+
+from app.batch_state import latest_rows
+
+BASE_COLUMNS = ["file", "source", "pages", "doc_type", "doc_type_score", "error_type", "error_message"]
+
+
+def schema_keys(doc_type: str) -> list[str]:
+    """The field keys of a schema in schema order, or [] when the schema cannot be loaded."""
+    try:
+        from data.schemas import load_schema
+        return load_schema(doc_type).keys()
+    except Exception:  # an unknown type is reported elsewhere; the table still gets detected fields
+        return []
+
+
+def field_columns(rows: Iterable[dict[str, Any]], doc_type: str | None) -> list[str]:
+    """Schema order for the chosen type first, then any other field seen, in first-seen order."""
+    columns = schema_keys(doc_type) if doc_type else []
+    seen = set(columns)
+    for row in rows:
+        for key in (row.get("fields") or {}):
+            if key not in seen:
+                seen.add(key)
+                columns.append(key)
+    return columns
+
+
+def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
+    error = row.get("error") or {}
+    score = row.get("doc_type_score")
+    base = [row.get("file", ""), row.get("source", ""), str(len(row.get("pages") or [])),
+            row.get("doc_type") or "", "" if score is None else f"{score:.3f}",
+            error.get("type", ""), error.get("message", "")]
+    fields = row.get("fields") or {}
+    return base + [str((fields.get(key) or {}).get("value", "")) for key in columns]
+
+
+def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None) -> int:
+    """Rebuild `csv_path` from the results file; returns the number of document rows written."""
+    rows = list(latest_rows(jsonl_path).values())
+    columns = field_columns(rows, doc_type)
+    target_dir = os.path.dirname(os.path.abspath(csv_path))
+    os.makedirs(target_dir, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".batch-", suffix=".csv.tmp", dir=target_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8-sig", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(BASE_COLUMNS + columns)
+            for row in rows:
+                writer.writerow(csv_record(row, columns))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, csv_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return len(rows)

@@ -1,0 +1,190 @@
+"""The inference pipeline: a file (or uploaded bytes) in, one `Document` out (DESIGN section 2).
+
+    decode (data/io: limits, every page of a PDF / multi-page TIFF)
+      -> OCR per page (models/ocr: PP-OCR det, angle, rec)
+      -> extraction (models/extractor: doc type, fields, items, pairs, validation warnings)
+
+Error policy, the same for every entry point: these functions do not raise for anything that is
+wrong with a document (corrupt, empty, unsupported, too large, unreadable, or a failure while reading
+it). They return a `Document` whose `error` is {"type", "message"}, with whatever pages were read, so
+the UI can show the message and the batch CLI can write an error row and go on. They do raise for
+problems with the installation that no document can fix (a model directory that does not exist).
+
+Models are loaded once per process: the OCR engine by `models.ocr.get_engine`, the extractor by
+`load_extractor` below (both cached). `Document.timings` holds seconds per stage: decode, ocr (and
+its det/cls/rec parts), extract, total.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from data.document import Document, Page
+
+PageCallback = Callable[[int, int], None]   # (pages done, pages in the document)
+
+
+@dataclass
+class Analysis:
+    """A processed document plus its upright page images (BGR), for drawing in the UI or --draw."""
+    document: Document
+    images: list[np.ndarray] = field(default_factory=list)
+
+
+# --- models, loaded once per process ------------------------------------------------------------------
+
+def ocr_engine() -> Any:
+    from models.ocr import get_engine
+    return get_engine()
+
+
+def extractor_available() -> bool:
+    """True once models/extractor.py is installed; until then the pipeline returns OCR only."""
+    try:
+        import models.extractor  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=4)
+def load_extractor(model_dir: str | None = None) -> Any:
+    """The extractor for `model_dir` (None: the bundled default). Raises FileNotFoundError with the
+    fix when the directory does not hold a model."""
+    from models.extractor import DEFAULT_MODEL_DIR, get_extractor
+    path = str(model_dir or DEFAULT_MODEL_DIR)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"model directory {path} does not exist; pass a directory made by "
+                                "`python -m training export` (or omit --model for the bundled default)")
+    return get_extractor(path)
+
+
+def warm_up(model_dir: str | None = None) -> None:
+    """Load every model now (workers call this once so the first document is not slow)."""
+    ocr_engine()
+    if extractor_available():
+        load_extractor(model_dir)
+
+
+# --- stages ---------------------------------------------------------------------------------------------
+
+def _error_type(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+def _upright(image: np.ndarray, rotation: int) -> np.ndarray:
+    """The page image turned the way OCR turned it, so boxes line up when drawn."""
+    import cv2
+    turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+    return cv2.rotate(image, turns[rotation]) if rotation in turns else image
+
+
+def _as_bgr(image: Any) -> np.ndarray:
+    """data.io hands pages over as BGR uint8 arrays; accept a PIL image too (converted from RGB)."""
+    if isinstance(image, np.ndarray):
+        return image
+    return np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
+
+
+def _decode_file(path: str) -> list[np.ndarray]:
+    from data.io import load_pages
+    return [_as_bgr(img) for img in load_pages(path)]
+
+
+def _decode_bytes(data: bytes, filename: str) -> list[np.ndarray]:
+    from data.io import load_pages_from_bytes
+    return [_as_bgr(img) for img in load_pages_from_bytes(data, filename)]
+
+
+def analyse_images(images: list[np.ndarray], source: str, model_dir: str | None = None,
+                   doc_type: str | None = None, on_page: PageCallback | None = None,
+                   timings: dict[str, float] | None = None) -> Analysis:
+    """OCR every page image, then extract. `timings` may already hold the decode time."""
+    timings = dict(timings or {})
+    doc = Document(source=source, timings=timings)
+    upright: list[np.ndarray] = []
+    t0 = time.perf_counter()
+    try:
+        engine = ocr_engine()
+        for i, image in enumerate(images):
+            page: Page = engine.read(image, page_index=i, timings=timings)
+            doc.pages.append(page)
+            upright.append(_upright(image, page.rotation))
+            if on_page:
+                on_page(i + 1, len(images))
+    except Exception as exc:  # one bad page fails the document, not the batch or the UI
+        doc.error = {"type": _error_type(exc),
+                     "message": f"OCR failed on page {len(doc.pages) + 1} of {len(images)}: {exc}"}
+        return Analysis(doc, upright)
+    finally:
+        timings["ocr"] = time.perf_counter() - t0
+
+    if extractor_available():
+        t0 = time.perf_counter()
+        extractor = load_extractor(model_dir)   # installation problems raise: no document fixes them
+        try:
+            doc = extractor.extract(doc, doc_type=doc_type)
+        except Exception as exc:
+            doc.error = {"type": _error_type(exc), "message": f"field extraction failed: {exc}"}
+        doc.timings = timings
+        timings["extract"] = time.perf_counter() - t0
+    else:
+        doc.doc_type = doc_type
+        doc.warnings.append("no extraction model is installed (models/extractor.py), so only the OCR "
+                            "text is shown; fields appear once the extractor is installed")
+    return Analysis(doc, upright)
+
+
+def _finish(analysis: Analysis, started: float) -> Analysis:
+    analysis.document.timings["total"] = time.perf_counter() - started
+    return analysis
+
+
+def _input_failure(source: str, exc: Exception, timings: dict[str, float], started: float) -> Analysis:
+    doc = Document(source=source, timings=timings, error={"type": _error_type(exc), "message": str(exc)})
+    return _finish(Analysis(doc), started)
+
+
+def analyse_file(path: str, model_dir: str | None = None, doc_type: str | None = None,
+                 on_page: PageCallback | None = None) -> Analysis:
+    """Decode, OCR and extract every page of the file at `path`."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    try:
+        images = _decode_file(path)
+    except Exception as exc:  # InputError for bad files; OSError etc. for unreadable paths
+        timings["decode"] = time.perf_counter() - started
+        return _input_failure(os.path.basename(path), exc, timings, started)
+    timings["decode"] = time.perf_counter() - started
+    return _finish(analyse_images(images, os.path.basename(path), model_dir, doc_type, on_page, timings),
+                   started)
+
+
+def analyse_bytes(data: bytes, filename: str, model_dir: str | None = None, doc_type: str | None = None,
+                  on_page: PageCallback | None = None) -> Analysis:
+    """As `analyse_file`, for an upload held in memory (`filename` tells the format)."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    try:
+        images = _decode_bytes(data, filename)
+    except Exception as exc:
+        timings["decode"] = time.perf_counter() - started
+        return _input_failure(filename, exc, timings, started)
+    timings["decode"] = time.perf_counter() - started
+    return _finish(analyse_images(images, filename, model_dir, doc_type, on_page, timings), started)
+
+
+def process_file(path: str, model_dir: str | None = None, doc_type: str | None = None) -> Document:
+    """The Document for one file; bad input gives `Document.error` instead of an exception."""
+    return analyse_file(path, model_dir, doc_type).document
+
+
+def process_bytes(data: bytes, filename: str, model_dir: str | None = None,
+                  doc_type: str | None = None) -> Document:
+    """The Document for uploaded bytes; bad input gives `Document.error` instead of an exception."""
+    return analyse_bytes(data, filename, model_dir, doc_type).document
