@@ -1,0 +1,112 @@
+"""Whole-word masking (WWM) for masked-language-model adaptation on per-character tokens.
+
+Tokens are characters (models/layout_text.py), but masking single characters of a Chinese word lets the
+model fill them from the word's other half, which teaches little. Chinese-BERT-wwm's fix, used here:
+segment the text into words (jieba-fast) and mask every character of a chosen word together. Runs of
+digits and Latin letters (tax IDs, invoice numbers, amounts such as 1234.50) count as one word each,
+whatever jieba makes of them, so a number is hidden whole and must be predicted from its context.
+
+Rate: words are drawn in random order until 15% of the tokens are covered (a word that would overshoot
+is passed over, as in BERT's reference code); each chosen word is then, as a whole, replaced by [MASK]
+(80%), by random characters (10%) or kept (10%). Labels are the original ids at chosen positions and
+-100 (ignored by the loss) everywhere else.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import re
+from dataclasses import dataclass
+
+import jieba_fast
+
+from models.layout_text import CLS, MASK, SPECIALS, Window, line_tokens
+
+jieba_fast.setLogLevel(logging.WARNING)
+
+MASK_RATE = 0.15
+P_MASK, P_RANDOM = 0.8, 0.1      # the remaining 0.1 keeps the word as it is
+IGNORE = -100
+# digits and Latin letters (half- or full-width), with inner decimal points: 1234.50, MA01ABCD2X
+ALNUM_RUN = re.compile(r"[0-9A-Za-z０-９Ａ-Ｚａ-ｚ]+(?:\.[0-9０-９]+)*")
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) character spans of the words of `text`, whitespace excluded, in order.
+
+    Alphanumeric runs are cut out first so jieba never splits (or merges) them; the Chinese and
+    punctuation between them go to jieba.
+    """
+    spans: list[tuple[int, int]] = []
+
+    def chinese(start: int, piece: str) -> None:
+        pos = start
+        for word in jieba_fast.cut(piece, HMM=True):
+            s, e = pos, pos + len(word)
+            pos = e
+            # jieba may hand back whitespace runs or words with inner spaces: split them off
+            for m in re.finditer(r"\S+", text[s:e]):
+                spans.append((s + m.start(), s + m.end()))
+
+    last = 0
+    for m in ALNUM_RUN.finditer(text):
+        if m.start() > last:
+            chinese(last, text[last:m.start()])
+        spans.append((m.start(), m.end()))
+        last = m.end()
+    if last < len(text):
+        chinese(last, text[last:])
+    return spans
+
+
+def window_words(window: Window, line_texts: list[str]) -> list[list[int]]:
+    """Token positions of each whole word in a window (words cut by the window edge are left out,
+    because masking half a word is what WWM avoids)."""
+    pos_of = {w: i for i, w in enumerate(window.where) if w is not None}
+    words = []
+    for li in range(window.first_line, window.last_line):
+        for s, e in word_spans(line_texts[li]):
+            positions = [pos_of.get((li, c)) for c in range(s, e) if not line_texts[li][c].isspace()]
+            if positions and all(p is not None for p in positions):
+                words.append(positions)
+    return words
+
+
+@dataclass
+class MaskedWindow:
+    input_ids: list[int]
+    labels: list[int]                 # original id where a token was chosen, IGNORE elsewhere
+    words: list[list[int]]            # token positions of each chosen word (for tests and reports)
+
+
+def mask_words(ids: list[int], words: list[list[int]], vocab_size: int, rng: random.Random,
+               rate: float = MASK_RATE) -> MaskedWindow:
+    """Choose whole words covering about `rate` of the real tokens and corrupt them 80/10/10."""
+    n_real = sum(1 for i in ids if i >= len(SPECIALS) or i == 1)      # [UNK] counts, other specials do not
+    budget = max(1, round(rate * n_real)) if words else 0
+    order = list(range(len(words)))
+    rng.shuffle(order)
+    chosen, covered = [], 0
+    for wi in order:
+        if covered >= budget:
+            break
+        if covered + len(words[wi]) > budget:
+            continue
+        chosen.append(words[wi])
+        covered += len(words[wi])
+    out, labels = list(ids), [IGNORE] * len(ids)
+    for word in chosen:
+        r = rng.random()
+        for p in word:
+            labels[p] = ids[p]
+            if r < P_MASK:
+                out[p] = MASK
+            elif r < P_MASK + P_RANDOM:
+                out[p] = rng.randrange(len(SPECIALS), vocab_size)
+    return MaskedWindow(out, labels, sorted(chosen))
+
+
+def mask_window(window: Window, line_texts: list[str], vocab_size: int, rng: random.Random,
+                rate: float = MASK_RATE) -> MaskedWindow:
+    assert window.ids and window.ids[0] == CLS, "windows start with [CLS] (models/layout_text.make_windows)"
+    return mask_words(window.ids, window_words(window, line_texts), vocab_size, rng, rate)
