@@ -1,0 +1,371 @@
+"""The extractor: OCR'd `Document` in, the same `Document` out with doc type, fields, items and pairs.
+
+    ex = get_extractor()                    # models/default, loaded once per process
+    doc = ex.extract(ocr_document)          # doc_type(+score), fields, items, pairs, warnings
+
+Steps per page: lines in reading order -> character windows with line boxes (models/layout_text.py)
+-> encoder + extraction head -> per-character tag probabilities averaged over windows -> spans ->
+per field the best span of the page's doc type -> normalised value, box, validation (data/validate.py).
+Generic forms come out as question -> answer pairs from the link head, with a geometric fallback
+(nearest question to the left on the row, else above) for an answer the link head leaves unclaimed.
+
+A model directory holds config.json, model_state.pdparams, vocab.txt, labels.json, schemas/*.yaml,
+metrics.json and provenance.json; `find_model_dirs` lists such directories for the UI's picker.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import paddle
+
+from data.document import Document, Field, Line, Pair, Page
+from data.normalize import normalize_value
+from models.encoder import Encoder, EncoderConfig
+from models.heads import ExtractionHead, HeadConfig
+from models.layout_text import CharVocab, Window, make_windows
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
+GENERIC = "generic_form"
+FORM_LABELS = ("header", "question", "answer")
+
+
+class ModelDirError(FileNotFoundError):
+    """A model directory that is missing or incomplete; the message says how to get a good one."""
+
+
+def is_model_dir(path: str | Path) -> bool:
+    p = Path(path)
+    return (p / "config.json").is_file() and (p / "model_state.pdparams").is_file() and (p / "vocab.txt").is_file()
+
+
+def find_model_dirs(root: str | Path | None = None) -> list[Path]:
+    """Model directories under `root` (itself included), the bundled default first when present."""
+    roots = [Path(root)] if root is not None else [DEFAULT_MODEL_DIR.parent]
+    found = []
+    for r in roots:
+        if is_model_dir(r):
+            found.append(r.resolve())
+        if r.is_dir():
+            found += sorted(p.parent.resolve() for p in r.rglob("config.json") if is_model_dir(p.parent)
+                            and p.parent.resolve() != r.resolve())
+    found = list(dict.fromkeys(found))
+    default = DEFAULT_MODEL_DIR.resolve()
+    return sorted(found, key=lambda p: (p != default, str(p)))
+
+
+@dataclass
+class ExtractorConfig:
+    encoder: dict
+    tag_labels: list[str]
+    doc_types: list[str]
+    link: bool = True
+    max_len: int = 512
+
+    def build(self) -> Encoder:
+        enc = EncoderConfig(**self.encoder)
+        head = ExtractionHead(HeadConfig(hidden_size=enc.hidden_size, tag_labels=list(self.tag_labels),
+                                         doc_types=list(self.doc_types), link=self.link))
+        return Encoder(enc, head)
+
+    def save(self, model_dir: Path) -> None:
+        (model_dir / "config.json").write_text(json.dumps(asdict(self), ensure_ascii=False, indent=1),
+                                               encoding="utf-8")
+
+    @classmethod
+    def load(cls, model_dir: Path) -> "ExtractorConfig":
+        return cls(**json.loads((model_dir / "config.json").read_text(encoding="utf-8")))
+
+
+def save_model(model: Encoder, cfg: ExtractorConfig, vocab: CharVocab, model_dir: str | Path,
+               half: bool = True) -> Path:
+    """Write a complete model directory (weights in float16 by default: half the size, same tags)."""
+    from data.schemas import SCHEMA_DIR
+    d = Path(model_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    cfg.save(d)
+    vocab.save(d / "vocab.txt")
+    state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v)
+             for k, v in model.state_dict().items()}
+    paddle.save(state, str(d / "model_state.pdparams"))
+    (d / "labels.json").write_text(json.dumps({"tags": cfg.tag_labels, "doc_types": cfg.doc_types},
+                                              ensure_ascii=False, indent=1), encoding="utf-8")
+    sdir = d / "schemas"
+    sdir.mkdir(exist_ok=True)
+    for name in cfg.doc_types:
+        src = SCHEMA_DIR / f"{name}.yaml"
+        if src.is_file():
+            (sdir / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return d
+
+
+@dataclass
+class Span:
+    key: str
+    line: int
+    start: int
+    end: int
+    score: float
+
+
+def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray) -> list[Span]:
+    """BIO spans per line from averaged probabilities, restricted to the `allowed` tag columns."""
+    out: list[Span] = []
+    for li, probs in enumerate(line_probs):
+        if probs is None or not len(probs):
+            continue
+        masked = np.where(allowed[None, :], probs, -1.0)
+        best = masked.argmax(-1)
+        cur: Span | None = None
+        scores: list[float] = []
+        for ci, t in enumerate(best):
+            lab = tag_labels[t]
+            if lab == "O" or np.isnan(probs[ci]).any():
+                cur = None
+                continue
+            kind, key = lab[:1], lab[2:]
+            if cur is not None and key == cur.key and kind == "I" and cur.end == ci:
+                cur.end = ci + 1
+                scores.append(float(probs[ci, t]))
+                cur.score = float(np.mean(scores))
+                continue
+            cur = Span(key, li, ci, ci + 1, float(probs[ci, t]))
+            scores = [cur.score]
+            out.append(cur)
+    return out
+
+
+def _char_box(line: Line, start: int, end: int) -> list[float]:
+    """The part of a line's box under characters [start, end), by proportion of characters."""
+    x0, y0, x1, y1 = line.box
+    n = max(1, len(line.text))
+    w = x1 - x0
+    return [round(x0 + w * start / n, 1), y0, round(x0 + w * end / n, 1), y1]
+
+
+def _clean(text: str) -> str:
+    return text.strip().strip(":：").strip()
+
+
+class Extractor:
+    """A loaded model with its vocabulary and schemas. Build with `Extractor.load` / `get_extractor`."""
+
+    def __init__(self, model: Encoder, cfg: ExtractorConfig, vocab: CharVocab, model_dir: Path | None = None):
+        self.model = model
+        self.model.eval()
+        self.cfg = cfg
+        self.vocab = vocab
+        self.model_dir = model_dir
+        self.tag_labels = cfg.tag_labels
+        from data.schemas import load_schema, load_schema_file
+        self.schemas = {}
+        for name in cfg.doc_types:
+            path = model_dir / "schemas" / f"{name}.yaml" if model_dir else None
+            self.schemas[name] = load_schema_file(path) if path and path.is_file() else load_schema(name)
+
+    @classmethod
+    def load(cls, model_dir: str | Path = DEFAULT_MODEL_DIR) -> "Extractor":
+        d = Path(model_dir)
+        if not is_model_dir(d):
+            raise ModelDirError(f"{d} is not a model directory (needs config.json, model_state.pdparams, "
+                                f"vocab.txt); train one with `python -m training train --config "
+                                f"configs/default.yaml --out DIR` or run scripts/train_default.sh")
+        cfg = ExtractorConfig.load(d)
+        model = cfg.build()
+        state = paddle.load(str(d / "model_state.pdparams"))
+        model.set_state_dict({k: v.astype("float32") if v.dtype == paddle.float16 else v for k, v in state.items()})
+        return cls(model, cfg, CharVocab.load(d / "vocab.txt"), d)
+
+    # --- model ----------------------------------------------------------------------------------
+    @paddle.no_grad()
+    def _run(self, windows: list[Window]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        outs = []
+        for w in windows:   # one window at a time: pages are short, padding would cost more
+            ids = paddle.to_tensor([w.ids], dtype="int64")
+            boxes = paddle.to_tensor([w.boxes], dtype="int64")
+            res = self.model(ids, boxes, None, paddle.ones_like(ids))
+            tags = paddle.nn.functional.softmax(res[0][0], -1).numpy()
+            doc = paddle.nn.functional.softmax(res[1][0], -1).numpy()
+            link = res[2][0].numpy() if len(res) > 2 else None
+            outs.append((tags, doc, link))
+        return outs
+
+    def predict_page(self, page: Page, doc_type: str | None = None) -> dict:
+        """Raw predictions for one page: doc-type probabilities, per-character tag probabilities and
+        link scores between first characters (by (line, char))."""
+        lines = [(ln.text, ln.box) for ln in page.lines]
+        windows = make_windows(lines, page.width, page.height, self.vocab, self.cfg.max_len)
+        outs = self._run(windows)
+        n_tags = len(self.tag_labels)
+        sums = [np.zeros((len(ln.text), n_tags)) for ln in page.lines]
+        counts = [np.zeros(len(ln.text)) for ln in page.lines]
+        doc = np.zeros(len(self.cfg.doc_types))
+        links: dict[tuple[tuple[int, int], tuple[int, int]], float] = {}
+        for w, (tags, dprob, link) in zip(windows, outs):
+            doc += dprob * (len(w.ids) - 1)
+            for ti, where in enumerate(w.where):
+                if where is None:
+                    continue
+                li, ci = where
+                sums[li][ci] += tags[ti]
+                counts[li][ci] += 1
+            if link is not None:
+                firsts = {}
+                for ti, where in enumerate(w.where):
+                    if where is not None:
+                        firsts.setdefault(where, ti)
+                for a, ta in firsts.items():
+                    for b, tb in firsts.items():
+                        if a[0] != b[0]:
+                            links[(a, b)] = max(links.get((a, b), -1e9), float(link[ta, tb]))
+        probs = [s / np.maximum(c, 1)[:, None] if len(c) else s for s, c in zip(sums, counts)]
+        for p, c in zip(probs, counts):
+            p[c == 0] = np.nan        # whitespace: no token, no tag
+        doc = doc / max(1e-9, doc.sum())
+        return {"doc": doc, "probs": probs, "links": links}
+
+    # --- decoding -------------------------------------------------------------------------------
+    def _allowed(self, doc_type: str) -> np.ndarray:
+        schema = self.schemas.get(doc_type)
+        keys = set()
+        if schema is not None:
+            keys |= {f.key for f in schema.fields} | {f"items.{f.key}" for f in schema.item_fields}
+        if doc_type == GENERIC:
+            keys |= set(FORM_LABELS)
+        return np.array([lab == "O" or lab[2:] in keys for lab in self.tag_labels])
+
+    def extract(self, doc: Document, doc_type: str | None = None) -> Document:
+        """Fill doc_type (+score), fields, items, pairs and warnings of `doc` (in place; also returned)."""
+        t0 = time.perf_counter()
+        preds = [self.predict_page(p) for p in doc.pages]
+        if doc_type is None:
+            total = sum((p["doc"] for p in preds), np.zeros(len(self.cfg.doc_types)))
+            total = total / max(1e-9, total.sum())
+            best = int(total.argmax()) if len(total) else 0
+            doc.doc_type = self.cfg.doc_types[best] if self.cfg.doc_types else None
+            doc.doc_type_score = round(float(total[best]), 4) if len(total) else None
+        else:
+            if doc_type not in self.schemas:
+                raise ValueError(f"document type {doc_type!r} is not one this model knows; "
+                                 f"choose from {', '.join(self.cfg.doc_types)}")
+            doc.doc_type, doc.doc_type_score = doc_type, 1.0
+        allowed = self._allowed(doc.doc_type)
+        doc.fields, doc.items, doc.pairs = {}, [], []
+        for page, pred in zip(doc.pages, preds):
+            spans = _spans(pred["probs"], self.tag_labels, allowed)
+            if doc.doc_type == GENERIC:
+                doc.pairs += self._pairs(page, spans, pred["links"])
+            else:
+                self._fields(doc, page, spans)
+        self._validate(doc)
+        doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
+        return doc
+
+    def _make_field(self, key: str, spec, page: Page, s: Span) -> Field:
+        line = page.lines[s.line]
+        raw = _clean(line.text[s.start:s.end])
+        value = normalize_value(spec.type if spec else "text", raw)
+        offset = sum(len(ln.text) + 1 for ln in page.lines[:s.line])
+        return Field(key=key, value=value if value is not None else raw, raw=raw, score=round(s.score, 4),
+                     box=_char_box(line, s.start, s.end), page=page.index, label=spec.label if spec else key,
+                     span=[offset + s.start, offset + s.end])
+
+    def _fields(self, doc: Document, page: Page, spans: list[Span]) -> None:
+        schema = self.schemas[doc.doc_type]
+        specs = {f.key: f for f in schema.fields}
+        item_specs = {f.key: f for f in schema.item_fields}
+        for s in sorted(spans, key=lambda s: -s.score):
+            if s.key in specs and _clean(page.lines[s.line].text[s.start:s.end]):
+                if s.key not in doc.fields or doc.fields[s.key].score < s.score:
+                    if s.key not in doc.fields:
+                        doc.fields[s.key] = self._make_field(s.key, specs[s.key], page, s)
+        # item rows: group item spans by their line's vertical centre
+        items = [s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs]
+        items.sort(key=lambda s: ((page.lines[s.line].box[1] + page.lines[s.line].box[3]) / 2,
+                                  page.lines[s.line].box[0]))
+        rows: list[tuple[float, float, dict[str, Field]]] = []
+        for s in items:
+            box = page.lines[s.line].box
+            centre, height = (box[1] + box[3]) / 2, max(1.0, box[3] - box[1])
+            key = s.key[6:]
+            f = self._make_field(key, item_specs[key], page, s)
+            if not f.raw:
+                continue
+            if rows and abs(centre - rows[-1][0]) < 0.6 * max(height, rows[-1][1]) and key not in rows[-1][2]:
+                rows[-1][2][key] = f
+            else:
+                rows.append((centre, height, {key: f}))
+        doc.items += [r[2] for r in rows]
+
+    def _pairs(self, page: Page, spans: list[Span], links: dict) -> list[Pair]:
+        qs = [s for s in spans if s.key == "question"]
+        ans = [s for s in spans if s.key == "answer"]
+        text = lambda s: _clean(page.lines[s.line].text[s.start:s.end])
+        pairs: list[Pair] = []
+        for a in ans:
+            if not text(a):
+                continue
+            best, best_score = None, 0.0
+            for q in qs:
+                score = links.get(((q.line, q.start), (a.line, a.start)))
+                if score is not None and score > best_score:
+                    best, best_score = q, score
+            prob = 1 / (1 + np.exp(-best_score)) if best is not None else 0.0
+            if best is None:
+                best = self._nearest_question(page, a, qs)
+                prob = 0.5
+            if best is None or not text(best):
+                continue
+            pairs.append(Pair(key=text(best), value=text(a), key_box=_char_box(page.lines[best.line], best.start, best.end),
+                              value_box=_char_box(page.lines[a.line], a.start, a.end),
+                              score=round(float(prob * min(a.score, best.score)), 4), page=page.index))
+        return pairs
+
+    @staticmethod
+    def _nearest_question(page: Page, a: Span, qs: list[Span]) -> Span | None:
+        ab = _char_box(page.lines[a.line], a.start, a.end)
+        h = max(1.0, ab[3] - ab[1])
+        best, best_d = None, float("inf")
+        for q in qs:
+            qb = _char_box(page.lines[q.line], q.start, q.end)
+            same_row = abs((qb[1] + qb[3]) / 2 - (ab[1] + ab[3]) / 2) < 0.6 * h
+            if same_row and qb[0] <= ab[0]:
+                d = ab[0] - qb[2]
+            elif qb[3] <= ab[1] + 0.3 * h and qb[0] < ab[2] and ab[0] < qb[2]:
+                d = 3 * (ab[1] - qb[3]) + 1000
+            else:
+                continue
+            if d < best_d:
+                best, best_d = q, d
+        return best
+
+    def _validate(self, doc: Document) -> None:
+        schema = self.schemas.get(doc.doc_type)
+        if schema is None or doc.doc_type == GENERIC:
+            return
+        from data.validate import validate_fields
+        values: dict = {k: f.value for k, f in doc.fields.items()}
+        values["items"] = [{k: f.value for k, f in row.items()} for row in doc.items]
+        result, warnings = validate_fields(schema, values)
+        for key, ok in result.items():
+            if key in doc.fields:
+                doc.fields[key].valid = ok
+            elif key.startswith("items[") and "]." in key:
+                i, k = key[6:].split("].", 1)
+                if int(i) < len(doc.items) and k in doc.items[int(i)]:
+                    doc.items[int(i)][k].valid = ok
+        doc.warnings += warnings
+
+
+@functools.lru_cache(maxsize=4)
+def _cached(model_dir: str) -> Extractor:
+    return Extractor.load(model_dir)
+
+
+def get_extractor(model_dir: str | Path | None = None) -> Extractor:
+    """The process-wide extractor for a model directory (loaded on first use only)."""
+    return _cached(str(Path(model_dir or DEFAULT_MODEL_DIR).resolve()))

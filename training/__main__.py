@@ -1,0 +1,107 @@
+"""`python -m training <command>`: a dispatcher, so each command lives in its own module.
+
+Commands: train (training/trainer.py), evaluate (training/evaluate.py). Others add theirs by
+appending to COMMANDS a (name, help, add_arguments, run) entry.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+
+def _train_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default="configs/default.yaml", help="YAML config (see configs/default.yaml)")
+    p.add_argument("--out", help="model directory to write (default: the config's `out`, else runs/model)")
+    p.add_argument("--work", help="where generated data, OCR cache and checkpoints go (default: OUT_work)")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the work dir")
+    p.add_argument("--steps", type=int, help="override train.steps")
+    p.add_argument("--max-minutes", type=float, help="stop (and save) after this many minutes")
+    p.add_argument("--pipeline-stages", type=int, help="pipeline stages (1 = one process)")
+    p.add_argument("--micro-batches", type=int, help="micro-batches per step for the pipeline engine")
+    p.add_argument("--schedule", choices=["gpipe", "1f1b", "interleaved", "zbh1"], help="pipeline schedule")
+    p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation at the end")
+
+
+def _train(a: argparse.Namespace) -> int:
+    from training.evaluate import evaluate_corpus, write_report
+    from training.trainer import load_config, train
+    from data.corpus import read_corpus
+    cfg = load_config(a.config)
+    if a.steps:
+        cfg["train"]["steps"] = a.steps
+    pipe = cfg.setdefault("pipeline", {})
+    for k, v in (("stages", a.pipeline_stages), ("micro_batches", a.micro_batches), ("schedule", a.schedule)):
+        if v is not None:
+            pipe[k] = v
+    out = Path(a.out or cfg.get("out") or "runs/model")
+    command = "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    train(cfg, out, Path(a.work) if a.work else None, a.resume, command, a.max_minutes)
+    if not a.no_eval:
+        from models.extractor import Extractor
+        work = Path(a.work) if a.work else out.parent / (out.name + "_work")
+        report, _ = evaluate_corpus(Extractor.load(out), read_corpus(work / "heldout"), "gt")
+        print(report.table())
+        write_report(report, out / "metrics.json", {"data": "held-out layouts, generator lines", "ocr": "gt"})
+    print(f"model written to {out}")
+    return 0
+
+
+def _eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="models/default", help="model directory")
+    p.add_argument("--data", required=True, help="corpus directory or .jsonl (data/corpus.py format)")
+    p.add_argument("--ocr", choices=["gt", "real"], default="gt",
+                   help="gt: the corpus's own lines; real: PP-OCR on each page image")
+    p.add_argument("--limit", type=int, help="evaluate only the first N pages of each doc type")
+    p.add_argument("--given-type", action="store_true", help="tell the model the true doc type")
+    p.add_argument("--json", help="write the report here (default: MODEL/eval_<data>_<ocr>.json)")
+
+
+def _evaluate(a: argparse.Namespace) -> int:
+    from data.corpus import CorpusError, read_corpus
+    from models.extractor import Extractor, ModelDirError
+    from training.evaluate import evaluate_corpus, write_report
+    try:
+        records = read_corpus(a.data)
+        ex = Extractor.load(a.model)
+    except (CorpusError, ModelDirError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if a.limit:
+        seen: dict[str, int] = {}
+        keep = []
+        for r in records:
+            dt = str(r.get("doc_type"))
+            if seen.get(dt, 0) < a.limit:
+                seen[dt] = seen.get(dt, 0) + 1
+                keep.append(r)
+        records = keep
+    cache = Path(a.data) / "ocr_cache.jsonl" if Path(a.data).is_dir() else None
+    report, rows = evaluate_corpus(ex, records, a.ocr, cache, a.given_type)
+    print(report.table())
+    out = Path(a.json or Path(a.model) / f"eval_{Path(a.data).name}_{a.ocr}.json")
+    write_report(report, out, {"data": str(a.data), "ocr": a.ocr, "pages": rows})
+    print(f"report written to {out}")
+    return 0
+
+
+COMMANDS = [
+    ("train", "train the extractor from a config", _train_args, _train),
+    ("evaluate", "per-field P/R/F1 of a model on a corpus", _eval_args, _evaluate),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    runners = {}
+    for name, help_, add, run in COMMANDS:
+        add(sub.add_parser(name, help=help_, description=help_))
+        runners[name] = run
+    args = parser.parse_args(argv)
+    return runners[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

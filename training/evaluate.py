@@ -1,0 +1,237 @@
+"""Per-field precision / recall / F1 (exact match after normalisation), per doc type, and pair F1.
+
+Scoring rules, the same for every model and corpus:
+- a field is a true positive when the predicted normalised value equals the ground truth's; a wrong
+  value counts twice (a false positive and a false negative), as in the usual KIE scoring;
+- item-row fields count as a multiset of (items.<key>, value) per page, so row order does not matter;
+- a generic form's pairs are (key text, value text) with spaces, colons and width folded, matched as
+  a multiset per page.
+
+`python -m training evaluate --model DIR --data DIR [--ocr real|gt]` runs the extractor over a corpus
+(ground-truth lines or real OCR of the rendered images) and prints/writes these tables.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from data.normalize import normalize_value, to_halfwidth
+
+
+@dataclass
+class Counts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def add(self, other: "Counts") -> None:
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "precision": round(self.precision, 4),
+                "recall": round(self.recall, 4), "f1": round(self.f1, 4)}
+
+
+def _multiset_counts(gold: Counter, pred: Counter) -> Counts:
+    tp = sum((gold & pred).values())
+    return Counts(tp=tp, fp=sum(pred.values()) - tp, fn=sum(gold.values()) - tp)
+
+
+def fold_text(text: str) -> str:
+    """Comparison form of free text: half-width, no whitespace, no trailing colon."""
+    return re.sub(r"\s+", "", to_halfwidth(text or "")).strip(":").upper()
+
+
+def compare_value(field_type: str | None, text: str) -> str:
+    """The comparison form of a value: the schema's normaliser, then folding."""
+    norm = normalize_value(field_type or "text", text) if text else None
+    return fold_text(norm if norm is not None else text)
+
+
+@dataclass
+class PageScore:
+    """Counts for one page, by field key, plus its pairs."""
+    doc_type: str
+    fields: dict[str, Counts] = field(default_factory=dict)
+    pairs: Counts | None = None
+
+
+def score_fields(gold: dict[str, str], pred: dict[str, str], items_gold: list[dict[str, str]] | None = None,
+                 items_pred: list[dict[str, str]] | None = None) -> dict[str, Counts]:
+    """Counts by key for one page. Values must already be in comparison form (see `compare_value`)."""
+    out: dict[str, Counts] = {}
+    for key in set(gold) | set(pred):
+        g, p = gold.get(key) or "", pred.get(key) or ""
+        c = Counts()
+        if g and p and g == p:
+            c.tp = 1
+        else:
+            c.fp = int(bool(p))
+            c.fn = int(bool(g))
+        out[key] = c
+    gi = Counter((f"items.{k}", v) for row in items_gold or [] for k, v in row.items() if v)
+    pi = Counter((f"items.{k}", v) for row in items_pred or [] for k, v in row.items() if v)
+    for key in {k for k, _ in gi} | {k for k, _ in pi}:
+        out[key] = _multiset_counts(Counter({kv: n for kv, n in gi.items() if kv[0] == key}),
+                                    Counter({kv: n for kv, n in pi.items() if kv[0] == key}))
+    return out
+
+
+def score_pairs(gold: list[tuple[str, str]], pred: list[tuple[str, str]]) -> Counts:
+    g = Counter((fold_text(k), fold_text(v)) for k, v in gold)
+    p = Counter((fold_text(k), fold_text(v)) for k, v in pred)
+    return _multiset_counts(g, p)
+
+
+@dataclass
+class Report:
+    """Totals over pages: micro-averaged by field, by doc type, overall, and pair F1."""
+    by_field: dict[str, dict[str, Counts]] = field(default_factory=dict)   # doc_type -> key -> counts
+    pairs: dict[str, Counts] = field(default_factory=dict)                  # doc_type -> counts
+    doc_type_correct: Counter = field(default_factory=Counter)
+    pages: Counter = field(default_factory=Counter)
+
+    def add(self, page: PageScore, predicted_type: str | None = None) -> None:
+        self.pages[page.doc_type] += 1
+        self.doc_type_correct[page.doc_type] += int(predicted_type == page.doc_type)
+        slot = self.by_field.setdefault(page.doc_type, {})
+        for key, c in page.fields.items():
+            slot.setdefault(key, Counts()).add(c)
+        if page.pairs is not None:
+            self.pairs.setdefault(page.doc_type, Counts()).add(page.pairs)
+
+    def type_totals(self) -> dict[str, Counts]:
+        out = {}
+        for dt, keys in self.by_field.items():
+            total = Counts()
+            for c in keys.values():
+                total.add(c)
+            out[dt] = total
+        return out
+
+    def overall(self) -> Counts:
+        total = Counts()
+        for c in self.type_totals().values():
+            total.add(c)
+        return total
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "overall_field": self.overall().as_dict(),
+            "doc_types": {dt: {"pages": self.pages[dt],
+                               "doc_type_accuracy": round(self.doc_type_correct[dt] / max(1, self.pages[dt]), 4),
+                               "field": c.as_dict(),
+                               "pairs": self.pairs[dt].as_dict() if dt in self.pairs else None,
+                               "fields": {k: v.as_dict() for k, v in sorted(self.by_field[dt].items())}}
+                          for dt, c in sorted(self.type_totals().items())},
+        }
+
+    def table(self) -> str:
+        rows = [f"{'doc type / field':40s} {'P':>6s} {'R':>6s} {'F1':>6s} {'n':>5s}"]
+        for dt, total in sorted(self.type_totals().items()):
+            acc = self.doc_type_correct[dt] / max(1, self.pages[dt])
+            rows.append(f"{dt + f'  ({self.pages[dt]} pages, type acc {acc:.2f})':40s} "
+                        f"{total.precision:6.3f} {total.recall:6.3f} {total.f1:6.3f} {total.tp + total.fn:5d}")
+            for key, c in sorted(self.by_field[dt].items()):
+                rows.append(f"  {key:38s} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.tp + c.fn:5d}")
+            if dt in self.pairs:
+                c = self.pairs[dt]
+                rows.append(f"  {'[key-value pairs]':38s} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
+                            f"{c.tp + c.fn:5d}")
+        o = self.overall()
+        rows.append(f"{'ALL FIELDS':40s} {o.precision:6.3f} {o.recall:6.3f} {o.f1:6.3f} {o.tp + o.fn:5d}")
+        return "\n".join(rows)
+
+
+def write_report(report: Report, path: str | Path, extra: dict[str, Any] | None = None) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({**report.as_dict(), **(extra or {})}, ensure_ascii=False, indent=1),
+                          encoding="utf-8")
+
+
+def gold_of(rec: dict, schema) -> tuple[dict[str, str], list[dict[str, str]], list[tuple[str, str]]]:
+    """Ground truth of a corpus record in comparison form: fields, item rows, pairs."""
+    def ftype(key: str, items: bool = False) -> str | None:
+        try:
+            return schema.field(key).type if schema is not None else None
+        except KeyError:
+            return None
+    fields = {k: compare_value(ftype(k), str(f.get("value") if isinstance(f, dict) else f))
+              for k, f in (rec.get("fields") or {}).items()}
+    items = [{k: compare_value(ftype(k), str(f.get("value") if isinstance(f, dict) else f)) for k, f in row.items()}
+             for row in rec.get("items") or []]
+    pairs = [(p["key"], p["value"]) for p in rec.get("pairs") or []]
+    if not pairs:   # pairs from XFUND-style line links
+        by_id = {ln.get("id", i): ln for i, ln in enumerate(rec.get("lines") or [])}
+        for ln in rec.get("lines") or []:
+            for a, b in ln.get("linking") or []:
+                if ln.get("id") == a and a in by_id and b in by_id and by_id[a].get("label") == "question" \
+                        and by_id[b].get("label") == "answer":
+                    pairs.append((by_id[a]["text"], by_id[b]["text"]))
+    return fields, items, pairs
+
+
+def pred_of(doc, schema) -> tuple[dict[str, str], list[dict[str, str]], list[tuple[str, str]]]:
+    def ftype(key: str) -> str | None:
+        try:
+            return schema.field(key).type if schema is not None else None
+        except KeyError:
+            return None
+    fields = {k: compare_value(ftype(k), f.value) for k, f in doc.fields.items()}
+    items = [{k: compare_value(ftype(k), f.value) for k, f in row.items()} for row in doc.items]
+    return fields, items, [(p.key, p.value) for p in doc.pairs]
+
+
+def evaluate_corpus(extractor, records: list[dict], ocr: str = "gt", cache: Path | None = None,
+                    use_type: bool = False) -> tuple[Report, list[dict]]:
+    """Run `extractor` on each record (GT lines, or real OCR of its image) and score it.
+    Returns the report and one row per page (id, predicted type, values) for inspection."""
+    from tqdm import tqdm
+    from data.document import Document, Line, Page
+    from data.schemas import list_schemas, load_schema
+    pages = {}
+    if ocr == "real":
+        from training.trainer import _rid, ocr_records
+        pages = ocr_records(records, cache or Path("runs") / "eval_ocr_cache.jsonl", desc="real OCR (eval)")
+    report, rows = Report(), []
+    for rec in tqdm(records, desc="evaluating", unit="page"):
+        if ocr == "real":
+            from training.trainer import _rid
+            page = pages.get(_rid(rec))
+            if page is None:
+                continue
+        else:
+            page = Page(index=0, width=int(rec.get("width") or 1000), height=int(rec.get("height") or 1000),
+                        lines=[Line(text=ln["text"], quad=ln.get("quad") or [[ln["box"][0], ln["box"][1]],
+                               [ln["box"][2], ln["box"][1]], [ln["box"][2], ln["box"][3]], [ln["box"][0], ln["box"][3]]])
+                               for ln in rec.get("lines") or []])
+        dt = str(rec.get("doc_type"))
+        doc = extractor.extract(Document(source=str(rec.get("image", "")), pages=[page]),
+                                doc_type=dt if use_type else None)
+        schema = load_schema(dt) if dt in list_schemas() else None
+        gf, gi, gp = gold_of(rec, schema)
+        pf, pi, pp = pred_of(doc, schema)
+        ps = PageScore(dt, score_fields(gf, pf, gi, pi), score_pairs(gp, pp) if dt == "generic_form" else None)
+        report.add(ps, doc.doc_type)
+        rows.append({"id": rec.get("id"), "doc_type": dt, "predicted_type": doc.doc_type,
+                     "wrong": {k: [gf.get(k), pf.get(k)] for k in set(gf) | set(pf) if gf.get(k) != pf.get(k)}})
+    return report, rows

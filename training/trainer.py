@@ -1,0 +1,287 @@
+"""Train the extractor: synthetic corpus -> (noisy GT + real OCR) windows -> encoder + heads -> model dir.
+
+    python -m training train --config configs/default.yaml [--out DIR] [--resume]
+
+What a run does, in order (every step is resumable from the work directory):
+1. corpus: reads `data.corpus` JSONL, or generates pages with `python -m data.synth` per doc type;
+   whole layouts are held out for evaluation (data/corpus.py `split_by_layout`);
+2. real OCR of a share of the training images (cached), labelled by aligning GT values (data/align.py);
+3. training through the pipeline engine when training/pipeline/engine.py is there (stages=1 unless
+   `--pipeline-stages` says otherwise), else a one-process step with the same `train_step` interface;
+   a checkpoint every `checkpoint_every` steps; `--resume` continues from the last one;
+4. the model directory: weights, vocab, labels, schemas, loss curve PNG, metrics.json (held-out
+   layouts, GT lines) and provenance.json (config, seed, command, git commit).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import paddle
+import yaml
+from tqdm import tqdm
+
+from data.corpus import corpus_from_synth_dir, read_corpus, split_by_layout, write_corpus
+from data.document import Page
+from models.encoder import EncoderConfig
+from models.extractor import ExtractorConfig, save_model
+from models.heads import loss_fn, schema_field_keys, tag_labels
+from models.layout_text import CharVocab, ocr_vocab
+from training.dataset import TaggedPage, TrainingSet, collate, gt_lines, ocr_lines
+from training.noise import NoiseConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config {p} not found; start from configs/default.yaml")
+    cfg = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    for section in ("data", "model", "train"):
+        cfg.setdefault(section, {})
+    return cfg
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+# --- data --------------------------------------------------------------------------------------------
+
+def build_corpus(cfg: dict, work: Path) -> tuple[list[dict], list[dict]]:
+    """(train, held-out) records; generated into work/synth on the first run, read after that."""
+    data = cfg["data"]
+    seed = int(cfg.get("seed", 0))
+    train_file, test_file = work / "train" / "corpus.jsonl", work / "heldout" / "corpus.jsonl"
+    if train_file.is_file() and test_file.is_file():
+        return read_corpus(train_file), read_corpus(test_file)
+    if data.get("corpus"):
+        records = read_corpus(data["corpus"])
+    else:
+        records = []
+        for i, doc_type in enumerate(tqdm(data["types"], desc="generating pages", unit="type")):
+            out = work / "synth" / doc_type
+            if not any(out.glob("*.json")):
+                cmd = [sys.executable, "-m", "data.synth", "--type", doc_type, "--n", str(data["pages_per_type"]),
+                       "--seed", str(seed * 1000 + i), "--out", str(out)]
+                res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+                if res.returncode != 0:
+                    raise RuntimeError(f"generator failed for {doc_type}: {res.stderr[-2000:]}\n"
+                                       f"run `{' '.join(cmd)}` to see the whole error")
+            records += corpus_from_synth_dir(out)
+    train, test = split_by_layout(records, data.get("heldout_layouts", 0.25), seed)
+    write_corpus(train, train_file)
+    write_corpus(test, test_file)
+    return read_corpus(train_file), read_corpus(test_file)
+
+
+def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dict[str, Page]:
+    """OCR each record's image once; pages cached as JSONL under `cache` ({id, page})."""
+    import cv2
+    from data.document import Document
+    from models.ocr import get_engine
+    done: dict[str, Page] = {}
+    if cache.is_file():
+        for raw in cache.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                row = json.loads(raw)
+                done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+    todo = [r for r in records if _rid(r) not in done and r.get("image")]
+    if todo:
+        engine = get_engine()
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with open(cache, "a", encoding="utf-8") as fh:
+            for rec in tqdm(todo, desc=desc, unit="page"):
+                image = cv2.imread(rec["image"])
+                if image is None:
+                    continue
+                page = engine.read(image)
+                done[_rid(rec)] = page
+                fh.write(json.dumps({"id": _rid(rec), "page": Document(pages=[page]).to_dict()["pages"][0]},
+                                    ensure_ascii=False) + "\n")
+                fh.flush()
+    return done
+
+
+def _rid(rec: dict) -> str:
+    return str(rec.get("id") or rec.get("image"))
+
+
+# --- step functions ----------------------------------------------------------------------------------
+
+class LocalStep:
+    """One-process training step with the pipeline engine's interface: `train_step(inputs, labels)`."""
+
+    def __init__(self, model, optimizer, loss):
+        self.model, self.optimizer, self.loss = model, optimizer, loss
+
+    def train_step(self, inputs: tuple, labels: dict) -> float:
+        self.model.train()
+        out = self.model(*inputs)
+        loss = self.loss(out, labels)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.clear_grad()
+        return float(loss)
+
+
+def make_step(model, optimizer, loss, pipe: dict):
+    """The pipeline engine when it exists and was asked for, else the local step."""
+    stages = int(pipe.get("stages", 1))
+    try:
+        from training.pipeline.engine import PipelineEngine  # noqa: F401
+    except ImportError:
+        if stages > 1:
+            raise SystemExit("--pipeline-stages > 1 needs training/pipeline/engine.py, which is not "
+                             "installed in this checkout; train with --pipeline-stages 1")
+        return LocalStep(model, optimizer, loss), "local"
+    try:
+        engine = PipelineEngine(model.blocks(), loss, optimizer=optimizer, stages=stages,
+                                micro_batches=int(pipe.get("micro_batches", 1)),
+                                schedule=pipe.get("schedule", "1f1b"))
+        return engine, f"pipeline(stages={stages}, schedule={pipe.get('schedule', '1f1b')})"
+    except TypeError as exc:
+        if stages > 1:
+            raise SystemExit(f"the pipeline engine rejected our arguments ({exc}); train with "
+                             f"--pipeline-stages 1 or update training/trainer.py make_step")
+        return LocalStep(model, optimizer, loss), "local"
+
+
+def to_tensors(inputs: dict, labels: dict) -> tuple[tuple, dict]:
+    t = {k: paddle.to_tensor(v) for k, v in inputs.items()}
+    return ((t["input_ids"], t["bbox"], None, t["attention_mask"]),
+            {k: paddle.to_tensor(v) for k, v in labels.items()})
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
+          command: str = "", max_minutes: float | None = None) -> Path:
+    """Train per `cfg`; write the model directory `out`. Returns `out`."""
+    seed = int(cfg.get("seed", 0))
+    random.seed(seed)
+    np.random.seed(seed)
+    paddle.seed(seed)
+    work = Path(work or out.parent / (out.name + "_work"))
+    work.mkdir(parents=True, exist_ok=True)
+    tcfg, mcfg, data = cfg["train"], cfg["model"], cfg["data"]
+
+    train_recs, test_recs = build_corpus(cfg, work)
+    doc_types = sorted({str(r.get("doc_type")) for r in train_recs + test_recs})
+    keys, _ = schema_field_keys([d for d in doc_types if _has_schema(d)])
+    labels = tag_labels(keys)
+    tag_index = {t: i for i, t in enumerate(labels)}
+    type_index = {d: i for i, d in enumerate(doc_types)}
+    vocab = ocr_vocab()
+
+    pages: list[TaggedPage] = [gt_lines(r) for r in train_recs]
+    n_ocr = int(data.get("real_ocr_pages", 0))
+    if n_ocr:
+        rng = random.Random(seed)
+        chosen = rng.sample(train_recs, min(n_ocr, len(train_recs)))
+        ocr = ocr_records(chosen, work / "ocr_train.jsonl")
+        repeat = int(data.get("real_ocr_repeat", 2))   # real OCR pages are few: show them more often
+        pages += [ocr_lines(r, ocr[_rid(r)]) for r in chosen if _rid(r) in ocr] * repeat
+
+    enc = {**asdict(EncoderConfig.preset(mcfg.get("preset", "tiny"))), **mcfg.get("encoder", {}),
+           "vocab_size": len(vocab), "max_position": int(mcfg.get("max_len", 512))}
+    xcfg = ExtractorConfig(encoder=enc, tag_labels=labels, doc_types=doc_types, link=True,
+                           max_len=int(mcfg.get("max_len", 512)))
+    model = xcfg.build()
+    steps = int(tcfg.get("steps", 1000))
+    warmup = int(tcfg.get("warmup", 100))
+    lr = float(tcfg.get("lr", 5e-4))
+    sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
+    opt = paddle.optimizer.AdamW(learning_rate=sched, parameters=model.parameters(),
+                                 weight_decay=float(tcfg.get("weight_decay", 0.01)),
+                                 grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
+    step_fn, how = make_step(model, opt, loss_fn, cfg.get("pipeline", {}))
+
+    ckpt = work / "checkpoint"
+    state = {"step": 0, "losses": []}
+    if resume and (ckpt / "state.json").is_file():
+        state = json.loads((ckpt / "state.json").read_text())
+        model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
+        opt.set_state_dict(paddle.load(str(ckpt / "opt.pdopt")))
+        print(f"resumed at step {state['step']} from {ckpt}")
+    dataset = TrainingSet(pages, vocab, tag_index, type_index, xcfg.max_len,
+                          NoiseConfig(**cfg.get("noise", {})), seed + state["step"])
+    bs = int(tcfg.get("batch_size", 8))
+    every = int(tcfg.get("checkpoint_every", 200))
+    deadline = time.time() + 60 * max_minutes if max_minutes else None
+    bar = tqdm(total=steps, initial=state["step"], desc=f"training [{how}]", unit="step")
+    batches: list = []
+    while state["step"] < steps:
+        if not batches:
+            batches = dataset.batches(bs, dataset.epoch())
+        inputs, labs = to_tensors(*collate(batches.pop()))
+        loss = step_fn.train_step(inputs, labs)
+        sched.step()
+        state["step"] += 1
+        state["losses"].append(round(loss, 5))
+        bar.update(1)
+        bar.set_postfix(loss=f"{np.mean(state['losses'][-20:]):.4f}")
+        if state["step"] % every == 0 or state["step"] == steps:
+            _checkpoint(model, opt, state, ckpt)
+        if deadline and time.time() > deadline:
+            print(f"time budget of {max_minutes} min reached at step {state['step']}; saving")
+            _checkpoint(model, opt, state, ckpt)
+            break
+    bar.close()
+
+    save_model(model, xcfg, vocab, out)
+    plot_losses(state["losses"], out / "loss.png")
+    (out / "provenance.json").write_text(json.dumps({
+        "command": command, "config": cfg, "seed": seed, "git_commit": git_commit(),
+        "train_pages": len(train_recs), "real_ocr_pages": n_ocr, "heldout_pages": len(test_recs),
+        "heldout_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in test_recs}),
+        "steps": state["step"], "step_function": how,
+        "final_loss": float(np.mean(state["losses"][-50:])) if state["losses"] else None,
+        "work_dir": str(work)}, ensure_ascii=False, indent=1), encoding="utf-8")
+    return out
+
+
+def _has_schema(name: str) -> bool:
+    from data.schemas import list_schemas
+    return name in list_schemas()
+
+
+def _checkpoint(model, opt, state: dict, ckpt: Path) -> None:
+    ckpt.mkdir(parents=True, exist_ok=True)
+    paddle.save(model.state_dict(), str(ckpt / "model.pdparams.tmp"))
+    paddle.save(opt.state_dict(), str(ckpt / "opt.pdopt.tmp"))
+    (ckpt / "model.pdparams.tmp").replace(ckpt / "model.pdparams")
+    (ckpt / "opt.pdopt.tmp").replace(ckpt / "opt.pdopt")
+    (ckpt / "state.json").write_text(json.dumps(state))   # written last: it marks a whole checkpoint
+
+
+def plot_losses(losses: list[float], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=80)
+    ax.plot(losses, lw=0.6, alpha=0.4, label="step")
+    k = max(1, len(losses) // 50)
+    if len(losses) >= k:
+        smooth = np.convolve(losses, np.ones(k) / k, mode="valid")
+        ax.plot(np.arange(k - 1, len(losses)), smooth, lw=1.5, label=f"mean of {k}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
