@@ -215,3 +215,15 @@ class Encoder(nn.Layer):
 
 def count_parameters(layer: nn.Layer) -> int:
     return int(sum(math.prod(p.shape) for p in layer.parameters()))
+
+
+def parameter_count(config: EncoderConfig, with_layout: bool = True) -> int:
+    """Parameters of `Encoder(config)` without a head, computed without building it (for `large`)."""
+    d, f = config.hidden_size, config.intermediate_size
+    emb = (config.vocab_size + config.max_position + config.type_vocab_size) * d + 2 * d
+    if config.use_task_id:
+        emb += config.task_type_vocab_size * d
+    if with_layout:
+        emb += 4 * config.layout_buckets * d
+    layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
+    return emb + config.num_layers * layer
