@@ -1,0 +1,139 @@
+"""A page being drawn, which remembers every text line it draws and where each field's characters are.
+
+Layouts call `text()` for each printed line and `field()` to say which characters of a line are a
+field's value. Character positions come from the font's advances (`getlength` of each prefix), so a
+field's box covers exactly its characters, not the whole line. Decorations (rules, boxes, stamps,
+backgrounds) draw on the same image but leave no ground-truth lines.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from PIL import Image, ImageDraw, ImageFont
+
+from data.fonts import pil_font
+from data.normalize import normalize_value
+
+Color = tuple[int, int, int]
+
+
+@dataclass
+class DrawnLine:
+    text: str
+    x: float                       # pen origin (left, top of the ascender)
+    y: float
+    font: ImageFont.FreeTypeFont
+    box: list[float]               # ink box [x0, y0, x1, y1] in clean-page pixels
+    label: str | None = None
+
+
+@dataclass
+class FieldMark:
+    key: str
+    value: str                     # normalised
+    line: int
+    span: tuple[int, int]
+    box: list[float]
+
+
+@dataclass
+class Canvas:
+    width: int
+    height: int
+    rng: random.Random
+    background: Color = (255, 255, 255)
+    image: Image.Image = field(init=False)
+    draw: ImageDraw.ImageDraw = field(init=False)
+    lines: list[DrawnLine] = field(default_factory=list)
+    fields: dict[str, FieldMark] = field(default_factory=dict)
+    items: list[dict[str, FieldMark]] = field(default_factory=list)
+    links: list[tuple[int, int]] = field(default_factory=list)
+    pairs: list[dict] = field(default_factory=list)
+    decorations: bool = True       # False: text only (tests check ink against boxes)
+
+    def __post_init__(self) -> None:
+        self.image = Image.new("RGB", (self.width, self.height), self.background)
+        self.draw = ImageDraw.Draw(self.image)
+
+    # --- text ----------------------------------------------------------------------------------------
+    def fit_size(self, text: str, style: str, size: int, max_width: float, min_size: int = 11) -> int:
+        """The largest size <= `size` at which `text` fits `max_width` pixels."""
+        while size > min_size and pil_font(style, size).getlength(text) > max_width:
+            size -= 1
+        return size
+
+    def text(self, x: float, y: float, text: str, size: int, style: str = "song",
+             color: Color = (0, 0, 0), label: str | None = None, align: str = "left",
+             max_width: float | None = None) -> int:
+        """Draw one line; (x, y) is its left/centre/right top (by `align`). Returns the line id."""
+        if max_width is not None:
+            size = self.fit_size(text, style, size, max_width)
+        font = pil_font(style, size)
+        if align != "left":
+            width = font.getlength(text)
+            x -= width if align == "right" else width / 2
+        x, y = round(x), round(y)
+        self.draw.text((x, y), text, font=font, fill=color, anchor="la")
+        l, t, r, b = font.getbbox(text, anchor="la")
+        self.lines.append(DrawnLine(text, x, y, font, [x + l, y + t, x + r, y + b], label))
+        return len(self.lines) - 1
+
+    def text_width(self, text: str, size: int, style: str = "song") -> float:
+        return pil_font(style, size).getlength(text)
+
+    def span_box(self, line_id: int, start: int, end: int) -> list[float]:
+        """Ink box of characters [start, end) of a drawn line, clipped to the line's box."""
+        ln = self.lines[line_id]
+        offset = ln.font.getlength(ln.text[:start])
+        l, t, r, b = ln.font.getbbox(ln.text[start:end], anchor="la")
+        x0, y0, x1, y1 = ln.box
+        return [max(x0, ln.x + offset + l), max(y0, ln.y + t), min(x1, ln.x + offset + r), min(y1, ln.y + b)]
+
+    def field(self, key: str, line_id: int, start: int = 0, end: int | None = None,
+              field_type: str = "text", row: int | None = None, value: str | None = None) -> FieldMark:
+        """Mark characters [start, end) of a line as the printed value of `key` (an item field when
+        `row` is given). The normalised value comes from the schema type unless given."""
+        text = self.lines[line_id].text
+        end = len(text) if end is None else end
+        printed = text[start:end]
+        if printed != printed.strip() or not printed:
+            raise ValueError(f"field {key!r} span {start}:{end} of {text!r} is empty or has edge spaces")
+        norm = value if value is not None else normalize_value(field_type, printed)
+        if norm is None:
+            raise ValueError(f"field {key!r}: printed text {printed!r} does not normalise as {field_type}")
+        mark = FieldMark(key, norm, line_id, (start, end), self.span_box(line_id, start, end))
+        if row is None:
+            self.fields[key] = mark
+        else:
+            while len(self.items) <= row:
+                self.items.append({})
+            self.items[row][key] = mark
+        return mark
+
+    def value_text(self, x: float, y: float, text: str, key: str, size: int, style: str = "song",
+                   field_type: str = "text", prefix: str = "", row: int | None = None, **kw) -> int:
+        """A line holding `prefix + text` whose `text` part is the field `key`."""
+        line = self.text(x, y, prefix + text, size, style, **kw)
+        self.field(key, line, len(prefix), len(prefix) + len(text), field_type, row=row)
+        return line
+
+    def link(self, key_line: int, value_line: int) -> None:
+        self.links.append((key_line, value_line))
+
+    def pair(self, key_line: int, value_line: int, key: str, value: str) -> None:
+        self.link(key_line, value_line)
+        self.pairs.append({"key": key, "value": value, "key_line": key_line, "value_line": value_line})
+
+    # --- decorations (no ground truth) --------------------------------------------------------------
+    def rect(self, box: list[float], color: Color, width: int = 1, fill: Color | None = None) -> None:
+        if self.decorations:
+            self.draw.rectangle([round(v) for v in box], outline=color, width=width, fill=fill)
+
+    def hline(self, x0: float, x1: float, y: float, color: Color, width: int = 1) -> None:
+        if self.decorations:
+            self.draw.line([(round(x0), round(y)), (round(x1), round(y))], fill=color, width=width)
+
+    def vline(self, x: float, y0: float, y1: float, color: Color, width: int = 1) -> None:
+        if self.decorations:
+            self.draw.line([(round(x), round(y0)), (round(x), round(y1))], fill=color, width=width)

@@ -1,0 +1,181 @@
+"""generate(): one synthetic page and its ground truth; generate_dir(): many pages to a folder.
+
+Ground truth (a contract other parts build on):
+    {"image", "doc_type", "layout", "seed", "degrade", "width", "height",
+     "lines": [{"id", "text", "quad", "box", "label", "linking"}],
+     "fields": {key: {"value", "text", "line", "span", "box"}},
+     "items": [{key: field}], "pairs": [{"key", "value", "key_line", "value_line"}]}
+Geometry is in the final (degraded) image's pixels. A page is a pure function of (doc_type, seed,
+layout, degrade): the same arguments give byte-identical images and JSON.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from PIL import Image
+
+from data.document import box_to_quad, quad_to_box
+from data.synth.canvas import Canvas, FieldMark
+from data.synth.degrade import LEVELS, Degradation, degrade as apply_degradation
+
+Renderer = Callable[[random.Random, str, bool], Canvas]
+
+
+# doc type -> (module, layouts dict name, render function name); modules load on first use
+_TYPES: dict[str, tuple[str, str, str]] = {
+    "vat_invoice": ("data.synth.invoice", "VAT_LAYOUTS", "render_vat"),
+    "e_invoice": ("data.synth.invoice", "E_LAYOUTS", "render_e_invoice"),
+    "id_card_front": ("data.synth.id_card", "FRONT_LAYOUTS", "render_front"),
+    "id_card_back": ("data.synth.id_card", "BACK_LAYOUTS", "render_back"),
+    "receipt": ("data.synth.receipt", "LAYOUTS", "render_receipt"),
+    "generic_form": ("data.synth.form", "LAYOUTS", "render_form"),
+}
+
+
+@dataclass(frozen=True)
+class DocType:
+    name: str
+    layouts: tuple[str, ...]
+    render: Renderer
+
+
+def list_doc_types() -> list[str]:
+    """Document types the generator makes."""
+    return list(_TYPES)
+
+
+def _doc_type(name: str) -> DocType:
+    if name not in _TYPES:
+        raise ValueError(f"unknown document type {name!r}; the generator makes: {', '.join(_TYPES)}")
+    module_name, layouts, render = _TYPES[name]
+    module = importlib.import_module(module_name)
+    return DocType(name, tuple(getattr(module, layouts)), getattr(module, render))
+
+
+def list_layouts(doc_type: str) -> list[str]:
+    """Named layouts of a document type (hold whole layouts out to test generalisation)."""
+    return list(_doc_type(doc_type).layouts)
+
+
+def _r(v: float) -> float:
+    return round(float(v), 1)
+
+
+def _clip_box(box: list[float], w: int, h: int) -> list[float]:
+    return [_r(min(max(box[0], 0), w)), _r(min(max(box[1], 0), h)),
+            _r(min(max(box[2], 0), w)), _r(min(max(box[3], 0), h))]
+
+
+def _field_gt(c: Canvas, mark: FieldMark, geo: Degradation) -> dict[str, Any]:
+    box = quad_to_box(geo.points(box_to_quad(mark.box)))
+    text = c.lines[mark.line].text[mark.span[0]:mark.span[1]]
+    return {"value": mark.value, "text": text, "line": mark.line, "span": list(mark.span),
+            "box": _clip_box(box, geo.width, geo.height)}
+
+
+def ground_truth(c: Canvas, geo: Degradation, doc_type: str, layout: str, seed: int,
+                 image_name: str) -> dict[str, Any]:
+    """The ground-truth dict of a drawn page after its degradation."""
+    lines = []
+    for i, ln in enumerate(c.lines):
+        quad = [[_r(x), _r(y)] for x, y in geo.points(box_to_quad(ln.box))]
+        lines.append({"id": i, "text": ln.text, "quad": quad,
+                      "box": _clip_box(quad_to_box(quad), geo.width, geo.height), "label": ln.label,
+                      "linking": [[a, b] for a, b in c.links if i in (a, b)]})
+    return {
+        "image": image_name, "doc_type": doc_type, "layout": layout, "seed": seed,
+        "degrade": geo.level, "width": geo.width, "height": geo.height,
+        "lines": lines,
+        "fields": {k: _field_gt(c, m, geo) for k, m in c.fields.items()},
+        "items": [{k: _field_gt(c, m, geo) for k, m in row.items()} for row in c.items],
+        "pairs": [dict(p) for p in c.pairs],
+    }
+
+
+def generate(doc_type: str, seed: int, layout: str | None = None, degrade: str = "none",
+             decorations: bool = True, image_name: str | None = None) -> tuple[Image.Image, dict[str, Any]]:
+    """One page: (RGB image, ground-truth dict). `decorations=False` draws text only (no rules,
+    stamps or backgrounds), which tests use to compare ink against boxes."""
+    dt = _doc_type(doc_type)
+    if degrade not in LEVELS:
+        raise ValueError(f"degrade must be one of {', '.join(LEVELS)}, got {degrade!r}")
+    rng = random.Random(f"{doc_type}:{seed}")
+    if layout is None:
+        layout = rng.choice(dt.layouts)
+    elif layout not in dt.layouts:
+        raise ValueError(f"{doc_type} has no layout {layout!r}; choose from {', '.join(dt.layouts)}")
+    canvas = dt.render(rng, layout, decorations)
+    image, geo = apply_degradation(canvas.image, random.Random(f"degrade:{doc_type}:{seed}"), degrade)
+    name = image_name or f"{doc_type}_{seed}.jpg"
+    return image, ground_truth(canvas, geo, doc_type, layout, seed, name)
+
+
+# --- many pages ------------------------------------------------------------------------------------
+
+def page_seed(base_seed: int, index: int) -> int:
+    """Seed of page `index` of a run: distinct across indices and base seeds, stable forever."""
+    return (base_seed * 1_000_003 + index) % (2 ** 31)
+
+
+def _write_page(job: tuple[str, int, int, str | None, str, str, int]) -> dict[str, Any]:
+    doc_type, base_seed, index, layout, degrade_level, out_dir, quality = job
+    seed = page_seed(base_seed, index)
+    doc_id = f"{doc_type}_{base_seed}_{index:06d}"
+    image, gt = generate(doc_type, seed, layout, degrade_level, image_name=f"{doc_id}.jpg")
+    out = Path(out_dir)
+    image.save(out / f"{doc_id}.jpg", quality=quality)
+    (out / f"{doc_id}.json").write_text(json.dumps(gt, ensure_ascii=False), encoding="utf-8")
+    return {"id": doc_id, "image": f"{doc_id}.jpg", "json": f"{doc_id}.json", "doc_type": doc_type,
+            "layout": gt["layout"], "seed": seed, "degrade": gt["degrade"], "width": gt["width"],
+            "height": gt["height"], "lines": len(gt["lines"]), "fields": len(gt["fields"]),
+            "items": len(gt["items"])}
+
+
+def _init_worker() -> None:
+    # one thread per process: the parallelism is in the processes
+    import cv2
+    cv2.setNumThreads(1)
+
+
+def generate_dir(doc_type: str | list[str], n: int, seed: int, out_dir: str | os.PathLike,
+                 degrade: str = "none", layouts: list[str] | None = None, workers: int = 1,
+                 quality: int = 92, progress: bool = True) -> list[dict[str, Any]]:
+    """Write n pages (image + JSON each) and manifest.jsonl to out_dir; returns the manifest rows.
+    Page i of several types or layouts takes them in turn, so every one is equally represented."""
+    types = [doc_type] if isinstance(doc_type, str) else list(doc_type)
+    for t in types:
+        for lay in layouts or []:
+            if lay not in list_layouts(t):
+                raise ValueError(f"{t} has no layout {lay!r}; choose from {', '.join(list_layouts(t))}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = []
+    for i in range(n):
+        t = types[i % len(types)]
+        lay = layouts[(i // len(types)) % len(layouts)] if layouts else None
+        jobs.append((t, seed, i, lay, degrade, str(out), quality))
+    from tqdm import tqdm
+    bar = tqdm(total=n, desc=f"synth {'+'.join(types)}", unit="page", disable=not progress)
+    rows: list[dict[str, Any]] = []
+    if workers <= 1:
+        _init_worker()
+        for job in jobs:
+            rows.append(_write_page(job))
+            bar.update()
+    else:
+        import multiprocessing as mp
+        with mp.get_context("fork").Pool(workers, initializer=_init_worker) as pool:
+            for row in pool.imap(_write_page, jobs, chunksize=max(1, min(16, n // (workers * 4) or 1))):
+                rows.append(row)
+                bar.update()
+    bar.close()
+    with open(out / "manifest.jsonl", "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return rows
