@@ -43,31 +43,33 @@ def ocr_engine() -> Any:
     return get_engine()
 
 
-def extractor_available() -> bool:
-    """True once models/extractor.py is installed; until then the pipeline returns OCR only."""
+def extractor_available(model_dir: str | None = None) -> bool:
+    """True when extraction can run: models/extractor.py is installed and, for the default model,
+    models/default holds a model. Until then the pipeline returns the OCR Document only."""
     try:
-        import models.extractor  # noqa: F401
+        from models.extractor import DEFAULT_MODEL_DIR, is_model_dir
     except ImportError:
         return False
-    return True
+    return model_dir is not None or is_model_dir(DEFAULT_MODEL_DIR)
 
 
 @functools.lru_cache(maxsize=4)
 def load_extractor(model_dir: str | None = None) -> Any:
     """The extractor for `model_dir` (None: the bundled default). Raises FileNotFoundError with the
     fix when the directory does not hold a model."""
-    from models.extractor import DEFAULT_MODEL_DIR, get_extractor
+    from models.extractor import DEFAULT_MODEL_DIR, get_extractor, is_model_dir
     path = str(model_dir or DEFAULT_MODEL_DIR)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"model directory {path} does not exist; pass a directory made by "
-                                "`python -m training export` (or omit --model for the bundled default)")
+    if not is_model_dir(path):
+        raise FileNotFoundError(f"{path} is not a model directory (it needs config.json, "
+                                "model_state.pdparams and vocab.txt); pass a directory exported by "
+                                "`python -m training`, or leave the model choice at the bundled default")
     return get_extractor(path)
 
 
 def warm_up(model_dir: str | None = None) -> None:
     """Load every model now (workers call this once so the first document is not slow)."""
     ocr_engine()
-    if extractor_available():
+    if extractor_available(model_dir):
         load_extractor(model_dir)
 
 
@@ -124,7 +126,7 @@ def analyse_images(images: list[np.ndarray], source: str, model_dir: str | None 
     finally:
         timings["ocr"] = time.perf_counter() - t0
 
-    if extractor_available():
+    if extractor_available(model_dir):
         t0 = time.perf_counter()
         extractor = load_extractor(model_dir)   # installation problems raise: no document fixes them
         try:
@@ -135,8 +137,8 @@ def analyse_images(images: list[np.ndarray], source: str, model_dir: str | None 
         timings["extract"] = time.perf_counter() - t0
     else:
         doc.doc_type = doc_type
-        doc.warnings.append("no extraction model is installed (models/extractor.py), so only the OCR "
-                            "text is shown; fields appear once the extractor is installed")
+        doc.warnings.append("no extraction model is installed (models/extractor.py with a model in "
+                            "models/default), so only the OCR text is shown")
     return Analysis(doc, upright)
 
 

@@ -1,0 +1,226 @@
+"""The upload UI: `streamlit run app/ui.py` (scripts/run.sh starts it).
+
+Drop photos, scans or PDFs; each page is shown with its OCR lines and extracted fields drawn as
+coloured boxes, next to an editable table of the fields. Corrected values are re-normalised and
+re-validated at once; the result downloads as JSON or CSV, and "Save corrections" stores the page as a
+training example (app/ui_corrections.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+# `streamlit run app/ui.py` puts app/ on sys.path, not the repository root that our packages live in.
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import paddle  # noqa: E402
+
+paddle.disable_static()   # the extractor runs in dygraph mode; some imports flip Paddle to static
+
+import streamlit as st  # noqa: E402
+
+from app import pipeline  # noqa: E402
+from app.batch_inputs import DOCUMENT_SUFFIXES  # noqa: E402
+from app.ui_corrections import save_correction  # noqa: E402
+from app.ui_fields import (COL_KEY, EDITABLE, apply_edits, document_csv, error_in_words,  # noqa: E402
+                           fields_frame, schema_label)
+from app.ui_view import legend_html, page_overlay, timings_text  # noqa: E402
+
+MAX_UPLOAD_MB = 25
+UPLOAD_TYPES = [s.lstrip(".") for s in DOCUMENT_SUFFIXES]
+AUTO = "自动识别 Automatic"
+OCR_ONLY = "OCR only (no extraction model installed)"
+DEFAULT_CORRECTIONS_DIR = str(ROOT / "corrections")
+
+
+# --- models and choices ------------------------------------------------------------------------------
+
+@st.cache_resource(show_spinner="Loading the OCR and extraction models (first time only)…")
+def load_models(model_dir: str | None) -> bool:
+    pipeline.warm_up(model_dir)
+    return True
+
+
+@st.cache_data(show_spinner=False)
+def model_choices() -> list[str]:
+    try:
+        from models.extractor import find_model_dirs
+    except ImportError:
+        return []
+    dirs = list(find_model_dirs())
+    runs = ROOT / "runs"
+    if runs.is_dir():
+        dirs += [d for d in find_model_dirs(runs) if d not in dirs]
+    return [str(d) for d in dirs]
+
+
+@st.cache_data(show_spinner=False)
+def type_choices() -> list[str]:
+    from data.schemas import list_schemas
+    return list_schemas()
+
+
+def sidebar() -> tuple[str | None, str | None, str]:
+    st.sidebar.header("设置 Settings")
+    models = model_choices()
+    if models:
+        model = st.sidebar.selectbox("Model 模型", models, format_func=lambda p: Path(p).name,
+                                     help="Model directories found under models/ and runs/")
+    else:
+        st.sidebar.selectbox("Model 模型", [OCR_ONLY], disabled=True)
+        model = None
+    choice = st.sidebar.selectbox("Document type 文档类型", [AUTO] + type_choices(),
+                                  format_func=lambda t: t if t == AUTO else schema_label(t),
+                                  help="Automatic: the model decides and shows its confidence")
+    corrections = st.sidebar.text_input("Save corrections to 纠正保存目录", DEFAULT_CORRECTIONS_DIR,
+                                        help="Corrected pages are written here as a training corpus "
+                                             "(corpus.jsonl + images/)")
+    st.sidebar.caption(f"Files: {', '.join(UPLOAD_TYPES)}; up to {MAX_UPLOAD_MB} MB each. "
+                       "PDF and multi-page TIFF pages are all read.")
+    return model, (None if choice == AUTO else choice), corrections
+
+
+# --- processing --------------------------------------------------------------------------------------
+
+def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | None) -> dict:
+    """Process one upload once per (content, model, type); the result lives in the session."""
+    key = f"{hashlib.sha256(data).hexdigest()[:16]}|{model}|{doc_type}"
+    cache = st.session_state.setdefault("analyses", {})
+    if key in cache:
+        return cache[key]
+    if not data:
+        result = {"key": key, "name": name, "error": {"type": "InputError",
+                                                      "message": f"{name} is empty (0 bytes); upload the file again"}}
+    elif len(data) > MAX_UPLOAD_MB * 2**20:
+        result = {"key": key, "name": name, "error": {
+            "type": "InputError",
+            "message": f"{name} is {len(data) / 2**20:.1f} MB, above the {MAX_UPLOAD_MB} MB limit; "
+                       "split the PDF or use the batch command (python -m app batch)"}}
+    else:
+        bar = st.progress(0.0, text=f"Reading {name}…")
+
+        def on_page(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"{name}: page {done} of {total} read")
+
+        analysis = pipeline.analyse_bytes(data, name, model, doc_type, on_page=on_page)
+        bar.empty()
+        result = {"key": key, "name": name, "analysis": analysis, "corrected": analysis.document,
+                  "version": 0, "error": analysis.document.error}
+    cache[key] = result
+    return result
+
+
+# --- one document ------------------------------------------------------------------------------------
+
+def show_header(result: dict) -> None:
+    doc = result["corrected"]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Document type 类型", schema_label(doc.doc_type) if doc.doc_type else "—")
+    c2.metric("Confidence 置信度", "—" if doc.doc_type_score is None else f"{doc.doc_type_score:.0%}")
+    c3.metric("Pages 页数", len(doc.pages))
+    c4.metric("Fields 字段", len(doc.fields))
+
+
+def show_page(result: dict, page_index: int) -> None:
+    analysis = result["analysis"]
+    doc = result["corrected"]
+    page = doc.pages[page_index]
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        image = page_overlay(analysis.images[page_index], page, doc)
+        st.image(image, channels="BGR", caption=f"{doc.source} — page {page_index + 1}: "
+                                                f"{len(page.lines)} text lines", width="stretch")
+        st.markdown(legend_html(doc, page_index), unsafe_allow_html=True)
+    with right:
+        st.subheader("Fields 字段")
+        frame = fields_frame(doc, page_index)
+        if frame.empty:
+            st.info("No fields on this page. The OCR text is listed below.")
+        else:
+            edited = st.data_editor(
+                frame, key=f"edit-{result['key']}-{page_index}-{result['version']}",
+                hide_index=True, width="stretch", num_rows="fixed",
+                disabled=[c for c in frame.columns if c not in EDITABLE],
+                column_config={COL_KEY: None})
+            corrected, changed = apply_edits(doc, edited)
+            if changed:
+                result["corrected"] = corrected
+                result["version"] += 1
+                result.setdefault("changed", set()).update(changed)
+                st.rerun()
+        if result.get("changed"):
+            st.caption("Corrected by you: " + ", ".join(sorted(result["changed"])))
+        for warning in doc.warnings:
+            st.warning(warning)
+        st.caption(timings_text(doc.timings))
+    with st.expander(f"OCR text of page {page_index + 1} ({len(page.lines)} lines)"):
+        st.text(page.text or "(no text found)")
+
+
+def show_actions(result: dict, page_index: int, corrections_dir: str) -> None:
+    doc = result["corrected"]
+    stem = Path(result["name"]).stem
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Download JSON", doc.to_json(indent=2).encode("utf-8"), f"{stem}.json",
+                       "application/json", width="stretch")
+    c2.download_button("Download CSV", document_csv(doc, result["name"]), f"{stem}.csv", "text/csv",
+                       width="stretch")
+    if c3.button("Save corrections 保存纠正", width="stretch",
+                 help=f"Adds page {page_index + 1} with its current field values to the training corpus in "
+                      f"{corrections_dir}"):
+        try:
+            path = save_correction(doc, page_index, result["analysis"].images[page_index], corrections_dir)
+        except (OSError, ValueError) as exc:
+            st.error(f"Could not save the corrections: {exc}. Check the directory in the sidebar.")
+        else:
+            st.success(f"Saved page {page_index + 1} as a training example in {path}")
+
+
+def show_document(result: dict, corrections_dir: str) -> None:
+    if result.get("error"):
+        st.error(error_in_words(result["error"]))
+        if not result.get("analysis") or not result["analysis"].document.pages:
+            return
+    show_header(result)
+    pages = len(result["corrected"].pages)
+    page_index = 0
+    if pages > 1:
+        page_index = st.selectbox("Page 页", range(pages), format_func=lambda i: f"Page {i + 1} of {pages}",
+                                  key=f"page-{result['key']}")
+    show_page(result, page_index)
+    show_actions(result, page_index, corrections_dir)
+
+
+# --- the app -----------------------------------------------------------------------------------------
+
+def main() -> None:
+    st.set_page_config(page_title="文档识别 Document reader", page_icon="📄", layout="wide")
+    model, doc_type, corrections_dir = sidebar()
+    st.title("文档识别 Document reader")
+    st.caption("Invoices, ID cards, licences, tickets, receipts and forms: upload, check, correct, export.")
+    uploads = st.file_uploader(f"Upload images or PDFs (up to {MAX_UPLOAD_MB} MB each)", type=UPLOAD_TYPES,
+                               accept_multiple_files=True)
+    if not uploads:
+        st.info("Drop one or more photos, scans or PDFs above to read them.")
+        return
+    try:
+        load_models(model)
+    except (OSError, RuntimeError, ValueError) as exc:
+        st.error(f"The models could not be loaded: {exc}")
+        return
+    results = []
+    for i, upload in enumerate(uploads):
+        results.append(analyse_upload(upload.name, upload.getvalue(), model, doc_type))
+    if len(results) > 1:
+        names = [f"{r['name']}{' — failed' if r.get('error') else ''}" for r in results]
+        chosen = st.selectbox("Document 文档", range(len(results)), format_func=lambda i: names[i])
+    else:
+        chosen = 0
+    st.divider()
+    show_document(results[chosen], corrections_dir)
+
+
+main()
