@@ -382,8 +382,11 @@ def load_pretrained(model_dir: str | Path, head: paddle.nn.Layer | None = None,
 # our own model directory
 # ---------------------------------------------------------------------------------------------
 def save_model_dir(out_dir: str | Path, model: Encoder, vocab: list[str] | str | Path,
-                   meta: dict | None = None) -> Path:
-    """Write config.json (encoder + head config + meta), model_state.pdparams and vocab.txt."""
+                   meta: dict | None = None, half: bool = False) -> Path:
+    """Write config.json (encoder + head config + meta), model_state.pdparams and vocab.txt.
+
+    `half=True` stores float weights as float16 (half the file; `load_model_dir` casts them back).
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tokens = Path(vocab).read_text(encoding="utf-8").splitlines() if isinstance(vocab, (str, Path)) else list(vocab)
@@ -394,7 +397,9 @@ def save_model_dir(out_dir: str | Path, model: Encoder, vocab: list[str] | str |
     config = {"format": FORMAT, "encoder": asdict(model.config),
               "head": asdict(head) if head else None, "meta": meta or {}}
     (out_dir / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
-    paddle.save(model.state_dict(), str(out_dir / "model_state.pdparams"))
+    state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v)
+             for k, v in model.state_dict().items()}
+    paddle.save(state, str(out_dir / "model_state.pdparams"))
     (out_dir / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
     return out_dir
 

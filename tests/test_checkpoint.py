@@ -235,3 +235,10 @@ def test_own_model_dir_round_trip(tmp_path):
         a, b = model(ids, bbox, types, mask), back(ids, bbox, types, mask)
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
+    # float16 storage halves the file and keeps the outputs to float16 precision
+    save_model_dir(tmp_path / "h", model, vocab, half=True)
+    assert (tmp_path / "h" / "model_state.pdparams").stat().st_size < 0.6 * (tmp_path / "m" / "model_state.pdparams").stat().st_size
+    half, _ = load_model_dir(tmp_path / "h")
+    with paddle.no_grad():
+        c = half(ids, bbox, types, mask)
+    np.testing.assert_allclose(c[0].numpy(), a[0].numpy(), atol=2e-2)

@@ -116,3 +116,18 @@ def test_shape_mismatch_is_reported(tok):
     enc = tok.encode_page([Line("ab", box_to_quad([0, 0, 10, 10]))], 10, 10, max_len=8)
     with pytest.raises(ValueError, match="tag_probs shape"):
         bio_spans(np.zeros((3, len(LABELS))), LABELS, enc)
+
+
+def test_schema_labels_cover_every_field_and_item_field():
+    from data.schemas import list_schemas, load_schema
+    from models.heads import FORM_KEYS, ITEM_PREFIX, schema_field_keys
+    keys, doc_types = schema_field_keys()
+    assert doc_types == list(list_schemas())
+    for name in doc_types:
+        schema = load_schema(name)
+        assert {f.key for f in schema.fields} <= set(keys)
+        assert {ITEM_PREFIX + f.key for f in schema.item_fields} <= set(keys)
+    assert set(FORM_KEYS) <= set(keys) and len(keys) == len(set(keys))
+    labels = tag_labels(keys)
+    assert labels[0] == "O" and len(labels) == 1 + 2 * len(keys)
+    assert labels[labels.index("B-items.amount") + 1] == "I-items.amount"
