@@ -242,3 +242,20 @@ def test_own_model_dir_round_trip(tmp_path):
     with paddle.no_grad():
         c = half(ids, bbox, types, mask)
     np.testing.assert_allclose(c[0].numpy(), a[0].numpy(), atol=2e-2)
+
+
+def test_legacy_paddlenlp_model_config_json(tmp_path):
+    ref = _reference("ernie")
+    ref.save_pretrained(str(tmp_path))
+    _write_vocab(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").unlink()
+    # PaddleNLP <= 2.4 wrote a task model's config as nested init_args
+    legacy = {"init_args": [{"init_args": [cfg], "init_class": "ErnieModel"}], "init_class": "ErnieForTokenClassification"}
+    (tmp_path / "model_config.json").write_text(json.dumps(legacy))
+    ids, types, mask = _inputs(9)
+    model, _ = load_pretrained(tmp_path)
+    assert (model.config.num_layers, model.config.intermediate_size) == (2, 64)
+    valid = mask.numpy().astype(bool)
+    np.testing.assert_allclose(_ours_hidden(model, ids, types, mask)[valid],
+                               _reference_hidden(ref, ids, types, mask)[valid], rtol=1e-4, atol=1e-5)
