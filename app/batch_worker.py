@@ -61,13 +61,14 @@ def overlay_name(path: str, sha256: str, page: int) -> str:
 
 
 def save_overlays(analysis: Analysis, path: str, sha256: str, draw_dir: str) -> list[str]:
-    from app.overlay import render_page
     import cv2
+
+    from app.ui_view import page_overlay
     os.makedirs(draw_dir, exist_ok=True)
     written = []
     for page, image in zip(analysis.document.pages, analysis.images):
         out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
-        drawn = render_page(image, page, analysis.document)
+        drawn = page_overlay(image, page, analysis.document)
         cv2.imwrite(out, np.ascontiguousarray(drawn))
         written.append(out)
     return written

@@ -94,13 +94,54 @@ def _as_bgr(image: Any) -> np.ndarray:
 
 
 def _decode_file(path: str) -> list[np.ndarray]:
-    from data.io import load_pages
+    try:
+        from data.io import load_pages
+    except ImportError:
+        return _interim_decode(open(path, "rb").read(), path)
     return [_as_bgr(img) for img in load_pages(path)]
 
 
 def _decode_bytes(data: bytes, filename: str) -> list[np.ndarray]:
-    from data.io import load_pages_from_bytes
+    try:
+        from data.io import load_pages_from_bytes
+    except ImportError:
+        return _interim_decode(data, filename)
     return [_as_bgr(img) for img in load_pages_from_bytes(data, filename)]
+
+
+class InterimInputError(ValueError):
+    """Raised by the interim decoder below; data.io.InputError replaces it."""
+
+
+INTERIM_MAX_PAGES = 50
+INTERIM_MAX_PIXELS = 60_000_000
+
+
+def _interim_decode(data: bytes, name: str) -> list[np.ndarray]:
+    """Stand-in for data.io until it is installed: PIL for images (every TIFF frame), pypdfium2 for
+    PDFs at 150 dpi. No byte/pixel/page limits beyond the basic ones; data.io owns those."""
+    import io
+
+    from PIL import Image, ImageSequence
+    if not data:
+        raise InterimInputError(f"{name} is empty (0 bytes)")
+    if data[:5] == b"%PDF-":
+        import pypdfium2 as pdfium
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except Exception as exc:
+            raise InterimInputError(f"{name} is not a readable PDF ({exc})") from exc
+        if len(pdf) > INTERIM_MAX_PAGES:
+            raise InterimInputError(f"{name} has {len(pdf)} pages, above {INTERIM_MAX_PAGES}; split it")
+        pages = [pdf[i].render(scale=150 / 72).to_pil() for i in range(len(pdf))]
+    else:
+        Image.MAX_IMAGE_PIXELS = INTERIM_MAX_PIXELS
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                pages = [frame.convert("RGB") for frame in ImageSequence.Iterator(im)]
+        except Exception as exc:
+            raise InterimInputError(f"{name} is not an image or PDF we can read ({exc})") from exc
+    return [_as_bgr(p) for p in pages]
 
 
 def analyse_images(images: list[np.ndarray], source: str, model_dir: str | None = None,
