@@ -125,6 +125,13 @@ class Canvas:
         self.link(key_line, value_line)
         self.pairs.append({"key": key, "value": value, "key_line": key_line, "value_line": value_line})
 
+    def crop_height(self, height: float) -> None:
+        """Cut the page off below `height` (layouts that grow downwards size the page at the end)."""
+        height = min(self.height, round(height))
+        self.image = self.image.crop((0, 0, self.width, height))
+        self.draw = ImageDraw.Draw(self.image)
+        self.height = height
+
     # --- decorations (no ground truth) --------------------------------------------------------------
     def rect(self, box: list[float], color: Color, width: int = 1, fill: Color | None = None) -> None:
         if self.decorations:

@@ -116,6 +116,11 @@ def _items_table(c: Canvas, st: Style, rng: random.Random, x0: float, x1: float,
     return ty1
 
 
+def _cross_mark(c: Canvas, st: Style, x: float, y: float) -> None:
+    """The ⊗ before 大写 amounts, in a font that has the glyph (the kai fonts lack it)."""
+    c.text(x, y, "⊗", st.size, "song", st.value_color, label="other")
+
+
 def _seller_seal(c: Canvas, rng: random.Random, name: str, tax_id: str, center: tuple[float, float],
                  scale: float) -> None:
     if not c.decorations:
@@ -237,8 +242,7 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     if kv == "split" or kv == "above":
         k = cell_text(c, st, "价税合计（大写）", (x0, y, lab_end, y + row_h), st.size - 1, form=True,
                       label="question")
-        c.text(lab_end + 12 * s, y + row_h / 2 - st.size * 0.55, "⊗", st.size, st.value_font, st.value_color,
-               label="other")
+        _cross_mark(c, st, lab_end + 12 * s, y + row_h / 2 - st.size * 0.55)
         v = c.text(lab_end + 12 * s + 2.5 * st.size, y + row_h / 2 - st.size * 0.55, tot.words, st.size,
                    st.value_font, st.value_color, label="answer")
         c.field("total_with_tax_in_words", v, 0, len(tot.words), "amount_words")
@@ -252,9 +256,10 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
         c.link(k2, v2)
     else:
         cell_text(c, st, "价税合计（大写）", (x0, y, lab_end, y + row_h), st.size - 1, form=True, label="question")
-        v = c.text(lab_end + 12 * s, y + row_h / 2 - st.size * 0.55, "⊗" + tot.words, st.size,
+        _cross_mark(c, st, lab_end + 12 * s, y + row_h / 2 - st.size * 0.55)
+        v = c.text(lab_end + 12 * s + 2.5 * st.size, y + row_h / 2 - st.size * 0.55, tot.words, st.size,
                    st.value_font, st.value_color)
-        c.field("total_with_tax_in_words", v, 1, 1 + len(tot.words), "amount_words")
+        c.field("total_with_tax_in_words", v, 0, len(tot.words), "amount_words")
         v2 = c.text(x0 + (x1 - x0) * 0.68, y + row_h / 2 - st.size * 0.55, "（小写）¥" + tot.with_tax, st.size,
                     st.value_font, st.value_color)
         c.field("total_with_tax", v2, 5, 5 + len(tot.with_tax), "amount")
