@@ -87,7 +87,7 @@ def gt_lines(rec: Record) -> TaggedPage:
                 continue
             span = [m.start, m.end]
         _set_span(tagged[li].tags, span[0], span[1], key)
-    ents, links = _form_entries(rec)
+    ents, links = _form_entries(rec) if doc_type_of(rec) == "generic_form" else ([], set())
     for i, label, ln in ents:
         t = tagged[i]
         nz = [j for j, ch in enumerate(t.text) if not ch.isspace()]
@@ -135,7 +135,7 @@ def ocr_lines(rec: Record, page: Page, min_score: float = 0.7) -> TaggedPage:
     entries = sorted(_field_entries(rec), key=lambda kf: -len(str(kf[1].get("text") or kf[1].get("value") or "")))
     for key, f in entries:
         place(str(f.get("text") or f.get("value") or ""), f.get("box"), key)
-    ents, links = _form_entries(rec)
+    ents, links = _form_entries(rec) if doc_type_of(rec) == "generic_form" else ([], set())
     for i, label, ln in ents:
         place(ln["text"], _box(ln) if (ln.get("box") or ln.get("quad")) else None,
               f"{label}#{int(ln.get('id', i))}")
