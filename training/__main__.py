@@ -89,6 +89,9 @@ def _evaluate(a: argparse.Namespace) -> int:
 COMMANDS = [
     ("train", "train the extractor from a config", _train_args, _train),
     ("evaluate", "per-field P/R/F1 of a model on a corpus", _eval_args, _evaluate),
+    ("import", "import a labelled corpus (ours, PPOCRLabel, XFUND, Label Studio, CSV weak labels)", *__import__("training.retrain", fromlist=["x"]).IMPORT_COMMAND),
+    ("pretrain", "whole-word-masked MLM adaptation of an encoder on a corpus' text", *__import__("training.pretrain", fromlist=["x"]).PRETRAIN_COMMAND),
+    ("retrain", "import, adapt, fine-tune, evaluate base vs new, export a new model version", *__import__("training.retrain", fromlist=["x"]).RETRAIN_COMMAND),
 ]
 
 

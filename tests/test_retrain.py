@@ -1,0 +1,147 @@
+"""Retraining: versioned registry, heads grown from a corpus' schema, a new document type from a
+schema file + 50 labelled examples, resume after a kill, and the `latest` pointer rule."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from data.document import box_to_quad
+from training.model_registry import ModelRegistry, RegistryError
+
+SCHEMA = """name: parking_ticket
+label: 停车票
+title_phrases: [停车收费票据, 停车票]
+fields:
+  - {key: lot_name, label: 停车场, type: text, key_phrases: [停车场]}
+  - {key: plate, label: 车牌号, type: code, key_phrases: [车牌号, 车牌]}
+  - {key: entry_date, label: 入场日期, type: date, key_phrases: [入场日期]}
+  - {key: fee, label: 金额, type: amount, key_phrases: [金额, 收费]}
+"""
+PLACES = ["星河", "明远", "国贸", "西湖", "滨江", "望京", "南山", "东湖", "中山", "金桥"]
+
+
+def parking_page(i: int, rng: random.Random, out: Path) -> dict:
+    """One labelled page of a document type the project has never seen (4 layouts)."""
+    vals = {"lot_name": rng.choice(PLACES) + rng.choice(["广场", "大厦", "中心"]) + "停车场",
+            "plate": rng.choice("京沪浙粤苏川") + rng.choice("ABCDE")
+                     + "".join(rng.choice("0123456789ABCDEFGHJK") for _ in range(5)),
+            "entry_date": f"2024年{rng.randint(1, 12):02d}月{rng.randint(1, 28):02d}日",
+            "fee": f"{rng.randint(2, 200)}.{rng.choice(['00', '50'])}"}
+    keys = {"lot_name": rng.choice(["停车场：", "停车场名称："]), "plate": rng.choice(["车牌号：", "车牌："]),
+            "entry_date": "入场日期：", "fee": rng.choice(["金额：¥", "收费：¥"])}
+    layout = f"L{i % 4}"
+    order = list(vals)[::-1] if layout in ("L1", "L3") else list(vals)
+    lines = [{"id": 0, "text": rng.choice(["停车收费票据", "停车票"]), "box": [100, 20, 300, 44]}]
+    fields, y = {}, 20
+    for k in order:
+        y += 36
+        text, x0 = keys[k] + vals[k], 20 + 10 * (i % 3)
+        box = [x0, y, x0 + 16 * len(text), y + 22]
+        lines.append({"id": len(lines), "text": text, "box": box})
+        s = len(keys[k])
+        fields[k] = {"value": vals[k], "text": vals[k], "line": len(lines) - 1, "span": [s, s + len(vals[k])],
+                     "box": [box[0] + 16 * s, y, box[2], y + 22]}
+    for ln in lines:
+        ln.update(quad=box_to_quad(ln["box"]), label=None, linking=[])
+    Image.new("RGB", (420, 260), "white").save(out / "images" / f"p{i:03d}.png")
+    return {"image": f"images/p{i:03d}.png", "doc_type": "parking_ticket", "layout": layout, "width": 420,
+            "height": 260, "lines": lines, "fields": fields, "items": [], "pairs": []}
+
+
+def make_corpus(out: Path, n: int, seed: int = 0) -> Path:
+    (out / "images").mkdir(parents=True)
+    (out / "schemas").mkdir()
+    (out / "schemas" / "parking_ticket.yaml").write_text(SCHEMA, encoding="utf-8")
+    rng = random.Random(seed)
+    with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps(parking_page(i, rng, out), ensure_ascii=False) + "\n")
+    return out
+
+
+def make_base(out: Path, hidden: int = 64, layers: int = 2) -> Path:
+    """A small untrained base that knows only the generic form's labels."""
+    import paddle
+    from models.extractor import ExtractorConfig, save_model
+    from models.heads import tag_labels
+    from models.layout_text import ocr_vocab
+    paddle.seed(0)
+    vocab = ocr_vocab()
+    cfg = ExtractorConfig(encoder=dict(vocab_size=len(vocab), hidden_size=hidden, num_layers=layers, num_heads=4,
+                                       intermediate_size=4 * hidden, max_position=256),
+                          tag_labels=tag_labels(["header", "question", "answer"]), doc_types=["generic_form"],
+                          max_len=256)
+    save_model(cfg.build(), cfg, vocab, out, half=False)
+    return out
+
+
+def test_registry_reserves_new_versions_and_moves_latest_only_when_told(tmp_path):
+    reg = ModelRegistry(tmp_path)
+    v1, v2 = reg.reserve("inv"), reg.reserve("inv")
+    assert [v1.name, v2.name] == ["inv-v0001", "inv-v0002"]
+    (tmp_path / "registry" / "inv-v0004").mkdir()            # a version made by someone else
+    assert reg.reserve("inv").name == "inv-v0005"
+    assert reg.latest("inv") is None
+    reg.promote("inv", v2)
+    assert reg.latest("inv") == v2
+    assert [p.name for p in reg.versions("inv")] == ["inv-v0001", "inv-v0002", "inv-v0004", "inv-v0005"]
+    with pytest.raises(RegistryError):
+        reg.promote("inv", tmp_path)
+    with pytest.raises(RegistryError):
+        reg.reserve("../evil")
+
+
+def test_label_map_keeps_base_labels_first_and_adds_the_schema_fields(tmp_path):
+    from training.retrain import corpus_schemas, label_map
+    corpus = make_corpus(tmp_path / "c", 2)
+    base_tags = ["O", "B-question", "I-question"]
+    tags, types, _ = label_map([json.loads(l) for l in (corpus / "corpus.jsonl").read_text().splitlines()],
+                               corpus_schemas(corpus), base_tags, ["generic_form"])
+    assert tags[:3] == base_tags and types == ["generic_form", "parking_ticket"]
+    assert {"B-lot_name", "I-plate", "B-entry_date", "B-fee"} <= set(tags)
+    with pytest.raises(SystemExit, match="no schema"):
+        label_map([{"doc_type": "mystery", "lines": []}], {}, base_tags, [])
+
+
+@pytest.mark.heavy
+def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
+    """Tiny corpus -> retrain -> a versioned model dir models.extractor loads, F1 >= 0.9 held out;
+    resume after a kill; `latest` moves only for a model that is not worse (or with --force)."""
+    from models.extractor import Extractor, find_model_dirs
+    from training.retrain import retrain
+    corpus, base, root = make_corpus(tmp_path / "corpus", 50), make_base(tmp_path / "base"), tmp_path / "models"
+    v1 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
+    report = json.loads((v1 / "report.json").read_text(encoding="utf-8"))
+    assert v1.name == "parking-v0001" and report["promoted"]
+    assert report["new_f1"] >= 0.9 and report["base_f1"] == 0.0, report["new"]
+    assert report["split"]["heldout"] >= 10
+    assert {"report.md", "loss.png", "f1.png", "metrics.json", "schemas"} <= {p.name for p in v1.iterdir()}
+    assert "pipeline engine" in report["finetune"]["step_function"]
+    ex = Extractor.load(v1)
+    assert "parking_ticket" in ex.schemas and v1.resolve() in find_model_dirs(root)
+    reg = ModelRegistry(root)
+    assert reg.latest("parking") == v1
+
+    # a kill after the fine-tune's last checkpoint: later stages redo, training does not
+    work = next((root / "registry" / ".work").iterdir())
+    for stage in ("finetune", "evaluate", "export"):
+        (work / "stages" / f"{stage}.json").unlink()
+    shutil.rmtree(work / "finetuned")
+    capsys.readouterr()
+    v2 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
+    assert "resuming the fine-tune at step 150" in capsys.readouterr().out
+    assert v2.name == "parking-v0002" and (v1 / "model_state.pdparams").is_file()
+
+    # a model worse than the base's F1 on its held-out split never takes `latest`... unless forced
+    worse = retrain(corpus, v2, root, "parking", steps=1, batch_size=8, lr=1e-9, seed=1)
+    assert worse.name == "parking-v0003"
+    rep = json.loads((worse / "report.json").read_text(encoding="utf-8"))
+    assert rep["new_f1"] <= rep["base_f1"] + 1e-9
+    assert (reg.latest("parking") == worse) == (rep["new_f1"] >= rep["base_f1"])
+    forced = retrain(corpus, v2, root, "parking", steps=1, batch_size=8, lr=1e-9, seed=2, force=True)
+    assert reg.latest("parking") == forced

@@ -1,0 +1,466 @@
+"""Retrain on a user's corpus: import -> (WWM adaptation) -> fine-tune -> base vs new -> versioned export.
+
+    python -m training retrain --corpus DIR --base MODEL [--pretrain] [--force] [--out-root models/]
+    python -m training import --format ours|ppocrlabel|xfund|labelstudio|csv --src PATH --out DIR
+
+A new document type is data: put its schema YAML in CORPUS/schemas/ (or pass --schema) beside labelled
+pages, and the heads grow to its fields (the base's labels first, so what the base knew is kept, then
+the new ones). The exported directory carries the schema, so the app lists the new type.
+
+Stages run in order and each leaves a marker in the work directory (<out-root>/registry/.work/<key>/),
+so a killed run started again with the same arguments skips finished stages and the fine-tune resumes
+from its last checkpoint. The export reserves a NEW version (<name>-v0001, -v0002, ...); `latest`
+moves to it only when its held-out F1 is not below the base's, unless --force.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shlex
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data.corpus import CORPUS_FILE, read_corpus, split_by_layout, write_corpus
+from data.importers import FORMATS, import_corpus
+from data.importers.records import SCHEMA_DIR
+from training.model_registry import ModelRegistry, check_name
+
+STAGES = ("import", "split", "pretrain", "finetune", "evaluate", "export")
+HELDOUT = 0.2
+
+
+# --- schemas and labels ---------------------------------------------------------------------------
+
+def corpus_schemas(corpus_dir: Path) -> dict[str, Path]:
+    """{doc type: schema file} for the schema YAMLs a corpus brings (CORPUS/schemas/*.yaml)."""
+    from data.schemas import load_schema_file
+    found = {}
+    for path in sorted((corpus_dir / SCHEMA_DIR).glob("*.yaml")):
+        found[load_schema_file(path).name] = path
+    return found
+
+
+def label_map(records: list[dict], schema_files: dict[str, Path], base_tags: list[str],
+              base_types: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(tag labels, doc types, notes): the base's, then the corpus' new ones appended.
+
+    Field keys come from each doc type's schema (the corpus' own file first, then the bundled one);
+    a type with neither gets the keys its pages use, with a note saying so.
+    """
+    from data.schemas import list_schemas, load_schema, load_schema_file
+    from models.heads import FORM_KEYS, ITEM_PREFIX
+    types = list(base_types)
+    keys = [t[2:] for t in base_tags if t.startswith("B-")]
+    notes: list[str] = []
+    for dt in sorted({str(r.get("doc_type")) for r in records}):
+        if dt not in types:
+            types.append(dt)
+        if dt in schema_files or dt in list_schemas():
+            schema = load_schema_file(schema_files[dt]) if dt in schema_files else load_schema(dt)
+            keys += [f.key for f in schema.fields] + [ITEM_PREFIX + f.key for f in schema.item_fields]
+        else:
+            raise SystemExit(f"doc type {dt!r} has no schema: add CORPUS/schemas/{dt}.yaml (or --schema FILE) "
+                             f"listing its fields, or import with --doc-type naming a known type")
+    from models.heads import tag_labels
+    return tag_labels(list(dict.fromkeys(keys + list(FORM_KEYS)))), types, notes
+
+
+def grow_from_base(base_dir: Path, tags: list[str], types: list[str]):
+    """A model with the base's encoder and a head for `tags`/`types`; rows the base had are copied."""
+    import paddle
+    from models.extractor import ExtractorConfig
+    base_cfg = ExtractorConfig.load(base_dir)
+    cfg = ExtractorConfig(encoder=dict(base_cfg.encoder), tag_labels=list(tags), doc_types=list(types),
+                          link=base_cfg.link, max_len=base_cfg.max_len)
+    model = cfg.build()
+    state = paddle.load(str(base_dir / "model_state.pdparams"))
+    old_tag = {t: i for i, t in enumerate(base_cfg.tag_labels)}
+    old_type = {t: i for i, t in enumerate(base_cfg.doc_types)}
+    new_state = model.state_dict()
+    for name, target in new_state.items():
+        if name not in state:
+            continue
+        src = state[name].astype("float32").numpy()
+        dst = target.numpy()
+        if src.shape == dst.shape and not name.startswith(("head.tagger", "head.doc_classifier")):
+            dst = src
+        elif name.startswith(("head.tagger", "head.doc_classifier")):
+            index = old_tag if "tagger" in name else old_type
+            labels = tags if "tagger" in name else types
+            for j, lab in enumerate(labels):         # copy a label's row/column where the base had it
+                if lab in index and index[lab] < src.shape[-1]:
+                    dst[..., j] = src[..., index[lab]]
+        new_state[name] = paddle.to_tensor(dst.astype("float32"))
+    model.set_state_dict(new_state)
+    return model, cfg
+
+
+# --- stages ---------------------------------------------------------------------------------------
+
+class Stages:
+    """Stage markers: `done(name)`, `finish(name, result)`; results are kept for the report."""
+
+    def __init__(self, work: Path):
+        self.dir = work / "stages"
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def done(self, name: str) -> dict | None:
+        p = self.dir / f"{name}.json"
+        return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+
+    def finish(self, name: str, result: dict) -> dict:
+        tmp = self.dir / f"{name}.json.tmp"
+        tmp.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(self.dir / f"{name}.json")
+        return result
+
+
+def run_key(args: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(args, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def stage_import(corpus: Path, fmt: str | None, schemas: list[str], dest: Path, ocr) -> dict:
+    """Bring the corpus into the work dir in our format (checked), whatever it came as."""
+    if fmt is None:
+        if (corpus / CORPUS_FILE).is_file() or corpus.suffix == ".jsonl":
+            fmt = "ours"
+        elif corpus.is_dir() and any(corpus.glob("*.json")):
+            from data.corpus import corpus_from_synth_dir     # a generator output folder
+            corpus_from_synth_dir(corpus, dest / "_synth")
+            if (corpus / SCHEMA_DIR).is_dir():
+                import shutil
+                shutil.copytree(corpus / SCHEMA_DIR, dest / "_synth" / SCHEMA_DIR, dirs_exist_ok=True)
+            corpus, fmt = dest / "_synth", "ours"
+        else:
+            raise SystemExit(f"{corpus} holds no {CORPUS_FILE}; pass --format ({'|'.join(FORMATS)}) to import it")
+    from tqdm import tqdm
+    report = import_corpus(fmt, corpus, dest / "corpus", schemas=schemas,
+                           **({"ocr": ocr, "progress": tqdm} if fmt == "csv" else {}))
+    print(report.summary())
+    if report.records_written == 0:
+        raise SystemExit(f"no usable pages in {corpus}; fix the records listed above and run again")
+    return {"format": fmt, "written": report.records_written, "bad": len(report.errors)}
+
+
+def stage_split(corpus_dir: Path, work: Path, seed: int) -> dict:
+    """Held-out split: whole layouts where the corpus names several, else a stable share of pages."""
+    records = read_corpus(corpus_dir)
+    train, test = split_by_layout(records, HELDOUT, seed)
+    how = "layouts"
+    if not test or not train:
+        # imported corpora rarely name layouts: hold out pages, stable under re-runs (hash of the image name)
+        def bucket(r: dict) -> float:
+            return int(hashlib.md5(Path(r["image"]).name.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+        train = [r for r in records if bucket(r) >= HELDOUT]
+        test = [r for r in records if bucket(r) < HELDOUT]
+        how = "pages"
+        if not test:
+            train, test = records[1:], records[:1]
+    write_corpus(train, work / "train")
+    write_corpus(test, work / "heldout")
+    return {"train": len(train), "heldout": len(test), "split_by": how}
+
+
+def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema_files: dict[str, Path],
+             work: Path, steps: int, batch_size: int, lr: float, pipe: dict, seed: int) -> dict:
+    """Fine-tune the (grown) base on the corpus through the trainer's step function (pipeline engine
+    where installed); checkpoints in work/checkpoint make it resumable."""
+    import paddle
+    from tqdm import tqdm
+    from models.extractor import ExtractorConfig, save_model
+    from models.heads import loss_fn
+    from models.layout_text import CharVocab
+    from training.dataset import TrainingSet, collate, gt_lines
+    from training.noise import NoiseConfig
+    from training.pretrain import EngineStep
+    from training.trainer import plot_losses
+
+    random.seed(seed)
+    np.random.seed(seed)
+    paddle.seed(seed)
+    base_cfg = ExtractorConfig.load(base_dir)
+    tags, types, notes = label_map(train_recs + heldout, schema_files, base_cfg.tag_labels, base_cfg.doc_types)
+    model, cfg = grow_from_base(base_dir, tags, types)
+    vocab = CharVocab.load(base_dir / "vocab.txt")
+    warmup = max(1, steps // 10)
+    sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
+    step_fn = EngineStep(model.blocks(), loss_fn, sched, pipe)
+    how = step_fn.how
+    ckpt = work / "checkpoint"
+    state = {"step": 0, "losses": []}
+    if (ckpt / "state.json").is_file():
+        state = json.loads((ckpt / "state.json").read_text())
+        model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
+        step_fn.load_optimizer_states(paddle.load(str(ckpt / "opt.pdopt")))
+        for _ in range(state["step"]):
+            sched.step()
+        print(f"resuming the fine-tune at step {state['step']} from {ckpt}")
+    dataset = TrainingSet([gt_lines(r) for r in train_recs], vocab, {t: i for i, t in enumerate(tags)},
+                          {t: i for i, t in enumerate(types)}, cfg.max_len, NoiseConfig(), seed + state["step"])
+    every = max(1, min(50, steps // 4))
+    batches: list = []
+    with tqdm(total=steps, initial=state["step"], desc=f"fine-tune [{how}]", unit="step") as bar:
+        while state["step"] < steps:
+            if not batches:
+                batches = dataset.batches(batch_size, dataset.epoch())
+            batch = batches.pop()
+            batch = batch[:step_fn.usable_rows(len(batch))]
+            if not batch:
+                continue
+            loss = step_fn.train_step(*engine_tensors(*collate(batch)))
+            sched.step()
+            state["step"] += 1
+            state["losses"].append(round(float(loss), 5))
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(state['losses'][-20:]):.4f}")
+            if state["step"] % every == 0 or state["step"] == steps:
+                checkpoint(model, step_fn, state, ckpt)
+    out = work / "finetuned"
+    save_model(model, cfg, vocab, out)
+    copy_schemas(schema_files, out)
+    plot_losses(state["losses"], out / "loss.png")
+    return {"steps": state["step"], "step_function": how, "losses": state["losses"], "notes": notes,
+            "tag_labels": len(tags), "new_doc_types": [t for t in types if t not in base_cfg.doc_types]}
+
+
+def engine_tensors(inputs: dict, labels: dict) -> tuple[tuple, tuple]:
+    """Batch arrays as the engine takes them: every input a tensor (it slices micro-batches from
+    each), labels a tuple in models.heads.loss_fn's order."""
+    import paddle
+    t = lambda a: paddle.to_tensor(a)  # noqa: E731
+    ids = inputs["input_ids"]
+    return ((t(ids), t(inputs["bbox"]), t(np.zeros_like(ids)), t(inputs["attention_mask"])),
+            tuple(t(labels[k]) for k in ("tags", "doc_type", "links", "link_mask")))
+
+
+def checkpoint(model, step_fn, state: dict, ckpt: Path) -> None:
+    """Weights, optimizer states, then state.json last: its presence marks a whole checkpoint."""
+    import paddle
+    ckpt.mkdir(parents=True, exist_ok=True)
+    paddle.save(model.state_dict(), str(ckpt / "model.pdparams.tmp"))
+    paddle.save(step_fn.optimizer_states(), str(ckpt / "opt.pdopt.tmp"))
+    (ckpt / "model.pdparams.tmp").replace(ckpt / "model.pdparams")
+    (ckpt / "opt.pdopt.tmp").replace(ckpt / "opt.pdopt")
+    (ckpt / "state.json.tmp").write_text(json.dumps(state))
+    (ckpt / "state.json.tmp").replace(ckpt / "state.json")
+
+
+def copy_schemas(schema_files: dict[str, Path], model_dir: Path) -> None:
+    (model_dir / "schemas").mkdir(parents=True, exist_ok=True)
+    for name, path in schema_files.items():
+        (model_dir / "schemas" / f"{name}.yaml").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def normalise_gold(records: list[dict], schema_files: dict[str, Path]) -> list[dict]:
+    """Gold values of corpus-only doc types normalised by their schema's field types.
+
+    training/evaluate.py normalises gold values only for bundled schemas, so a new type's
+    "2024年03月05日" would never equal the extractor's ISO "2024-03-05"; this does for new types what
+    the evaluator does for bundled ones.
+    """
+    import copy
+    from data.normalize import normalize_value
+    from data.schemas import list_schemas, load_schema_file
+    schemas = {dt: load_schema_file(p) for dt, p in schema_files.items() if dt not in list_schemas()}
+    out = []
+    for rec in records:
+        schema = schemas.get(str(rec.get("doc_type")))
+        if schema is not None:
+            rec = copy.deepcopy(rec)
+            types = {f.key: f.type for f in schema.fields}
+            for key, f in (rec.get("fields") or {}).items():
+                if isinstance(f, dict) and key in types:
+                    f["value"] = normalize_value(types[key], str(f.get("value", ""))) or f.get("value")
+        out.append(rec)
+    return out
+
+
+def evaluate_model(model_dir: Path, records: list[dict], schema_files: dict[str, Path]) -> dict:
+    from models.extractor import Extractor
+    from training.evaluate import evaluate_corpus
+    report, _ = evaluate_corpus(Extractor.load(model_dir), normalise_gold(records, schema_files), "gt")
+    return report.as_dict()
+
+
+def field_f1(metrics: dict) -> dict[str, float]:
+    return {f"{dt}.{k}": v["f1"] for dt, d in metrics["doc_types"].items() for k, v in d["fields"].items()}
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: list[float]) -> None:
+    """report.md + report.json + loss.png + f1.png in the exported model directory."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from training.trainer import plot_losses
+    plot_losses(losses or [float("nan")], out / "loss.png")
+    bf, nf = field_f1(base_m), field_f1(new_m)
+    keys = sorted(set(bf) | set(nf))
+    fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(keys) + 2), 4), dpi=80)
+    x = np.arange(len(keys))
+    ax.bar(x - 0.2, [bf.get(k, 0.0) for k in keys], 0.4, label="base")
+    ax.bar(x + 0.2, [nf.get(k, 0.0) for k in keys], 0.4, label="new")
+    ax.set_xticks(x, keys, rotation=70, ha="right", fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("held-out field F1")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "f1.png")
+    plt.close(fig)
+    (out / "report.json").write_text(json.dumps({**summary, "base": base_m, "new": new_m},
+                                                ensure_ascii=False, indent=1), encoding="utf-8")
+    rows = [f"# Retrain report: {out.name}", "",
+            f"- corpus: `{summary['corpus']}` ({summary['split']['train']} train / "
+            f"{summary['split']['heldout']} held-out pages, held out by {summary['split']['split_by']})",
+            f"- base: `{summary['base']}`; adaptation (WWM MLM): {summary['pretrain'] or 'no'}",
+            f"- fine-tune: {summary['finetune']['steps']} steps via {summary['finetune']['step_function']}",
+            f"- held-out field F1: base **{summary['base_f1']:.3f}**, new **{summary['new_f1']:.3f}**",
+            f"- latest pointer: {summary['promotion']}", "",
+            "| field | base F1 | new F1 |", "| --- | ---: | ---: |"]
+    rows += [f"| {k} | {bf.get(k, 0.0):.3f} | {nf.get(k, 0.0):.3f} |" for k in keys]
+    rows += ["", "![loss](loss.png)", "", "![per-field F1](f1.png)", ""]
+    rows += [f"- note: {n}" for n in summary["finetune"].get("notes", [])]
+    (out / "report.md").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+def read_page_with_ocr(path: Path):
+    """PP-OCR of one image file (the csv importer's OCR function)."""
+    import cv2
+    from models.ocr import get_engine
+    image = cv2.imread(str(path))
+    if image is None:
+        raise ValueError(f"cannot decode {path.name} as an image")
+    return get_engine().read(image)
+
+
+def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", fmt: str | None = None,
+            schemas: list[str] = (), pretrain: bool = False, force: bool = False, steps: int = 300,
+            batch_size: int = 8, lr: float = 3e-4, pretrain_steps: int = 100, pipe: dict | None = None,
+            seed: int = 0, command: str = "") -> Path:
+    """Run every stage (skipping finished ones) and return the exported version directory."""
+    from models.extractor import is_model_dir
+    check_name(name)
+    if not is_model_dir(base):
+        raise SystemExit(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
+                         f"vocab.txt); use models/default or a directory this command exported")
+    if not corpus.exists():
+        raise SystemExit(f"--corpus {corpus} does not exist")
+    pipe = pipe or {}
+    registry = ModelRegistry(out_root)
+    key = run_key({"corpus": str(corpus.resolve()), "base": str(base.resolve()), "fmt": fmt, "schemas": list(schemas),
+                   "pretrain": pretrain, "steps": steps, "bs": batch_size, "lr": lr, "pipe": pipe, "seed": seed,
+                   "name": name, "pretrain_steps": pretrain_steps})
+    work = registry.root / ".work" / f"{name}-{key}"
+    stages = Stages(work)
+    print(f"work directory {work} (stages resume from here after a kill)")
+    t0 = time.time()
+
+    imported = stages.done("import") or stages.finish("import", stage_import(
+        corpus, fmt, list(schemas), work, read_page_with_ocr))
+    split = stages.done("split") or stages.finish("split", stage_split(work / "corpus", work, seed))
+    schema_files = corpus_schemas(work / "corpus")
+    train_recs, heldout = read_corpus(work / "train"), read_corpus(work / "heldout")
+
+    start = base
+    if pretrain:
+        from training.pretrain import pretrain as run_pretrain
+        adapted = stages.done("pretrain") or stages.finish("pretrain", run_pretrain(
+            [r for r in train_recs], base, work / "pretrained", steps=pretrain_steps, pipe=pipe, seed=seed))
+        start = work / "pretrained"
+    else:
+        adapted = None
+    tuned = stages.done("finetune") or stages.finish("finetune", finetune(
+        start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed))
+    evaluated = stages.done("evaluate") or stages.finish("evaluate", {
+        "base": evaluate_model(base, heldout, schema_files),
+        "new": evaluate_model(work / "finetuned", heldout, schema_files)})
+
+    done = stages.done("export")
+    if done:
+        print(f"already exported as {done['version']}")
+        return Path(done["version"])
+    base_f1 = evaluated["base"]["overall_field"]["f1"]
+    new_f1 = evaluated["new"]["overall_field"]["f1"]
+    version = registry.reserve(name)
+    import shutil
+    for f in (work / "finetuned").iterdir():
+        if f.is_file():
+            shutil.copy2(f, version / f.name)
+    copy_schemas(schema_files, version)
+    better = new_f1 >= base_f1
+    previous = registry.latest(name)
+    if better or force:
+        registry.promote(name, version)
+        promotion = (f"moved to {version.name}" + ("" if better else " (--force; new F1 is below the base's)"))
+    else:
+        promotion = (f"kept at {previous.name if previous else 'none'}: new F1 {new_f1:.3f} < base {base_f1:.3f} "
+                     f"(use --force to promote anyway)")
+    summary = {"corpus": str(corpus), "base": str(base), "version": version.name, "command": command,
+               "import": imported, "split": split, "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
+               "finetune": {k: v for k, v in tuned.items() if k != "losses"}, "base_f1": base_f1, "new_f1": new_f1,
+               "promoted": bool(better or force), "promotion": promotion, "seconds": round(time.time() - t0, 1)}
+    (version / "metrics.json").write_text(json.dumps(evaluated["new"], ensure_ascii=False, indent=1), encoding="utf-8")
+    write_report(version, summary, evaluated["base"], evaluated["new"], tuned["losses"])
+    stages.finish("export", {"version": str(version)})
+    print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}; latest {promotion}")
+    print(f"model exported to {version} (report: {version / 'report.md'})")
+    return version
+
+
+def retrain_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", required=True, type=Path,
+                   help="corpus folder (corpus.jsonl [+ schemas/*.yaml]), generator output, or a source for --format")
+    p.add_argument("--base", required=True, type=Path, help="model directory to start from (e.g. models/default)")
+    p.add_argument("--format", choices=FORMATS, help="import the corpus from this format first (default: ours)")
+    p.add_argument("--schema", action="append", default=[], help="schema YAML of a new doc type (repeatable)")
+    p.add_argument("--pretrain", action="store_true", help="adapt the encoder with whole-word-masked MLM first")
+    p.add_argument("--force", action="store_true", help="move `latest` even if the new model scores lower")
+    p.add_argument("--out-root", type=Path, default=Path("models"), help="versions go to OUT_ROOT/registry/")
+    p.add_argument("--name", default="extractor", help="model name: versions are NAME-v0001, NAME-v0002, ...")
+    p.add_argument("--steps", type=int, default=300, help="fine-tune steps")
+    p.add_argument("--pretrain-steps", type=int, default=100, help="MLM steps with --pretrain")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--pipeline-stages", type=int, default=2, help="pipeline stages (pipeline engine, in one process)")
+    p.add_argument("--micro-batches", type=int, default=2, help="micro-batches per step (divides --batch-size)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def retrain_main(a: argparse.Namespace) -> int:
+    pipe = {"stages": a.pipeline_stages, "micro_batches": a.micro_batches}
+    retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
+            a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
+            "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]))
+    return 0
+
+
+def import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", required=True, choices=FORMATS, help="what --src is")
+    p.add_argument("--src", required=True, type=Path, help="the export file or folder to import")
+    p.add_argument("--out", required=True, type=Path, help="corpus folder to write (corpus.jsonl, images/)")
+    p.add_argument("--doc-type", help="document type of every page (when the source does not say)")
+    p.add_argument("--schema", action="append", default=[], help="schema YAML to bundle (new doc types)")
+    p.add_argument("--min-score", type=float, default=0.85, help="csv: least alignment score kept as a label")
+
+
+def import_main(a: argparse.Namespace) -> int:
+    from tqdm import tqdm
+    opts = {"ocr": read_page_with_ocr, "min_score": a.min_score, "progress": tqdm} if a.format == "csv" else {}
+    report = import_corpus(a.format, a.src, a.out, a.doc_type, a.schema, **opts)
+    print(report.summary())
+    print(f"corpus written to {a.out / CORPUS_FILE}; full report in {a.out / 'import_report.json'}")
+    return 0 if report.records_written else 1
+
+
+RETRAIN_COMMAND = (retrain_args, retrain_main)
+IMPORT_COMMAND = (import_args, import_main)
