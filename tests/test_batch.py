@@ -180,3 +180,77 @@ def test_cli_help_and_bad_arguments():
                           "--model", "/no/such/model"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "no such directory" in bad.stderr
+
+
+# --- real OCR, through the command line -------------------------------------------------------------
+
+def real_folder(root: Path, n_images: int = 3) -> Path:
+    from tests.test_pipeline_app import pdf_bytes, text_page
+    folder = root / "docs"
+    (folder / "more").mkdir(parents=True)
+    for i in range(n_images):
+        target = folder / ("more" if i % 2 else "") / f"note{i}.png"
+        text_page([f"编号 {1000 + i}", "合计 12.50"]).save(target)
+    (folder / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(64))
+    (folder / "two.pdf").write_bytes(pdf_bytes([text_page(["第一页 A1"]), text_page(["第二页 B2"])]))
+    return folder
+
+
+def batch_cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "app.batch_cmd", *args, "--no-progress"]
+
+
+@pytest.mark.heavy
+def test_kill_9_mid_run_then_resume_gives_exactly_one_row_per_file(tmp_path):
+    folder = real_folder(tmp_path, n_images=4)
+    out, table = tmp_path / "results.jsonl", tmp_path / "table.csv"
+    cmd = batch_cli(str(folder), "--out", str(out), "--csv", str(table))
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if out.exists() and out.read_bytes().count(b"\n") >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the batch finished before it could be killed; the test proves nothing"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    rows_before = sum(len(r) for r in rows_by_file(out).values())
+    assert 1 <= rows_before < 6
+
+    resumed = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 1, "one file is corrupt, so the exit status says something failed"
+    assert f"{rows_before} skipped" in resumed.stderr
+    rows = rows_by_file(out)
+    assert sorted(Path(f).name for f in rows) == ["corrupt.png", "note0.png", "note1.png", "note2.png",
+                                                  "note3.png", "two.pdf"]
+    assert all(len(r) == 1 for r in rows.values()), "no file lost, none twice"
+    assert rows[str(folder / "corrupt.png")][0]["error"]["type"]
+    pdf = rows[str(folder / "two.pdf")][0]
+    assert len(pdf["pages"]) == 2 and "B2" in pdf["pages"][1]["lines"][0]["text"]
+    note = rows[str(folder / "more" / "note1.png")][0]
+    assert "1001" in "".join(line["text"] for line in note["pages"][0]["lines"])
+    with open(table, encoding="utf-8-sig", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 6
+
+    third = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "0 done, 0 failed, 6 skipped" in third.stderr
+
+
+@pytest.mark.heavy
+def test_two_real_workers_read_the_same_as_one(tmp_path):
+    folder = real_folder(tmp_path, n_images=2)
+    results = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}.jsonl"
+        subprocess.run(batch_cli(str(folder), "--out", str(out), "--workers", str(workers)), cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+        results[workers] = {
+            Path(f).name: (rs[0].get("error") or {}).get("type", "")
+                          + "|".join(ln["text"] + str([round(v) for pt in ln["quad"] for v in pt])
+                                     for p in rs[0]["pages"] for ln in p["lines"])
+            for f, rs in rows_by_file(out).items()}
+        if workers == 2:   # both may not get work (one can take all while the other loads), but never the parent
+            pids = {rs[0]["worker_pid"] for rs in rows_by_file(out).values()}
+            assert 1 <= len(pids) <= 2 and os.getpid() not in pids
+    assert len(results[1]) == 4 and results[1] == results[2]

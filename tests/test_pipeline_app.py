@@ -1,0 +1,68 @@
+"""The inference pipeline: every page of a file, timings per stage, models loaded once, and the error
+policy (bad input -> Document.error, never an exception). Pages are small rendered text so real OCR
+stays quick."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from app import pipeline
+from data.document import Document
+from data.fonts import pil_font
+
+
+def text_page(lines: list[str], size=(420, 60)) -> Image.Image:
+    image = Image.new("RGB", (size[0], size[1] * len(lines)), "white")
+    draw = ImageDraw.Draw(image)
+    for i, text in enumerate(lines):
+        draw.text((16, 14 + i * size[1]), text, fill="black", font=pil_font("hei", 28))
+    return image
+
+
+def pdf_bytes(pages: list[Image.Image]) -> bytes:
+    buf = io.BytesIO()
+    pages[0].save(buf, format="PDF", save_all=True, append_images=pages[1:], resolution=150)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("data, name, words", [
+    (b"", "empty.png", "empty"),
+    (b"\x89PNG\r\n\x1a\n truncated", "cut.png", ""),
+    (b"%PDF-1.7 this is not a pdf", "fake.pdf", ""),
+    (b"hello world", "notes.txt", ""),
+])
+def test_bad_input_gives_an_error_document_not_an_exception(data, name, words):
+    doc = pipeline.process_bytes(data, name)
+    assert isinstance(doc, Document) and doc.error is not None
+    assert doc.error["type"] and len(doc.error["message"]) > 10
+    assert words in doc.error["message"].lower()
+    assert doc.pages == [] and "decode" in doc.timings and "total" in doc.timings
+
+
+def test_unreadable_path_gives_an_error_document(tmp_path):
+    doc = pipeline.process_file(str(tmp_path / "missing.jpg"))
+    assert doc.error["type"] == "FileNotFoundError" and doc.source == "missing.jpg"
+
+
+@pytest.mark.heavy
+def test_pdf_pages_are_all_read_with_timings_and_models_loaded_once(tmp_path):
+    pdf = tmp_path / "two.pdf"
+    pdf.write_bytes(pdf_bytes([text_page(["发票号码 12345678"]), text_page(["合计金额 99.50"])]))
+    seen = []
+    analysis = pipeline.analyse_file(str(pdf), on_page=lambda done, total: seen.append((done, total)))
+    doc = analysis.document
+    assert doc.error is None, doc.error
+    assert [p.index for p in doc.pages] == [0, 1] and seen == [(1, 2), (2, 2)]
+    assert "12345678" in doc.pages[0].text and "99.50" in doc.pages[1].text
+    assert len(analysis.images) == 2 and analysis.images[0].shape[:2] == (doc.pages[0].height, doc.pages[0].width)
+    for stage in ("decode", "ocr", "det", "rec", "total"):
+        assert doc.timings[stage] > 0, stage
+    assert doc.timings["total"] >= doc.timings["decode"] + doc.timings["ocr"] * 0.99
+    # the same bytes through process_bytes give the same reading
+    again = pipeline.process_bytes(pdf.read_bytes(), "two.pdf")
+    assert [p.text for p in again.pages] == [p.text for p in doc.pages]
+    assert pipeline.ocr_engine() is pipeline.ocr_engine(), "the OCR engine is built once per process"
+    assert Document.from_json(doc.to_json()) == doc
