@@ -1,0 +1,68 @@
+"""Model directories, windows, and an extractor built from a small untrained model: the shapes,
+caching and error messages the UI and CLI rely on (no training here)."""
+import pytest
+
+from data.document import Document, Line, Page, box_to_quad
+from models.encoder import EncoderConfig
+from models.extractor import (Extractor, ExtractorConfig, ModelDirError, find_model_dirs, get_extractor,
+                              save_model)
+from models.heads import schema_field_keys, tag_labels
+from models.layout_text import CLS, make_windows, ocr_vocab
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("m") / "tiny"
+    keys, types = schema_field_keys(["vat_invoice", "generic_form"])
+    vocab = ocr_vocab()
+    enc = {**EncoderConfig.preset("tiny", vocab_size=len(vocab), hidden_size=32, num_layers=1, num_heads=2,
+                                  intermediate_size=64, max_position=64).__dict__}
+    cfg = ExtractorConfig(encoder=enc, tag_labels=tag_labels(keys), doc_types=types, max_len=64)
+    save_model(cfg.build(), cfg, vocab, d)
+    return d
+
+
+def _page() -> Page:
+    texts = ["增值税普通发票", "发票号码：07099363", "开票日期：2023年02月03日"] + [f"第{i}行 货物 1 件" for i in range(20)]
+    return Page(index=0, width=1000, height=1000,
+                lines=[Line(t, box_to_quad([10, 20 + 40 * i, 400, 50 + 40 * i])) for i, t in enumerate(texts)])
+
+
+def test_model_dir_is_complete_and_found(model_dir):
+    for name in ("config.json", "model_state.pdparams", "vocab.txt", "labels.json", "schemas/vat_invoice.yaml"):
+        assert (model_dir / name).is_file(), name
+    assert model_dir.resolve() in find_model_dirs(model_dir.parent)
+
+
+def test_missing_model_dir_says_how_to_train(tmp_path):
+    with pytest.raises(ModelDirError, match="python -m training train"):
+        Extractor.load(tmp_path / "nothing")
+
+
+def test_windows_cover_every_character_with_cls_first():
+    vocab = ocr_vocab()
+    page = _page()
+    wins = make_windows([(ln.text, ln.box) for ln in page.lines], 1000, 1000, vocab, max_len=40)
+    assert len(wins) > 1 and all(w.ids[0] == CLS and len(w.ids) <= 40 for w in wins)
+    covered = {where for w in wins for where in w.where if where}
+    expected = {(li, ci) for li, ln in enumerate(page.lines) for ci, ch in enumerate(ln.text) if not ch.isspace()}
+    assert covered == expected
+
+
+def test_extract_fills_a_document_within_the_schema(model_dir):
+    ex = Extractor.load(model_dir)
+    doc = ex.extract(Document(source="x", pages=[_page()]), doc_type="vat_invoice")
+    assert doc.doc_type == "vat_invoice" and doc.doc_type_score == 1.0
+    allowed = {f.key for f in ex.schemas["vat_invoice"].fields}
+    assert set(doc.fields) <= allowed
+    for f in doc.fields.values():     # every value maps back to its characters on the page
+        assert doc.pages[0].text[f.span[0]:f.span[1]].strip(":： ") == f.raw
+    assert "extract" in doc.timings
+    auto = ex.extract(Document(pages=[_page()]))
+    assert auto.doc_type in ("vat_invoice", "generic_form") and 0 <= auto.doc_type_score <= 1
+    with pytest.raises(ValueError, match="choose from"):
+        ex.extract(Document(pages=[_page()]), doc_type="passport")
+
+
+def test_get_extractor_loads_once(model_dir):
+    assert get_extractor(model_dir) is get_extractor(str(model_dir))
