@@ -26,7 +26,7 @@ from app import pipeline  # noqa: E402
 from app.batch_inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.ui_corrections import save_correction  # noqa: E402
 from app.ui_fields import (COL_KEY, EDITABLE, apply_edits, document_csv, error_in_words,  # noqa: E402
-                           fields_frame, schema_label)
+                           fields_frame, lines_frame, schema_label)
 from app.ui_view import legend_html, page_overlay, timings_text  # noqa: E402
 
 MAX_UPLOAD_MB = 25
@@ -118,7 +118,7 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
 def show_header(result: dict) -> None:
     doc = result["corrected"]
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Document type 类型", schema_label(doc.doc_type) if doc.doc_type else "—")
+    c1.metric("Document type 类型", schema_label(doc.doc_type) if doc.doc_type else "not detected")
     c2.metric("Confidence 置信度", "—" if doc.doc_type_score is None else f"{doc.doc_type_score:.0%}")
     c3.metric("Pages 页数", len(doc.pages))
     c4.metric("Fields 字段", len(doc.fields))
@@ -135,11 +135,14 @@ def show_page(result: dict, page_index: int) -> None:
                                                 f"{len(page.lines)} text lines", width="stretch")
         st.markdown(legend_html(doc, page_index), unsafe_allow_html=True)
     with right:
-        st.subheader("Fields 字段")
         frame = fields_frame(doc, page_index)
         if frame.empty:
-            st.info("No fields on this page. The OCR text is listed below.")
+            st.subheader("Text lines 文本行")
+            st.info("No fields were extracted on this page; these are the text lines OCR read.")
+            st.dataframe(lines_frame(page), hide_index=True, width="stretch")
         else:
+            st.subheader("Fields 字段")
+            st.caption("Edit a value in the 识别值 column to correct it; it is re-checked at once.")
             edited = st.data_editor(
                 frame, key=f"edit-{result['key']}-{page_index}-{result['version']}",
                 hide_index=True, width="stretch", num_rows="fixed",

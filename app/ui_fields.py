@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from app.batch_csv import BASE_COLUMNS, csv_record, field_columns
-from data.document import Document, Field
+from data.document import Document, Field, Page
 
 COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (
     "key", "字段 Field", "识别值 Value", "规范值 Normalised", "置信度 Confidence", "校验 Check", "页 Page")
@@ -62,6 +62,12 @@ def fields_frame(doc: Document, page: int | None = None, include_missing: bool =
                      COL_NORM: f.value, COL_SCORE: round(float(f.score), 3), COL_CHECK: CHECK_WORDS[f.valid],
                      COL_PAGE: f.page + 1})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def lines_frame(page: Page) -> pd.DataFrame:
+    """The OCR lines of a page in reading order (shown when no extraction model gave fields)."""
+    return pd.DataFrame([{"#": i + 1, "文本 Text": ln.text, "置信度 Confidence": round(float(ln.score), 3)}
+                         for i, ln in enumerate(page.lines)], columns=["#", "文本 Text", "置信度 Confidence"])
 
 
 def _normalise(doc_type: str | None, key: str, text: str) -> str:
