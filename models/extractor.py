@@ -3,8 +3,9 @@
     ex = get_extractor()                    # models/default, loaded once per process
     doc = ex.extract(ocr_document)          # doc_type(+score), fields, items, pairs, warnings
 
-Steps per page: lines in reading order -> character windows with line boxes (models/layout_text.py)
--> encoder + extraction head -> per-character tag probabilities averaged over windows -> spans ->
+Steps per page: lines in reading order -> character tokens with line boxes in overlapping windows
+(models/tokenizer.py) -> encoder + extraction head -> per-character tag probabilities (each from the
+window where the character has most context) -> spans ->
 per field the best span of the page's doc type -> normalised value, box, validation (data/validate.py).
 Generic forms come out as question -> answer pairs from the link head, with a geometric fallback
 (nearest question to the left on the row, else above) for an answer the link head leaves unclaimed.
@@ -27,7 +28,7 @@ from data.document import Document, Field, Line, Pair, Page
 from data.normalize import normalize_value
 from models.encoder import Encoder, EncoderConfig
 from models.heads import ExtractionHead, HeadConfig
-from models.layout_text import CharVocab, Window, make_windows
+from models.tokenizer import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
 GENERIC = "generic_form"
@@ -81,14 +82,24 @@ class ExtractorConfig:
         return cls(**json.loads((model_dir / "config.json").read_text(encoding="utf-8")))
 
 
-def save_model(model: Encoder, cfg: ExtractorConfig, vocab: CharVocab, model_dir: str | Path,
+def as_tokenizer(vocab) -> Tokenizer:
+    """A models.tokenizer.Tokenizer from a Tokenizer or a models.layout_text.CharVocab (same ids:
+    both put BERT's specials first), so callers written against either keep working."""
+    return vocab if isinstance(vocab, Tokenizer) else Tokenizer(list(vocab.tokens))
+
+
+def save_vocab(tok, path: Path) -> None:
+    path.write_text("\n".join(as_tokenizer(tok).vocab) + "\n", encoding="utf-8")
+
+
+def save_model(model: Encoder, cfg: ExtractorConfig, vocab, model_dir: str | Path,
                half: bool = True) -> Path:
     """Write a complete model directory (weights in float16 by default: half the size, same tags)."""
     from data.schemas import SCHEMA_DIR
     d = Path(model_dir)
     d.mkdir(parents=True, exist_ok=True)
     cfg.save(d)
-    vocab.save(d / "vocab.txt")
+    save_vocab(vocab, d / "vocab.txt")
     state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v)
              for k, v in model.state_dict().items()}
     paddle.save(state, str(d / "model_state.pdparams"))
@@ -123,12 +134,15 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
         cur: Span | None = None
         scores: list[float] = []
         for ci, t in enumerate(best):
+            if np.isnan(probs[ci]).any():      # whitespace: no token; a value may run across it
+                continue
             lab = tag_labels[t]
-            if lab == "O" or np.isnan(probs[ci]).any():
+            if lab == "O":
                 cur = None
                 continue
             kind, key = lab[:1], lab[2:]
-            if cur is not None and key == cur.key and kind == "I" and cur.end == ci:
+            gap_is_space = cur is not None and all(np.isnan(probs[j]).any() for j in range(cur.end, ci))
+            if cur is not None and key == cur.key and kind == "I" and gap_is_space:
                 cur.end = ci + 1
                 scores.append(float(probs[ci, t]))
                 cur.score = float(np.mean(scores))
@@ -154,7 +168,7 @@ def _clean(text: str) -> str:
 class Extractor:
     """A loaded model with its vocabulary and schemas. Build with `Extractor.load` / `get_extractor`."""
 
-    def __init__(self, model: Encoder, cfg: ExtractorConfig, vocab: CharVocab, model_dir: Path | None = None):
+    def __init__(self, model: Encoder, cfg: ExtractorConfig, vocab: Tokenizer, model_dir: Path | None = None):
         self.model = model
         self.model.eval()
         self.cfg = cfg
@@ -178,55 +192,38 @@ class Extractor:
         model = cfg.build()
         state = paddle.load(str(d / "model_state.pdparams"))
         model.set_state_dict({k: v.astype("float32") if v.dtype == paddle.float16 else v for k, v in state.items()})
-        return cls(model, cfg, CharVocab.load(d / "vocab.txt"), d)
+        return cls(model, cfg, Tokenizer.from_dir(d), d)
 
     # --- model ----------------------------------------------------------------------------------
     @paddle.no_grad()
-    def _run(self, windows: list[Window]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-        outs = []
-        for w in windows:   # one window at a time: pages are short, padding would cost more
-            ids = paddle.to_tensor([w.ids], dtype="int64")
-            boxes = paddle.to_tensor([w.boxes], dtype="int64")
-            res = self.model(ids, boxes, None, paddle.ones_like(ids))
-            tags = paddle.nn.functional.softmax(res[0][0], -1).numpy()
-            doc = paddle.nn.functional.softmax(res[1][0], -1).numpy()
-            link = res[2][0].numpy() if len(res) > 2 else None
-            outs.append((tags, doc, link))
-        return outs
-
-    def predict_page(self, page: Page, doc_type: str | None = None) -> dict:
-        """Raw predictions for one page: doc-type probabilities, per-character tag probabilities and
-        link scores between first characters (by (line, char))."""
-        lines = [(ln.text, ln.box) for ln in page.lines]
-        windows = make_windows(lines, page.width, page.height, self.vocab, self.cfg.max_len)
-        outs = self._run(windows)
+    def predict_page(self, page: Page) -> dict:
+        """Raw predictions for one page: doc-type probabilities, per-character tag probabilities
+        (NaN on whitespace) and a `link(a, b)` scorer between two (line, char) positions."""
+        enc = self.vocab.encode_page(page.lines, page.width, page.height, self.cfg.max_len)
         n_tags = len(self.tag_labels)
-        sums = [np.zeros((len(ln.text), n_tags)) for ln in page.lines]
-        counts = [np.zeros(len(ln.text)) for ln in page.lines]
-        doc = np.zeros(len(self.cfg.doc_types))
-        links: dict[tuple[tuple[int, int], tuple[int, int]], float] = {}
-        for w, (tags, dprob, link) in zip(windows, outs):
-            doc += dprob * (len(w.ids) - 1)
-            for ti, where in enumerate(w.where):
-                if where is None:
-                    continue
-                li, ci = where
-                sums[li][ci] += tags[ti]
-                counts[li][ci] += 1
-            if link is not None:
-                firsts = {}
-                for ti, where in enumerate(w.where):
-                    if where is not None:
-                        firsts.setdefault(where, ti)
-                for a, ta in firsts.items():
-                    for b, tb in firsts.items():
-                        if a[0] != b[0]:
-                            links[(a, b)] = max(links.get((a, b), -1e9), float(link[ta, tb]))
-        probs = [s / np.maximum(c, 1)[:, None] if len(c) else s for s, c in zip(sums, counts)]
-        for p, c in zip(probs, counts):
-            p[c == 0] = np.nan        # whitespace: no token, no tag
-        doc = doc / max(1e-9, doc.sum())
-        return {"doc": doc, "probs": probs, "links": links}
+        probs = [np.full((len(ln.text), n_tags), np.nan) for ln in page.lines]
+        if not enc.ids:
+            return {"doc": np.full(len(self.cfg.doc_types), 1 / max(1, len(self.cfg.doc_types))),
+                    "probs": probs, "link": lambda a, b: None}
+        arr = enc.arrays()
+        used = int(arr["attention_mask"].sum(1).max())     # drop padding every window shares
+        res = self.model(*(paddle.to_tensor(arr[k][:, :used]) for k in ("input_ids", "bbox")), None,
+                         paddle.to_tensor(arr["attention_mask"][:, :used]))
+        tags = paddle.nn.functional.softmax(res[0], -1).numpy()
+        doc = paddle.nn.functional.softmax(res[1], -1).numpy().mean(0)
+        links = res[2].numpy() if len(res) > 2 else None
+        for t, row in enumerate(enc.merge(tags)):
+            probs[enc.line[t]][enc.start[t]] = row
+        token_of = {(enc.line[t], enc.start[t]): t for t in range(len(enc.ids))}
+
+        def link(a: tuple[int, int], b: tuple[int, int]) -> float | None:
+            ta, tb = token_of.get(a), token_of.get(b)
+            if links is None or ta is None or tb is None:
+                return None
+            scores = [links[wi, w.position(ta), w.position(tb)] for wi, w in enumerate(enc.windows)
+                      if w.start <= ta < w.end and w.start <= tb < w.end]
+            return float(max(scores)) if scores else None
+        return {"doc": doc, "probs": probs, "link": link}
 
     # --- decoding -------------------------------------------------------------------------------
     def _allowed(self, doc_type: str) -> np.ndarray:
@@ -258,7 +255,7 @@ class Extractor:
         for page, pred in zip(doc.pages, preds):
             spans = _spans(pred["probs"], self.tag_labels, allowed)
             if doc.doc_type == GENERIC:
-                doc.pairs += self._pairs(page, spans, pred["links"])
+                doc.pairs += self._pairs(page, spans, pred["link"])
             else:
                 self._fields(doc, page, spans)
         self._validate(doc)
@@ -301,7 +298,7 @@ class Extractor:
                 rows.append((centre, height, {key: f}))
         doc.items += [r[2] for r in rows]
 
-    def _pairs(self, page: Page, spans: list[Span], links: dict) -> list[Pair]:
+    def _pairs(self, page: Page, spans: list[Span], link) -> list[Pair]:
         qs = [s for s in spans if s.key == "question"]
         ans = [s for s in spans if s.key == "answer"]
         text = lambda s: _clean(page.lines[s.line].text[s.start:s.end])
@@ -311,7 +308,7 @@ class Extractor:
                 continue
             best, best_score = None, 0.0
             for q in qs:
-                score = links.get(((q.line, q.start), (a.line, a.start)))
+                score = link((q.line, q.start), (a.line, a.start))
                 if score is not None and score > best_score:
                     best, best_score = q, score
             prob = 1 / (1 + np.exp(-best_score)) if best is not None else 0.0

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nice -n 10 python3 -m training train --config configs/default.yaml --out models/default \
-    --work runs/default_work --max-minutes "${MAX_MINUTES:-10}" "$@"
+    --work runs/default_work --max-minutes "${MAX_MINUTES:-26}" "$@"

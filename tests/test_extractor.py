@@ -1,5 +1,6 @@
 """Model directories, windows, and an extractor built from a small untrained model: the shapes,
 caching and error messages the UI and CLI rely on (no training here)."""
+import numpy as np
 import pytest
 
 from data.document import Document, Line, Page, box_to_quad
@@ -7,15 +8,15 @@ from models.encoder import EncoderConfig
 from models.extractor import (Extractor, ExtractorConfig, ModelDirError, find_model_dirs, get_extractor,
                               save_model)
 from models.heads import schema_field_keys, tag_labels
-from models.layout_text import CLS, make_windows, ocr_vocab
+from models.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("m") / "tiny"
     keys, types = schema_field_keys(["vat_invoice", "generic_form"])
-    vocab = ocr_vocab()
-    enc = {**EncoderConfig.preset("tiny", vocab_size=len(vocab), hidden_size=32, num_layers=1, num_heads=2,
+    vocab = Tokenizer.from_dir(None)
+    enc = {**EncoderConfig.preset("tiny", vocab_size=vocab.vocab_size, hidden_size=32, num_layers=1, num_heads=2,
                                   intermediate_size=64, max_position=64).__dict__}
     cfg = ExtractorConfig(encoder=enc, tag_labels=tag_labels(keys), doc_types=types, max_len=64)
     save_model(cfg.build(), cfg, vocab, d)
@@ -39,14 +40,17 @@ def test_missing_model_dir_says_how_to_train(tmp_path):
         Extractor.load(tmp_path / "nothing")
 
 
-def test_windows_cover_every_character_with_cls_first():
-    vocab = ocr_vocab()
+def test_long_page_is_cut_into_windows_and_every_character_gets_a_tag(model_dir):
+    ex = Extractor.load(model_dir)
     page = _page()
-    wins = make_windows([(ln.text, ln.box) for ln in page.lines], 1000, 1000, vocab, max_len=40)
-    assert len(wins) > 1 and all(w.ids[0] == CLS and len(w.ids) <= 40 for w in wins)
-    covered = {where for w in wins for where in w.where if where}
-    expected = {(li, ci) for li, ln in enumerate(page.lines) for ci, ch in enumerate(ln.text) if not ch.isspace()}
-    assert covered == expected
+    pred = ex.predict_page(page)
+    assert sum(len(ln.text) for ln in page.lines) > ex.cfg.max_len      # more than one window
+    for ln, probs in zip(page.lines, pred["probs"]):
+        for ch, row in zip(ln.text, probs):
+            assert ch.isspace() == bool(np.isnan(row).any())              # a tag for every visible char
+            if not ch.isspace():
+                assert abs(row.sum() - 1) < 1e-4
+    assert abs(pred["doc"].sum() - 1) < 1e-4
 
 
 def test_extract_fills_a_document_within_the_schema(model_dir):

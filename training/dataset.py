@@ -19,8 +19,9 @@ import numpy as np
 
 from data.align import align_value
 from data.corpus import Record, doc_type_of
-from data.document import Page, quad_to_box
-from models.layout_text import CharVocab, make_windows
+from data.document import Line, Page, box_to_quad, quad_to_box
+from models.extractor import as_tokenizer
+from models.tokenizer import Tokenizer
 from training.noise import NoiseConfig, TaggedLine, add_noise
 
 IGNORE = -100
@@ -153,31 +154,28 @@ class Sample:
     link_cols: list[int]
 
 
-def encode_page(page: TaggedPage, vocab: CharVocab, tag_index: dict[str, int], type_index: dict[str, int],
+def encode_page(page: TaggedPage, tok: Tokenizer, tag_index: dict[str, int], type_index: dict[str, int],
                 max_len: int) -> list[Sample]:
-    """Model windows of one tagged page with token labels, doc type and form links."""
-    windows = make_windows([(ln.text, ln.box) for ln in page.lines], page.width, page.height, vocab, max_len)
+    """Model windows of one tagged page (models/tokenizer.py) with token labels, doc type, form links."""
+    lines = [Line(text=ln.text, quad=box_to_quad(ln.box)) for ln in page.lines]
+    enc = as_tokenizer(tok).encode_page(lines, page.width, page.height, max_len)
     doc = type_index.get(page.doc_type, IGNORE)
+    page_tags, firsts = [], {}
+    for t in range(len(enc.ids)):
+        name, _, ent = page.lines[enc.line[t]].tags[enc.start[t]].partition("#")
+        page_tags.append(tag_index.get(name, 0))
+        if ent and name.startswith("B-"):
+            firsts.setdefault(int(ent), (name[2:], t))
     out = []
-    for w in windows:
-        tags, firsts = [IGNORE], {}
-        for ti, where in enumerate(w.where):
-            if where is None:
-                continue
-            li, ci = where
-            raw = page.lines[li].tags[ci]
-            name, _, ent = raw.partition("#")
-            tags.append(tag_index.get(name, 0))
-            if ent and name.startswith("B-"):
-                firsts.setdefault(int(ent), (name[2:], ti))
-        links, rows, cols = [], [], []
-        if page.links or any(v[0] == "question" for v in firsts.values()):
-            rows = [ti for lab, ti in firsts.values() if lab == "question"]
-            cols = [ti for lab, ti in firsts.values()]
-            for q, a in page.links:
-                if q in firsts and a in firsts and firsts[q][0] == "question":
-                    links.append((firsts[q][1], firsts[a][1]))
-        out.append(Sample(w.ids, w.boxes, tags, doc, links, rows, cols))
+    for w in enc.windows:
+        n = sum(w.attention_mask)
+        tags = [IGNORE] + page_tags[w.start:w.end] + [IGNORE]
+        inside = {e: (lab, w.position(t)) for e, (lab, t) in firsts.items() if w.start <= t < w.end}
+        rows = [pos for lab, pos in inside.values() if lab == "question"]
+        cols = [pos for lab, pos in inside.values()]
+        links = [(inside[q][1], inside[a][1]) for q, a in page.links
+                 if q in inside and a in inside and inside[q][0] == "question"]
+        out.append(Sample(w.input_ids[:n], w.bbox[:n], tags, doc, links, rows, cols))
     return out
 
 
@@ -205,9 +203,9 @@ def collate(samples: list[Sample]) -> tuple[dict[str, np.ndarray], dict[str, np.
 class TrainingSet:
     """Base pages (ground truth and OCR-labelled) that yield freshly noised windows each epoch."""
 
-    def __init__(self, pages: list[TaggedPage], vocab: CharVocab, tag_index: dict[str, int],
+    def __init__(self, pages: list[TaggedPage], vocab: Tokenizer, tag_index: dict[str, int],
                  type_index: dict[str, int], max_len: int, noise: NoiseConfig, seed: int = 0):
-        self.pages, self.vocab, self.tag_index, self.type_index = pages, vocab, tag_index, type_index
+        self.pages, self.vocab, self.tag_index, self.type_index = pages, as_tokenizer(vocab), tag_index, type_index
         self.max_len, self.noise = max_len, noise
         self.rng = random.Random(seed)
 

@@ -34,7 +34,7 @@ from data.document import Page
 from models.encoder import EncoderConfig
 from models.extractor import ExtractorConfig, save_model
 from models.heads import loss_fn, schema_field_keys, tag_labels
-from models.layout_text import CharVocab, ocr_vocab
+from models.tokenizer import Tokenizer
 from training.dataset import TaggedPage, TrainingSet, collate, gt_lines, ocr_lines
 from training.noise import NoiseConfig
 
@@ -192,7 +192,7 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     labels = tag_labels(keys)
     tag_index = {t: i for i, t in enumerate(labels)}
     type_index = {d: i for i, d in enumerate(doc_types)}
-    vocab = ocr_vocab()
+    vocab = Tokenizer.from_dir(None)   # the from-scratch vocabulary: PP-OCR's dictionary + specials
 
     pages: list[TaggedPage] = [gt_lines(r) for r in train_recs]
     n_ocr = int(data.get("real_ocr_pages", 0))
@@ -204,7 +204,7 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
         pages += [ocr_lines(r, ocr[_rid(r)]) for r in chosen if _rid(r) in ocr] * repeat
 
     enc = {**asdict(EncoderConfig.preset(mcfg.get("preset", "tiny"))), **mcfg.get("encoder", {}),
-           "vocab_size": len(vocab), "max_position": int(mcfg.get("max_len", 512))}
+           "vocab_size": vocab.vocab_size, "max_position": int(mcfg.get("max_len", 512))}
     xcfg = ExtractorConfig(encoder=enc, tag_labels=labels, doc_types=doc_types, link=True,
                            max_len=int(mcfg.get("max_len", 512)))
     model = xcfg.build()
