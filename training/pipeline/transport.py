@@ -62,6 +62,17 @@ class InProcessTransport:
         return self.box.pop(key)
 
 
+def report_failure(message: str) -> None:
+    """Write a stage failure to stderr and, when PIPELINE_FAILURE_FILE is set (a path that may hold
+    {rank}), to that file, so a launcher or test can show why the run stopped."""
+    sys.stderr.write(f"\nStageFailure: {message}\n")
+    sys.stderr.flush()
+    path = os.environ.get("PIPELINE_FAILURE_FILE")
+    if path:
+        with open(path.format(rank=os.environ.get("PADDLE_TRAINER_ID", "0")), "a", encoding="utf-8") as f:
+            f.write(message + "\n")
+
+
 class _Watchdog:
     """Ends the process with a clear message when one blocking op outlives its timeout."""
 
@@ -77,10 +88,8 @@ class _Watchdog:
             with self.lock:
                 cur = self.current
             if cur and time.monotonic() - cur[0] > self.timeout_s:
-                sys.stderr.write(f"\nStageFailure: {self.me}: {cur[1]} got no answer in {self.timeout_s:.0f} s; "
-                                 "that stage died or hangs - check its log, then restart from the last "
-                                 "checkpoint.\n")
-                sys.stderr.flush()
+                report_failure(f"{self.me}: {cur[1]} got no answer in {self.timeout_s:.0f} s; that stage "
+                               "died or hangs - check its log, then restart from the last checkpoint")
                 os._exit(17)
 
     @contextmanager
@@ -90,8 +99,11 @@ class _Watchdog:
         try:
             yield
         except Exception as e:  # gloo raises when the peer's socket closes
-            raise StageFailure(f"{self.me}: {what} failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-                               "that stage died - check its log, then restart from the last checkpoint") from e
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            msg = (f"{self.me}: {what} failed ({type(e).__name__}: {first}); that stage died - check its "
+                   "log, then restart from the last checkpoint")
+            report_failure(msg)
+            raise StageFailure(msg) from e
         finally:
             with self.lock:
                 self.current = None
@@ -124,11 +136,15 @@ class DistTransport:
             for a, b in pairs:
                 ga, gb = d * stages + a, d * stages + b
                 g = dist.new_group(sorted([ga, gb]), backend=backend)
+                if dp > 1:
+                    dist.barrier()
                 self.links[(min(ga, gb), max(ga, gb))] = g
         self.dp_group = None
         for s in range(stages):
             ranks = [d * stages + s for d in range(dp)]
             g = dist.new_group(ranks, backend=backend) if dp > 1 else None
+            if dp > 1:
+                dist.barrier()  # gloo: without it a later group's rendezvous races this one's
             if s == self.stage:
                 self.dp_group = g
         self.watch = _Watchdog(timeout_s, f"stage {self.stage} (rank {self.rank})")

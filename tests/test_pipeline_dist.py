@@ -1,0 +1,107 @@
+"""Schedules and numerics together: real processes on gloo against one plain single-process run."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import paddle
+import paddle.distributed as dist
+import pytest
+
+from training.pipeline.toy import ToyConfig, build_toy_blocks, make_batch, run_blocks, toy_loss
+
+CFG = ToyConfig(hidden=32, layers=6, heads=4, ffn=64, max_len=8)
+RTOL = 1e-5
+
+
+def sgd(params):
+    return paddle.optimizer.SGD(learning_rate=0.1, parameters=params)
+
+
+def _worker(out_dir: str, schedules: list, stages: int, dp: int, mbs: int, die_rank: int = -1) -> None:
+    """One process = one stage of one replica; writes loss, grads and weights after 3 steps."""
+    from training.pipeline.engine import PipelineEngine
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    for name in schedules:
+        eng = PipelineEngine(build_toy_blocks(CFG, seed=0, dtype="float64"), toy_loss, sgd, stages=stages,
+                             micro_batches=mbs, schedule=name, transport="dist", dp=dp, timeout_s=20)
+        if rank == die_rank:
+            os._exit(3)  # a stage dies before its first message
+        loss = eng.forward_backward(*make_batch(8, CFG, seed=0))
+        grads = {k: p.grad.numpy() for k, p in eng.state_dict().items()}
+        for step in range(3):
+            eng.train_step(*make_batch(8, CFG, seed=step))
+        weights = {k: p.numpy() for k, p in eng.state_dict().items()}
+        np.savez(os.path.join(out_dir, f"{name}_{rank}.npz"), loss=loss,
+                 **{"g:" + k: v for k, v in grads.items()}, **{"w:" + k: v for k, v in weights.items()})
+
+
+def _reference():
+    blocks = build_toy_blocks(CFG, seed=0, dtype="float64")
+    params = [p for b in blocks for p in b.parameters()]
+    opt = sgd(params)
+    inputs, labels = make_batch(8, CFG, seed=0)
+    loss = toy_loss(run_blocks(blocks, inputs), labels)
+    loss.backward()
+    named = lambda: {f"{i}.{n}": p for i, b in enumerate(blocks) for n, p in b.named_parameters()}  # noqa: E731
+    grads = {k: p.grad.numpy().copy() for k, p in named().items()}
+    opt.clear_grad()
+    for step in range(3):
+        inputs, labels = make_batch(8, CFG, seed=step)
+        toy_loss(run_blocks(blocks, inputs), labels).backward()
+        opt.step()
+        opt.clear_grad()
+    return float(loss), grads, {k: p.numpy().copy() for k, p in named().items()}
+
+
+def _check(out_dir, name: str, ranks: range, ref) -> None:
+    loss0, grads0, weights0 = ref
+    seen = set()
+    for r in ranks:
+        z = np.load(os.path.join(out_dir, f"{name}_{r}.npz"))
+        assert float(z["loss"]) == pytest.approx(loss0, rel=RTOL), (name, r)
+        for key in z.files:
+            if key == "loss":
+                continue
+            kind, k = key.split(":", 1)
+            want = grads0[k] if kind == "g" else weights0[k]
+            np.testing.assert_allclose(z[key], want, rtol=RTOL, atol=1e-10, err_msg=f"{name} rank {r} {key}")
+            seen.add(k)
+    assert seen == set(grads0)  # every parameter lives on some stage
+
+
+@pytest.mark.heavy
+def test_four_processes_every_schedule_match_single_process(tmp_path):
+    schedules = ["gpipe", "1f1b", "interleaved", "zbh1"]
+    dist.spawn(_worker, args=(str(tmp_path), schedules, 4, 1, 4), nprocs=4, backend="gloo")
+    ref = _reference()
+    for name in schedules:
+        _check(tmp_path, name, range(4), ref)
+
+
+@pytest.mark.heavy
+def test_dp2_x_pp2_on_four_processes(tmp_path):
+    dist.spawn(_worker, args=(str(tmp_path), ["1f1b"], 2, 2, 2), nprocs=4, backend="gloo")
+    _check(tmp_path, "1f1b", range(4), _reference())
+
+
+@pytest.mark.heavy
+def test_killed_stage_names_it_within_bounded_time(tmp_path):
+    os.environ["PIPELINE_FAILURE_FILE"] = str(tmp_path / "error_{rank}.txt")  # inherited by the workers
+    t0 = time.time()
+    ctx = dist.spawn(_worker, args=(str(tmp_path), ["1f1b"], 2, 1, 2, 1), nprocs=2, backend="gloo", join=False)
+    for p in ctx.processes:
+        p.join(timeout=60)
+    elapsed = time.time() - t0
+    del os.environ["PIPELINE_FAILURE_FILE"]
+    codes = [p.exitcode for p in ctx.processes]
+    for p in ctx.processes:
+        if p.exitcode is None:
+            p.terminate()
+    assert codes[1] == 3
+    assert codes[0] not in (0, None), "the surviving stage should fail, not hang or succeed"
+    err = (tmp_path / "error_0.txt").read_text() if (tmp_path / "error_0.txt").exists() else ""
+    assert "stage 1" in err, err
+    assert elapsed < 60
