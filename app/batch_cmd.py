@@ -163,8 +163,9 @@ def run_in_pool(tasks: list[Task], options: WorkerOptions, workers: int, results
     pending = list(reversed(tasks))
     context = multiprocessing.get_context("spawn")   # fork would copy Paddle's threads and state
     while pending:
+        slots = context.Value("i", 0)                # each worker takes the next share of the cores
         with cf.ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
-                                    initargs=(options,)) as pool:
+                                    initargs=(options, slots, workers)) as pool:
             in_flight: dict[cf.Future, Task] = {}
             broken = False
             while (pending or in_flight) and not broken:
