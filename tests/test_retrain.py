@@ -115,7 +115,7 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     from models.extractor import Extractor, find_model_dirs
     from training.retrain import retrain
     corpus, base, root = make_corpus(tmp_path / "corpus", 50), make_base(tmp_path / "base"), tmp_path / "models"
-    v1 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
+    v1 = retrain(corpus, base, root, "parking", steps=300, batch_size=8, lr=2e-3)
     report = json.loads((v1 / "report.json").read_text(encoding="utf-8"))
     assert v1.name == "parking-v0001" and report["promoted"]
     assert report["new_f1"] >= 0.9 and report["base_f1"] == 0.0, report["new"]
@@ -133,8 +133,8 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
         (work / "stages" / f"{stage}.json").unlink()
     shutil.rmtree(work / "finetuned")
     capsys.readouterr()
-    v2 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
-    assert "resuming the fine-tune at step 150" in capsys.readouterr().out
+    v2 = retrain(corpus, base, root, "parking", steps=300, batch_size=8, lr=2e-3)
+    assert "resuming the fine-tune at step 300" in capsys.readouterr().out
     assert v2.name == "parking-v0002" and (v1 / "model_state.pdparams").is_file()
 
     # a model worse than the base's F1 on its held-out split never takes `latest`... unless forced

@@ -79,3 +79,18 @@ def test_rate_and_80_10_10_over_a_corpus():
     words = fate["mask"] + fate["random_or_keep"]
     assert 0.76 <= fate["mask"] / words <= 0.84
     assert 0.07 <= fate["keep"] / words <= 0.13
+
+
+@pytest.mark.heavy
+def test_short_pretrain_through_the_engine_lowers_mlm_loss(tmp_path):
+    from tests.test_retrain import make_base, make_corpus
+    from data.corpus import read_corpus
+    from models.extractor import Extractor
+    from training.pretrain import pretrain
+    corpus, base = make_corpus(tmp_path / "c", 20), make_base(tmp_path / "base", hidden=64, layers=2)
+    out = tmp_path / "adapted"
+    r = pretrain(read_corpus(corpus), base, out, steps=30, batch_size=8, lr=2e-3,
+                 pipe={"stages": 2, "micro_batches": 2})
+    assert "pipeline engine (2 stages" in r["step_function"]
+    assert r["mlm_loss_after"] < 0.8 * r["mlm_loss_before"], r
+    Extractor.load(out)      # the fine-tune (and the app) can start from the adapted encoder
