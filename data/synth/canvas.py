@@ -18,6 +18,17 @@ from data.normalize import normalize_value
 Color = tuple[int, int, int]
 
 
+def ink_bbox(font: ImageFont.FreeTypeFont, text: str) -> tuple[float, float, float, float]:
+    """Box of the inked pixels of `text` relative to a pen at anchor 'la'. `getbbox` alone counts
+    the last glyph's full advance, which leaves a gap after ）, 日 and similar; the rendered mask
+    does not."""
+    mask, (ox, oy) = font.getmask2(text, anchor="la")
+    bb = mask.getbbox()
+    if bb is None:
+        return font.getbbox(text, anchor="la")
+    return ox + bb[0], oy + bb[1], ox + bb[2], oy + bb[3]
+
+
 @dataclass
 class DrawnLine:
     text: str
@@ -75,7 +86,7 @@ class Canvas:
             x -= width if align == "right" else width / 2
         x, y = round(x), round(y)
         self.draw.text((x, y), text, font=font, fill=color, anchor="la")
-        l, t, r, b = font.getbbox(text, anchor="la")
+        l, t, r, b = ink_bbox(font, text)
         self.lines.append(DrawnLine(text, x, y, font, [x + l, y + t, x + r, y + b], label))
         return len(self.lines) - 1
 
@@ -86,7 +97,7 @@ class Canvas:
         """Ink box of characters [start, end) of a drawn line, clipped to the line's box."""
         ln = self.lines[line_id]
         offset = ln.font.getlength(ln.text[:start])
-        l, t, r, b = ln.font.getbbox(ln.text[start:end], anchor="la")
+        l, t, r, b = ink_bbox(ln.font, ln.text[start:end])
         x0, y0, x1, y1 = ln.box
         return [max(x0, ln.x + offset + l), max(y0, ln.y + t), min(x1, ln.x + offset + r), min(y1, ln.y + b)]
 
