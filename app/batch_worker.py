@@ -5,6 +5,7 @@ write the results file; they return rows and the parent appends them (see app/ba
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import time
@@ -67,6 +68,9 @@ def init_worker(options: WorkerOptions, counter: Any = None, workers: int = 1) -
         share_cores(slot, workers)
     _options = options
     _processor = resolve(options.processor)
+    if options.processor == DEFAULT_PROCESSOR:
+        # page images are only needed for --draw; without it each page is dropped once read
+        _processor = functools.partial(_processor, keep_images=bool(options.draw_dir))
     if options.warm_up and options.processor == DEFAULT_PROCESSOR:
         from app.pipeline import warm_up
         warm_up(options.model_dir)

@@ -20,6 +20,7 @@ import functools
 import os
 import time
 from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -93,20 +94,29 @@ def _as_bgr(image: Any) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
 
 
-def _decode_file(path: str) -> list[np.ndarray]:
-    try:
-        from data.io import load_pages
-    except ImportError:
-        return _interim_decode(open(path, "rb").read(), path)
-    return [_as_bgr(img) for img in load_pages(path)]
+Pages = tuple[Iterator[np.ndarray], int]   # (page images, decoded one at a time; page count)
 
 
-def _decode_bytes(data: bytes, filename: str) -> list[np.ndarray]:
+def _open_file(path: str) -> Pages:
+    """Check the file and count its pages; pages are decoded one at a time as OCR asks for them,
+    so a long PDF is never all in memory (raises data.io.InputError for bad files)."""
     try:
-        from data.io import load_pages_from_bytes
+        from data.io import iter_pages, page_count
     except ImportError:
-        return _interim_decode(data, filename)
-    return [_as_bgr(img) for img in load_pages_from_bytes(data, filename)]
+        with open(path, "rb") as fh:
+            pages = _interim_decode(fh.read(), path)
+        return iter(pages), len(pages)
+    return iter_pages(path), page_count(path)
+
+
+def _open_bytes(data: bytes, filename: str) -> Pages:
+    try:
+        from data.io import load_image_bytes
+    except ImportError:
+        pages = _interim_decode(data, filename)
+    else:
+        pages = load_image_bytes(data, filename)   # uploads are small; the count drives the progress bar
+    return iter(pages), len(pages)
 
 
 class InterimInputError(ValueError):
@@ -118,8 +128,8 @@ INTERIM_MAX_PIXELS = 60_000_000
 
 
 def _interim_decode(data: bytes, name: str) -> list[np.ndarray]:
-    """Stand-in for data.io until it is installed: PIL for images (every TIFF frame), pypdfium2 for
-    PDFs at 150 dpi. No byte/pixel/page limits beyond the basic ones; data.io owns those."""
+    """Stand-in for data.io while it is not installed: PIL for images (every TIFF frame), pypdfium2
+    for PDFs at 150 dpi, basic limits only. Remove once data/io.py is in every checkout."""
     import io
 
     from PIL import Image, ImageSequence
@@ -144,28 +154,39 @@ def _interim_decode(data: bytes, name: str) -> list[np.ndarray]:
     return [_as_bgr(p) for p in pages]
 
 
-def analyse_images(images: list[np.ndarray], source: str, model_dir: str | None = None,
-                   doc_type: str | None = None, on_page: PageCallback | None = None,
-                   timings: dict[str, float] | None = None) -> Analysis:
-    """OCR every page image, then extract. `timings` may already hold the decode time."""
+def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_dir: str | None = None,
+                  doc_type: str | None = None, on_page: PageCallback | None = None,
+                  timings: dict[str, float] | None = None, keep_images: bool = True) -> Analysis:
+    """OCR every page, then extract. Time spent pulling the next page from `pages` counts as decode
+    (data.io decodes lazily); `keep_images=False` drops page images once read (batch without --draw)."""
     timings = dict(timings or {})
+    timings.setdefault("decode", 0.0)
+    timings.setdefault("ocr", 0.0)
     doc = Document(source=source, timings=timings)
     upright: list[np.ndarray] = []
-    t0 = time.perf_counter()
+    stage = "decode"
     try:
         engine = ocr_engine()
-        for i, image in enumerate(images):
-            page: Page = engine.read(image, page_index=i, timings=timings)
+        page_iter = iter(pages)
+        while True:
+            stage, t0 = "decode", time.perf_counter()
+            image = next(page_iter, None)
+            timings["decode"] += time.perf_counter() - t0
+            if image is None:
+                break
+            stage, t0 = "ocr", time.perf_counter()
+            page: Page = engine.read(_as_bgr(image), page_index=len(doc.pages), timings=timings)
+            timings["ocr"] += time.perf_counter() - t0
             doc.pages.append(page)
-            upright.append(_upright(image, page.rotation))
+            if keep_images:
+                upright.append(_upright(_as_bgr(image), page.rotation))
             if on_page:
-                on_page(i + 1, len(images))
+                on_page(len(doc.pages), total)
     except Exception as exc:  # one bad page fails the document, not the batch or the UI
+        what = "reading" if stage == "decode" else "OCR of"
         doc.error = {"type": _error_type(exc),
-                     "message": f"OCR failed on page {len(doc.pages) + 1} of {len(images)}: {exc}"}
+                     "message": f"{what} page {len(doc.pages) + 1} of {total} failed: {exc}"}
         return Analysis(doc, upright)
-    finally:
-        timings["ocr"] = time.perf_counter() - t0
 
     if extractor_available(model_dir):
         t0 = time.perf_counter()
@@ -194,32 +215,29 @@ def _input_failure(source: str, exc: Exception, timings: dict[str, float], start
 
 
 def analyse_file(path: str, model_dir: str | None = None, doc_type: str | None = None,
-                 on_page: PageCallback | None = None) -> Analysis:
+                 on_page: PageCallback | None = None, keep_images: bool = True) -> Analysis:
     """Decode, OCR and extract every page of the file at `path`."""
     started = time.perf_counter()
-    timings: dict[str, float] = {}
     try:
-        images = _decode_file(path)
-    except Exception as exc:  # InputError for bad files; OSError etc. for unreadable paths
-        timings["decode"] = time.perf_counter() - started
-        return _input_failure(os.path.basename(path), exc, timings, started)
-    timings["decode"] = time.perf_counter() - started
-    return _finish(analyse_images(images, os.path.basename(path), model_dir, doc_type, on_page, timings),
-                   started)
+        pages, total = _open_file(path)
+    except Exception as exc:  # InputError for bad or unreadable files
+        return _input_failure(os.path.basename(path), exc, {"decode": time.perf_counter() - started},
+                              started)
+    timings = {"decode": time.perf_counter() - started}
+    return _finish(analyse_pages(pages, total, os.path.basename(path), model_dir, doc_type, on_page,
+                                 timings, keep_images), started)
 
 
 def analyse_bytes(data: bytes, filename: str, model_dir: str | None = None, doc_type: str | None = None,
                   on_page: PageCallback | None = None) -> Analysis:
-    """As `analyse_file`, for an upload held in memory (`filename` tells the format)."""
+    """As `analyse_file`, for an upload held in memory (`filename` names it in messages)."""
     started = time.perf_counter()
-    timings: dict[str, float] = {}
     try:
-        images = _decode_bytes(data, filename)
+        pages, total = _open_bytes(data, filename)
     except Exception as exc:
-        timings["decode"] = time.perf_counter() - started
-        return _input_failure(filename, exc, timings, started)
-    timings["decode"] = time.perf_counter() - started
-    return _finish(analyse_images(images, filename, model_dir, doc_type, on_page, timings), started)
+        return _input_failure(filename, exc, {"decode": time.perf_counter() - started}, started)
+    timings = {"decode": time.perf_counter() - started}
+    return _finish(analyse_pages(pages, total, filename, model_dir, doc_type, on_page, timings), started)
 
 
 def process_file(path: str, model_dir: str | None = None, doc_type: str | None = None) -> Document:

@@ -44,7 +44,8 @@ def test_bad_input_gives_an_error_document_not_an_exception(data, name, words):
 
 def test_unreadable_path_gives_an_error_document(tmp_path):
     doc = pipeline.process_file(str(tmp_path / "missing.jpg"))
-    assert doc.error["type"] == "FileNotFoundError" and doc.source == "missing.jpg"
+    assert doc.error["type"] in ("InputError", "FileNotFoundError") and doc.source == "missing.jpg"
+    assert "missing.jpg" in doc.error["message"] and doc.pages == []
 
 
 @pytest.mark.heavy
