@@ -40,6 +40,18 @@ Exit status: 0 when every document has a good row, 1 when any failed or an IN ma
 """ % ", ".join(DOCUMENT_SUFFIXES)
 
 
+HELP = "process folders of documents into JSONL/CSV with worker processes; resumable after a kill"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The subcommand's arguments (app/cli.py registers `batch` with HELP, add_arguments, run)."""
+    build_parser(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    return main(args)
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog="python -m app batch")
     parser.description = DESCRIPTION

@@ -32,10 +32,12 @@ def field_colour(key: str) -> tuple[int, int, int]:
 def page_overlay(image: np.ndarray, page: Page, doc: Document) -> np.ndarray:
     """The page (BGR) with OCR lines in grey and each field's box in its colour."""
     try:
-        from app.draw import draw_page
-        return draw_page(image, page, doc)
+        from app import draw
     except ImportError:
         return _fallback_overlay(image, page, doc)
+    if hasattr(draw, "draw_document"):
+        return draw.draw_document(image, doc, page=page.index)
+    return draw.draw_page(image, page, doc)
 
 
 def _fallback_overlay(image: np.ndarray, page: Page, doc: Document) -> np.ndarray:

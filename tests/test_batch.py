@@ -254,3 +254,16 @@ def test_two_real_workers_read_the_same_as_one(tmp_path):
             pids = {rs[0]["worker_pid"] for rs in rows_by_file(out).values()}
             assert 1 <= len(pids) <= 2 and os.getpid() not in pids
     assert len(results[1]) == 4 and results[1] == results[2]
+
+
+def test_draw_writes_one_overlay_per_page(tmp_path):
+    folder = make_folder(tmp_path, n_good=2)
+    out, draw = tmp_path / "results.jsonl", tmp_path / "overlays"
+    options = WorkerOptions(processor=FAKE.processor, warm_up=False, draw_dir=str(draw))
+    run_batch([str(folder)], str(out), options=options, progress=False)
+    rows = rows_by_file(out)
+    written = rows[str(folder / "doc0.png")][0]["overlays"]
+    assert len(written) == 1 and Path(written[0]).parent == draw
+    with Image.open(written[0]) as im:
+        assert im.size == (40, 30)
+    assert "overlays" not in rows[str(folder / "broken.jpg")][0]
