@@ -302,7 +302,7 @@ def normalize_value(field_type: str, text: str) -> str | None:
         return normalize_rate(text)
     if field_type in ("code", "id_number", "credit_code", "tax_id", "number"):
         return normalize_code(text)
-    if field_type == "quantity":
+    if field_type in ("quantity", "decimal"):
         d = parse_amount(text)
         return f"{d.normalize():f}" if d is not None else None
     return normalize_text(text)

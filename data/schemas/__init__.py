@@ -25,7 +25,7 @@ from data.validate import RULE_CHECKS, VALIDATORS
 SCHEMA_DIR = Path(__file__).resolve().parent
 
 FIELD_TYPES = ("text", "code", "number", "date", "date_range", "amount", "amount_words", "rate",
-               "quantity", "id_number", "credit_code", "tax_id", "enum")
+               "quantity", "decimal", "id_number", "credit_code", "tax_id", "enum")
 # validators a type gets without listing them, so schema files stay short
 DEFAULT_VALIDATORS = {
     "date": ["date"],

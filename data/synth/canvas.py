@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from data.fonts import pil_font
@@ -37,6 +39,8 @@ class DrawnLine:
     font: ImageFont.FreeTypeFont
     box: list[float]               # ink box [x0, y0, x1, y1] in clean-page pixels
     label: str | None = None
+    mask: Any = None               # the rendered glyph mask (PIL core image) and its offset from
+    offset: tuple[int, int] = (0, 0)   # the pen, kept to find a span's ink without re-rendering
 
 
 @dataclass
@@ -85,9 +89,12 @@ class Canvas:
             width = font.getlength(text)
             x -= width if align == "right" else width / 2
         x, y = round(x), round(y)
-        self.draw.text((x, y), text, font=font, fill=color, anchor="la")
-        l, t, r, b = ink_bbox(font, text)
-        self.lines.append(DrawnLine(text, x, y, font, [x + l, y + t, x + r, y + b], label))
+        # render the glyph mask once: it both paints the text and gives its exact ink box
+        mask, (ox, oy) = font.getmask2(text, mode="L", anchor="la")
+        self.draw.draw.draw_bitmap((x + ox, y + oy), mask, self.draw._getink(color)[0])
+        bb = mask.getbbox()
+        l, t, r, b = (ox + bb[0], oy + bb[1], ox + bb[2], oy + bb[3]) if bb else font.getbbox(text, anchor="la")
+        self.lines.append(DrawnLine(text, x, y, font, [x + l, y + t, x + r, y + b], label, mask, (ox, oy)))
         return len(self.lines) - 1
 
     def text_width(self, text: str, size: int, style: str = "song") -> float:
@@ -96,9 +103,21 @@ class Canvas:
     def span_box(self, line_id: int, start: int, end: int) -> list[float]:
         """Ink box of characters [start, end) of a drawn line, clipped to the line's box."""
         ln = self.lines[line_id]
+        x0, y0, x1, y1 = ln.box
+        # the span's advance range, in mask columns; its ink is what the mask holds there
+        a = ln.font.getlength(ln.text[:start]) - ln.offset[0]
+        z = ln.font.getlength(ln.text[:end]) - ln.offset[0]
+        bb = None
+        if ln.mask is not None and z > a:
+            bb = ln.mask.crop((max(0, int(a)), 0, min(ln.mask.size[0], int(np.ceil(z))),
+                               ln.mask.size[1])).getbbox()
+        if bb is not None:
+            ca = max(0, int(a))
+            l, t, r, b = (ln.offset[0] + ca + bb[0], ln.offset[1] + bb[1], ln.offset[0] + ca + bb[2],
+                          ln.offset[1] + bb[3])
+            return [max(x0, ln.x + l), max(y0, ln.y + t), min(x1, ln.x + r), min(y1, ln.y + b)]
         offset = ln.font.getlength(ln.text[:start])
         l, t, r, b = ink_bbox(ln.font, ln.text[start:end])
-        x0, y0, x1, y1 = ln.box
         return [max(x0, ln.x + offset + l), max(y0, ln.y + t), min(x1, ln.x + offset + r), min(y1, ln.y + b)]
 
     def field(self, key: str, line_id: int, start: int = 0, end: int | None = None,
