@@ -85,7 +85,9 @@ def test_upload_invoice_in_a_real_browser(server, tmp_path):
             expect(grid).to_be_visible(timeout=60_000)
             # the data grid draws on a canvas; its accessible table holds the cell text
             expect(grid.get_by_text(number, exact=False).first).to_be_attached(timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / "2_result.png"), full_page=True)
+            page.set_viewport_size({"width": 1440, "height": 2000})   # the app scrolls inside itself
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(ARTIFACTS / "2_result.png"))
 
             with page.expect_download(timeout=30_000) as download:
                 page.get_by_role("button", name="Download CSV").click()
