@@ -44,19 +44,16 @@ def field_table(doc: Document) -> str:
 
 
 def _draw(analysis, out_dir: Path) -> list[Path]:
-    try:
-        from app.draw import draw_document
-    except ImportError:
-        print("note: app/draw.py is not installed here, so no overlays were drawn", file=sys.stderr)
-        return []
+    """One PNG per page: OCR lines and field boxes (app/draw.py through the UI's page_overlay)."""
     import cv2
+    import numpy as np
+    from app.ui_view import page_overlay
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     stem = Path(analysis.document.source).stem or "page"
-    for i, image in enumerate(analysis.images):
-        canvas = draw_document(image, analysis.document, page=i)
-        path = out_dir / f"{stem}_p{i + 1}.png"
-        cv2.imwrite(str(path), canvas if isinstance(canvas, type(image)) else image)
+    for page, image in zip(analysis.document.pages, analysis.images):
+        path = out_dir / f"{stem}_p{page.index + 1}.png"
+        cv2.imwrite(str(path), np.ascontiguousarray(page_overlay(image, page, analysis.document)))
         written.append(path)
     return written
 

@@ -50,7 +50,9 @@ def _train(a: argparse.Namespace) -> int:
 
 def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="models/default", help="model directory")
-    p.add_argument("--data", required=True, help="corpus directory or .jsonl (data/corpus.py format)")
+    p.add_argument("--data", help="corpus directory or .jsonl (data/corpus.py format)")
+    p.add_argument("--samples", help="instead of a corpus: the shared real samples directory (metagpt "
+                                    "invoice field by field, XFUND form pair F1), through real OCR")
     p.add_argument("--ocr", choices=["gt", "real"], default="gt",
                    help="gt: the corpus's own lines; real: PP-OCR on each page image")
     p.add_argument("--limit", type=int, help="evaluate only the first N pages of each doc type")
@@ -59,9 +61,20 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 
 
 def _evaluate(a: argparse.Namespace) -> int:
+    import json
     from data.corpus import CorpusError, read_corpus
     from models.extractor import Extractor, ModelDirError
-    from training.evaluate import evaluate_corpus, write_report
+    from training.evaluate import evaluate_corpus, evaluate_samples, samples_table, write_report
+    if a.samples:
+        res = evaluate_samples(a.model, a.samples)
+        print(samples_table(res))
+        out = Path(a.json or Path(a.model) / "eval_samples.json")
+        out.write_text(json.dumps(res, ensure_ascii=False, indent=1), encoding="utf-8")
+        print(f"report written to {out}")
+        return 0
+    if not a.data:
+        print("error: give --data CORPUS (or --samples DIR)", file=sys.stderr)
+        return 2
     try:
         records = read_corpus(a.data)
         ex = Extractor.load(a.model)

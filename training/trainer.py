@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -74,7 +75,10 @@ def build_corpus(cfg: dict, work: Path) -> tuple[list[dict], list[dict]]:
         records = []
         for i, doc_type in enumerate(tqdm(data["types"], desc="generating pages", unit="type")):
             out = work / "synth" / doc_type
-            if not any(out.glob("*.json")):
+            have = [p for p in out.glob("*.json") if p.name != "manifest.json"] if out.is_dir() else []
+            if len(have) < int(data["pages_per_type"]):     # none yet, or a run killed half way
+                if out.is_dir():
+                    shutil.rmtree(out)
                 cmd = [sys.executable, "-m", "data.synth", "--type", doc_type, "--n", str(data["pages_per_type"]),
                        "--seed", str(seed * 1000 + i), "--degrade", str(data.get("degrade", "mix")),
                        "--out", str(out)]
