@@ -6,6 +6,7 @@ one model: it keeps its input/output handles so a call is one copy in, one run, 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,10 @@ class Predictor:
     """A Paddle Inference predictor on CPU with the switches that matter for speed."""
 
     def __init__(self, model_dir: Path, threads: int, mkldnn: bool, mkldnn_cache: int = 10) -> None:
-        from paddle import inference
+        with warnings.catch_warnings():
+            # paddle warns about a missing C++ compiler cache on import; irrelevant to inference.
+            warnings.filterwarnings("ignore", message=".*ccache.*")
+            from paddle import inference
         config = inference.Config(str(model_dir / "inference.pdmodel"), str(model_dir / "inference.pdiparams"))
         config.disable_gpu()
         config.set_cpu_math_library_num_threads(max(1, threads))
