@@ -2,7 +2,7 @@
 
     python -m bench.batch_bench [--docs 6] [--workers 1 2] [--scale 0.6] [--repeat 1] [--json runs/batch_bench.json]
 
-Documents are synthetic VAT invoices (data.synth), every third one saved as a 2-page PDF, so pages/s
+Documents are synthetic VAT invoices (data.synth), every third one saved as a 2-page TIFF, so pages/s
 and documents/s differ. Each worker count runs the whole set into a fresh results file through
 app.batch_cmd.run_batch, the code `python -m app batch` runs; wall time includes starting the worker
 processes and loading their models, as a user would see it. Prints a table and writes JSON.
@@ -21,7 +21,7 @@ from app.batch_worker import WorkerOptions
 
 
 def make_documents(folder: Path, n: int, scale: float, seed: int) -> tuple[int, int]:
-    """n documents, every third a 2-page PDF; returns (documents, pages)."""
+    """n documents, every third a 2-page TIFF; returns (documents, pages)."""
     from data.synth import generate
     folder.mkdir(parents=True, exist_ok=True)
     pages = 0
@@ -33,8 +33,8 @@ def make_documents(folder: Path, n: int, scale: float, seed: int) -> tuple[int, 
                 image = image.resize((round(image.width * scale), round(image.height * scale)))
             images.append(image.convert("RGB"))
         if len(images) > 1:
-            images[0].save(folder / f"doc{i:03d}.pdf", save_all=True, append_images=images[1:],
-                           resolution=150 * scale)
+            images[0].save(folder / f"doc{i:03d}.tif", save_all=True, append_images=images[1:],
+                           compression="tiff_deflate")
         else:
             images[0].save(folder / f"doc{i:03d}.png")
         pages += len(images)
