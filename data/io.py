@@ -213,7 +213,7 @@ def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixe
                     # A page box of absurd size would render into a pixel bomb: scale it down to the limit.
                     if w_pt * h_pt * scale * scale > max_pixels:
                         scale = (max_pixels / max(1.0, w_pt * h_pt)) ** 0.5
-                    bitmap = page.render(scale=scale, rotate=0, fill_color=(255, 255, 255, 255))
+                    bitmap = page.render(scale=scale, rotation=0, fill_color=(255, 255, 255, 255))
                     arr = bitmap.to_numpy()
                     mode = bitmap.mode
                     page.close()
