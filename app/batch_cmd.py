@@ -29,9 +29,10 @@ STAGES = ("decode", "ocr", "extract", "total")
 DESCRIPTION = """\
 Read documents (photos, scans, PDFs, multi-page TIFFs) and write one JSON line per document.
 
-IN may be files, folders (walked recursively; only %s files are taken) or glob patterns
-(quote them, e.g. 'scans/**/*.pdf'). A document that cannot be read becomes an error row
-(file, error type, message) and the batch goes on.
+IN may be files, folders (walked recursively) or glob patterns (quote them: 'scans/**/*.pdf').
+In folders only these files are taken: %s.
+A document that cannot be read becomes an error row (file, error type, message) and the batch
+goes on.
 
 Resume: run the same command again after a crash or kill; documents that already have a row in
 --out (same path and same content hash) are skipped, so nothing is done twice or lost.

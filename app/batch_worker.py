@@ -95,7 +95,7 @@ def save_overlays(analysis: Analysis, path: str, sha256: str, draw_dir: str) -> 
     written = []
     for page, image in zip(analysis.document.pages, analysis.images):
         out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
-        drawn = page_overlay(image, page, analysis.document)
+        drawn = page_overlay(image, page, analysis.document, legend=True)
         cv2.imwrite(out, np.ascontiguousarray(drawn))
         written.append(out)
     return written

@@ -100,58 +100,14 @@ Pages = tuple[Iterator[np.ndarray], int]   # (page images, decoded one at a time
 def _open_file(path: str) -> Pages:
     """Check the file and count its pages; pages are decoded one at a time as OCR asks for them,
     so a long PDF is never all in memory (raises data.io.InputError for bad files)."""
-    try:
-        from data.io import iter_pages, page_count
-    except ImportError:
-        with open(path, "rb") as fh:
-            pages = _interim_decode(fh.read(), path)
-        return iter(pages), len(pages)
+    from data.io import iter_pages, page_count
     return iter_pages(path), page_count(path)
 
 
 def _open_bytes(data: bytes, filename: str) -> Pages:
-    try:
-        from data.io import load_image_bytes
-    except ImportError:
-        pages = _interim_decode(data, filename)
-    else:
-        pages = load_image_bytes(data, filename)   # uploads are small; the count drives the progress bar
+    from data.io import load_image_bytes
+    pages = load_image_bytes(data, filename)   # uploads are small; the count drives the progress bar
     return iter(pages), len(pages)
-
-
-class InterimInputError(ValueError):
-    """Raised by the interim decoder below; data.io.InputError replaces it."""
-
-
-INTERIM_MAX_PAGES = 50
-INTERIM_MAX_PIXELS = 60_000_000
-
-
-def _interim_decode(data: bytes, name: str) -> list[np.ndarray]:
-    """Stand-in for data.io while it is not installed: PIL for images (every TIFF frame), pypdfium2
-    for PDFs at 150 dpi, basic limits only. Remove once data/io.py is in every checkout."""
-    import io
-
-    from PIL import Image, ImageSequence
-    if not data:
-        raise InterimInputError(f"{name} is empty (0 bytes)")
-    if data[:5] == b"%PDF-":
-        import pypdfium2 as pdfium
-        try:
-            pdf = pdfium.PdfDocument(data)
-        except Exception as exc:
-            raise InterimInputError(f"{name} is not a readable PDF ({exc})") from exc
-        if len(pdf) > INTERIM_MAX_PAGES:
-            raise InterimInputError(f"{name} has {len(pdf)} pages, above {INTERIM_MAX_PAGES}; split it")
-        pages = [pdf[i].render(scale=150 / 72).to_pil() for i in range(len(pdf))]
-    else:
-        Image.MAX_IMAGE_PIXELS = INTERIM_MAX_PIXELS
-        try:
-            with Image.open(io.BytesIO(data)) as im:
-                pages = [frame.convert("RGB") for frame in ImageSequence.Iterator(im)]
-        except Exception as exc:
-            raise InterimInputError(f"{name} is not an image or PDF we can read ({exc})") from exc
-    return [_as_bgr(p) for p in pages]
 
 
 def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_dir: str | None = None,

@@ -172,11 +172,11 @@ def test_csv_has_one_row_per_document_and_schema_columns(tmp_path):
 
 
 def test_cli_help_and_bad_arguments():
-    helptext = subprocess.run([sys.executable, "-m", "app.batch_cmd", "--help"], cwd=ROOT,
+    helptext = subprocess.run([sys.executable, "-m", "app", "batch", "--help"], cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
     assert helptext.returncode == 0
     assert "GB of memory per worker" in helptext.stdout and "Resume" in helptext.stdout
-    bad = subprocess.run([sys.executable, "-m", "app.batch_cmd", "x.png", "--out", "/tmp/x.jsonl",
+    bad = subprocess.run([sys.executable, "-m", "app", "batch", "x.png", "--out", "/tmp/x.jsonl",
                           "--model", "/no/such/model"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "no such directory" in bad.stderr
@@ -197,7 +197,7 @@ def real_folder(root: Path, n_images: int = 3) -> Path:
 
 
 def batch_cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "app.batch_cmd", *args, "--no-progress"]
+    return [sys.executable, "-m", "app", "batch", *args, "--no-progress"]
 
 
 @pytest.mark.heavy
