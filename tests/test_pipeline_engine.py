@@ -5,6 +5,7 @@ import numpy as np
 import paddle
 import pytest
 
+from training.pipeline.deferred_wgrad import WGradStash, defer_linear_wgrads, linear_layers
 from training.pipeline.engine import PipelineEngine
 from training.pipeline.toy import ToyConfig, build_toy_blocks, make_batch, run_blocks, toy_loss
 
@@ -67,13 +68,51 @@ def test_four_stage_parity_loss_grads_and_three_steps(schedule, stages, ref):
         np.testing.assert_allclose(w.numpy(), weights3[k], rtol=RTOL, atol=1e-10, err_msg=k)
 
 
-@pytest.mark.parametrize("kw", [{"recompute": True}, {"stages": 1}, {"stages": 2, "schedule": "interleaved"}])
+@pytest.mark.parametrize("kw", [{"recompute": True}, {"stages": 1}, {"stages": 2, "schedule": "interleaved"},
+                                {"schedule": "zbh1", "recompute": True}, {"schedule": "zbh1", "stages": 1}])
 def test_recompute_and_single_stage_same_path(kw, ref):
     loss0, grads0, _ = ref
     kw = {"schedule": "1f1b", "stages": 4, **kw}
     eng = engine(kw.pop("schedule"), stages=kw.pop("stages"), mbs=4, **kw)
     assert eng.forward_backward(*make_batch(8, CFG, seed=0)) == pytest.approx(loss0, rel=RTOL)
     assert_grads(eng, grads0)
+
+
+def test_deferred_linear_b_gives_input_grads_only_and_w_adds_weight_grads():
+    blocks = build_toy_blocks(CFG, seed=0, dtype="float64")
+    layer = blocks[1]
+    h = paddle.to_tensor(np.random.default_rng(0).standard_normal((2, 12, CFG.hidden)))
+    bias = paddle.zeros([2, 1, 1, 12], dtype="float64")
+    dy = paddle.to_tensor(np.random.default_rng(1).standard_normal((2, 12, CFG.hidden)))
+
+    def run(defer: bool):
+        x = h.detach()
+        x.stop_gradient = False
+        for p in layer.parameters():
+            p.clear_gradient(set_to_zero=False)
+        stash = WGradStash()
+        if defer:
+            with defer_linear_wgrads(linear_layers([layer]), stash):
+                out, _ = layer(x, bias)
+        else:
+            out, _ = layer(x, bias)
+        paddle.autograd.backward([out], [dy])
+        return x.grad.numpy(), stash
+
+    want_dx, _ = run(defer=False)
+    want = {n: p.grad.numpy().copy() for n, p in layer.named_parameters()}
+    got_dx, stash = run(defer=True)
+    np.testing.assert_allclose(got_dx, want_dx, rtol=1e-12)
+    # (clear_gradient leaves a zero tensor on Paddle 3.3, None on others)
+    after_b = {n: 0.0 if p.grad is None else float(p.grad.abs().sum()) for n, p in layer.named_parameters()}
+    linear_names = {n for n in want if n.split(".")[0] in ("qkv", "out", "ff1", "ff2")}
+    assert all(after_b[n] == 0.0 for n in linear_names)  # B did not compute Linear weight grads
+    assert all(after_b[n] > 0.0 for n in set(want) - linear_names)  # LayerNorm grads came in B
+    assert len(stash.items) == 4
+    stash.apply()
+    for n, p in layer.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), want[n], rtol=1e-10, err_msg=n)
+    assert stash.items == [] and all("forward" not in vars(m) for m in linear_layers([layer]))
 
 
 def test_clip_by_global_norm_across_stages():

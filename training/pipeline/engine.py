@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import paddle
 import paddle.nn as nn
 
+from training.pipeline.deferred_wgrad import WGradStash, defer_linear_wgrads, linear_layers
 from training.pipeline.schedule import Action, Schedule, add_comms, blocking_order, build_schedule, validate
 from training.pipeline.simulate import Span, Timeline
 from training.pipeline.transport import DistTransport, InProcessTransport, Message
@@ -74,6 +75,7 @@ class StageWorker:
                  optimizer: paddle.optimizer.Optimizer | None, recompute: bool, split_backward: bool) -> None:
         self.stage, self.pieces, self.VS = stage, pieces, num_vstages
         self.loss_fn, self.optimizer, self.recompute, self.split = loss_fn, optimizer, recompute, split_backward
+        self.linears = {pc.vstage: linear_layers(pc.blocks) for pc in pieces} if split_backward else {}
 
     def params(self) -> list:
         return [p for pc in self.pieces for p in pc.parameters()]
@@ -83,7 +85,7 @@ class StageWorker:
         self.fin: dict[tuple[int, int], Message] = {}     # received forward messages (vstage, mb)
         self.gin: dict[tuple[int, int], Message] = {}     # received output gradients
         self.saved: dict[tuple[int, int], tuple] = {}     # (leaf inputs, outputs) per (vstage, mb)
-        self.pending_w: dict[tuple[int, int], tuple] = {}
+        self.pending_w: dict[tuple[int, int], WGradStash] = {}  # Linear (X, dY) awaiting W
         self.out_f: dict[tuple[int, int], Message] = {}   # forward messages to send
         self.out_b: dict[tuple[int, int], Message] = {}   # gradient messages to send
         self.sent_meta: dict[tuple[int, int], list] = {}  # (shape, dtype) of differentiable outputs
@@ -107,7 +109,12 @@ class StageWorker:
         return tuple(leaves)
 
     def _run(self, vstage: int, mb: int, leaves: tuple):
-        out = self.piece(vstage)(*leaves)
+        if self.split:  # B will compute input grads only; Linear weight grads wait for W
+            stash = self.pending_w.setdefault((vstage, mb), WGradStash())
+            with defer_linear_wgrads(self.linears[vstage], stash):
+                out = self.piece(vstage)(*leaves)
+        else:
+            out = self.piece(vstage)(*leaves)
         if vstage == self.VS - 1:
             if self.labels_mb is None:
                 return out
@@ -159,34 +166,18 @@ class StageWorker:
     def backward(self, vstage: int, mb: int) -> None:
         targets, grads, leaves = self._targets(vstage, mb)
         diff_in = [x for x in leaves if _differentiable(x)]
-        if self.split:
-            # B: input and weight gradients in one pass, weight grads held back until W adds them.
-            # (Splitting the pass itself - paddle.grad(retain_graph=True) for inputs, then a second
-            # pass for weights - gave wrong gradients after the first optimizer step on Paddle 3.3.)
-            params = [p for p in self.piece(vstage).parameters() if not p.stop_gradient]
-            ins = diff_in if vstage > 0 else []
-            got = paddle.grad(targets, ins + params, grads, allow_unused=True)
-            gin = list(got[:len(ins)])
-            self.pending_w[(vstage, mb)] = list(zip(params, got[len(ins):]))
-            del self.saved[(vstage, mb)]
-        else:
-            paddle.autograd.backward(targets, grads)
-            gin = [x.grad for x in diff_in]
-            del self.saved[(vstage, mb)]
+        # under a split schedule the Linear layers' backward only stashes (X, dY): this pass gives
+        # the input gradients and the small non-Linear weight gradients; W does the rest
+        paddle.autograd.backward(targets, grads)
+        gin = [x.grad for x in diff_in]
+        del self.saved[(vstage, mb)]
         if vstage > 0:
             self.out_b[(vstage, mb)] = [(g if g is not None else paddle.zeros_like(x), True)
                                         for g, x in zip(gin, diff_in)]
 
     def weight_grad(self, vstage: int, mb: int) -> None:
-        """W: add the weight gradients B computed into param.grad."""
-        with paddle.no_grad():
-            for p, g in self.pending_w.pop((vstage, mb)):
-                if g is None:
-                    continue
-                if p.grad is None:
-                    p._set_grad_ivar(g.clone())
-                else:
-                    p.grad.add_(g)
+        """W: the Linear weight gradients B deferred, dW = X^T dY, added into param.grad."""
+        self.pending_w.pop((vstage, mb)).apply()
 
 
 class PipelineEngine:
