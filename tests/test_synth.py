@@ -15,7 +15,9 @@ from data.synth import generate, generate_dir, list_doc_types, list_layouts
 from data.synth.__main__ import main as synth_main
 from data.validate import validate_fields
 
-SCHEMA_TYPES = ["vat_invoice", "e_invoice", "id_card_front", "id_card_back", "receipt"]
+SCHEMA_TYPES = ["vat_invoice", "e_invoice", "id_card_front", "id_card_back", "receipt", "business_licence",
+                "train_ticket"]
+ALL_TYPES = SCHEMA_TYPES + ["generic_form"]
 GT_KEYS = {"image", "doc_type", "layout", "seed", "degrade", "width", "height", "lines", "fields", "items",
            "pairs"}
 
@@ -38,9 +40,8 @@ def _inside(inner, outer, tol=0.11):
 
 
 def test_types_and_layouts():
-    assert set(list_doc_types()) >= {"vat_invoice", "e_invoice", "id_card_front", "id_card_back", "receipt",
-                                     "generic_form"}
-    for t in ("vat_invoice", "e_invoice", "generic_form"):
+    assert set(list_doc_types()) == set(ALL_TYPES)
+    for t in ("vat_invoice", "e_invoice", "generic_form", "business_licence", "train_ticket"):
         assert len(list_layouts(t)) >= 3
     with pytest.raises(ValueError, match="choose from"):
         generate("vat_invoice", 1, layout="no_such_layout")
@@ -56,8 +57,83 @@ def test_same_seed_same_bytes_different_seed_differs():
     assert a_gt["fields"]["invoice_number"]["value"] != c_gt["fields"]["invoice_number"]["value"]
 
 
-@pytest.mark.parametrize("doc_type", ["vat_invoice", "e_invoice", "id_card_front", "id_card_back", "receipt",
-                                      "generic_form"])
+@pytest.mark.parametrize("doc_type", ["business_licence", "train_ticket", "receipt", "id_card_back", "generic_form"])
+def test_every_type_is_deterministic_per_seed(doc_type):
+    a_img, a_gt = generate(doc_type, 5, degrade="light")
+    b_img, b_gt = generate(doc_type, 5, degrade="light")
+    c_img, _ = generate(doc_type, 6, degrade="light")
+    assert _png_bytes(a_img) == _png_bytes(b_img) and a_gt == b_gt
+    assert _png_bytes(a_img) != _png_bytes(c_img)
+
+
+def test_text_only_pages_hold_the_same_ground_truth_text():
+    """decorations=False must not change the values: tests compare ink on text-only pages."""
+    for doc_type in ("business_licence", "train_ticket"):
+        for layout in list_layouts(doc_type):
+            _, a = generate(doc_type, 3, layout)
+            _, b = generate(doc_type, 3, layout, decorations=False)
+            assert [ln["text"] for ln in a["lines"]] == [ln["text"] for ln in b["lines"]], layout
+            assert a["fields"] == b["fields"], layout
+
+
+def test_business_licence_scope_is_first_line_and_code_is_valid():
+    from data.validate import is_valid_credit_code
+    multi = 0
+    for seed in range(6):
+        for layout in list_layouts("business_licence"):
+            _, gt = generate("business_licence", seed, layout, decorations=False)
+            assert is_valid_credit_code(gt["fields"]["credit_code"]["value"])
+            scope = gt["fields"]["business_scope"]
+            first = gt["lines"][scope["line"]]
+            # the field is the whole first scope line (after the key in the inline layout)
+            assert first["text"].endswith(scope["text"]) and len(scope["text"]) >= 5
+            if layout != "bl_copy":
+                # the key 经营范围 links to every printed scope line; the field line is the first of them
+                key = next(a for a, b in first["linking"] if b == scope["line"])
+                scope_lines = [b for a, b in gt["lines"][key]["linking"] if a == key]
+                assert scope_lines[0] == scope["line"]
+                multi += len(scope_lines) >= 2
+            assert "2" not in gt["fields"]["registered_capital"]["text"]       # printed in 大写
+            assert float(gt["fields"]["registered_capital"]["value"]) >= 10000
+    assert multi >= 6                   # most of the 12 split-form scopes run onto a second line
+
+
+def test_train_ticket_values_look_like_a_ticket():
+    import re
+    for seed in range(8):
+        for layout in list_layouts("train_ticket"):
+            _, gt = generate("train_ticket", seed, layout, decorations=False)
+            f = gt["fields"]
+            assert re.fullmatch(r"[A-Z]\d{6}", f["ticket_number"]["value"])
+            assert re.fullmatch(r"[0-9]{4}[0-9*]{10}[0-9]{3}[0-9X]", f["passenger_id"]["value"])
+            assert "****" in f["passenger_id"]["value"]
+            assert f["departure_date"]["line"] == f["departure_time"]["line"]      # "...日 08:30开"
+            assert f["from_station"]["value"] != f["to_station"]["value"]
+            assert not f["from_station"]["value"].endswith("站")
+            assert f["price"]["value"].endswith(("0", "5")) and float(f["price"]["value"]) > 0
+
+
+def _value_gaps(doc_type, layout, key, seeds):
+    """x gap between a key line's ink and its linked value's ink, per seed."""
+    gaps = []
+    for seed in seeds:
+        _, gt = generate(doc_type, seed, layout, decorations=False)
+        v = gt["fields"][key]["line"]
+        k = next(a for a, b in gt["lines"][v]["linking"] if b == v)
+        gaps.append(gt["lines"][v]["box"][0] - gt["lines"][k]["box"][2])
+    return gaps
+
+
+def test_paper_invoice_values_are_printed_off_the_form():
+    """Dot-matrix invoices: the value column moves against its key by up to ~20 px from page to page;
+    electronic invoices keep it within the small per-line jitter."""
+    paper = _value_gaps("vat_invoice", "vat_paper_split", "machine_number", range(24))
+    electronic = _value_gaps("e_invoice", "einv_split", "invoice_number", range(24))
+    assert max(paper) - min(paper) > 30, paper
+    assert max(electronic) - min(electronic) < 20, electronic
+
+
+@pytest.mark.parametrize("doc_type", ALL_TYPES)
 def test_ground_truth_is_self_consistent(doc_type):
     schema = load_schema(doc_type)
     pages = [(lay, "none") for lay in list_layouts(doc_type)] + [(list_layouts(doc_type)[0], "heavy")]
@@ -100,7 +176,11 @@ def test_generated_values_pass_validation(doc_type):
                     "e_invoice": {"seller_tax_id", "total_with_tax", "total_with_tax_in_words"},
                     "id_card_front": {"id_number", "birth_date", "sex"},
                     "id_card_back": {"valid_period"},
-                    "receipt": {"total_amount", "paid_amount", "date"}}[doc_type]
+                    "receipt": {"total_amount", "paid_amount", "date"},
+                    "business_licence": {"credit_code", "registered_capital", "established_date", "business_term",
+                                         "registration_date"},
+                    "train_ticket": {"ticket_number", "train_number", "departure_date", "departure_time", "seat",
+                                     "price", "passenger_id"}}[doc_type]
         assert expected <= set(checked), (gt["layout"], valid)
 
 
@@ -119,7 +199,8 @@ def _ink(image) -> np.ndarray:
     return np.asarray(image.convert("L")) < 200
 
 
-@pytest.mark.parametrize("doc_type", ["vat_invoice", "e_invoice", "id_card_front", "receipt", "generic_form"])
+@pytest.mark.parametrize("doc_type", ["vat_invoice", "e_invoice", "id_card_front", "receipt", "generic_form",
+                                      "business_licence", "train_ticket"])
 def test_boxes_sit_tightly_on_the_ink(doc_type):
     """Text-only pages: all ink is inside line boxes, and each field box is the ink of its characters."""
     for layout in list_layouts(doc_type):
@@ -146,7 +227,7 @@ def test_boxes_sit_tightly_on_the_ink(doc_type):
 
 
 def test_decorated_and_degraded_field_boxes_hold_dark_pixels():
-    for doc_type in ("vat_invoice", "id_card_front"):
+    for doc_type in ("vat_invoice", "id_card_front", "business_licence", "train_ticket"):
         image, gt = generate(doc_type, 11, degrade="light")
         gray = np.asarray(image.convert("L")).astype(np.int16)
         for key, f in _all_fields(gt):

@@ -28,6 +28,8 @@ class Style:
     rule_color: Color = (0, 0, 0)
     size: int = 20                 # value text size in pixels
     misregister: float = 0.0       # max offset of printed values, in value-size units
+    offset: tuple[float, float] = (0.0, 0.0)   # the whole printout's shift against the pre-printed
+                                               # form (px): a dot-matrix printer's paper feed
 
 
 @dataclass
@@ -54,8 +56,8 @@ def kv_line(c: Canvas, st: Style, x: float, y: float, e: Entry, mode: str, max_w
     k = c.text(x, y, key, key_size, st.form_font, st.form_color, label="question")
     gap = max(2.2 * size, 28)
     vx = c.lines[k].box[2] + gap
-    dx = rng.uniform(-0.3, 1.0) * st.misregister * size
-    dy = rng.uniform(-1, 1) * st.misregister * size * 0.35
+    dx = rng.uniform(-0.3, 1.0) * st.misregister * size + st.offset[0]
+    dy = rng.uniform(-1, 1) * st.misregister * size * 0.35 + st.offset[1]
     if not e.value:
         return k, None
     v = c.text(vx + dx, y + dy, e.value, size, st.value_font, st.value_color, label="answer",
@@ -91,7 +93,8 @@ def kv_block(c: Canvas, st: Style, area: tuple[float, float, float, float], entr
         for j, e in enumerate(row):
             x = x0 + cell_w * j
             k = c.text(x, top, e.key.rstrip("：:"), key_size, st.form_font, st.form_color, label="question")
-            v = c.text(x + key_size * 0.3, top + key_size + st.size * 0.2, e.value, st.size, st.value_font,
+            v = c.text(x + key_size * 0.3 + st.offset[0], top + key_size + st.size * 0.2 + st.offset[1], e.value,
+                       st.size, st.value_font,
                        st.value_color, label="answer", max_width=cell_w - key_size * 0.6)
             if e.field:
                 c.field(e.field, v, 0, len(e.value), e.type)
@@ -115,7 +118,8 @@ def cell_text(c: Canvas, st: Style, text: str, box: tuple[float, float, float, f
     x = {"left": x0 + pad, "center": (x0 + x1) / 2, "right": x1 - pad}[align]
     font = st.form_font if form else st.value_font
     color = st.form_color if form else st.value_color
-    return c.text(x, (y0 + y1) / 2 - size * 0.55, text, size, font, color, label=label, align=align,
+    dx, dy = (0.0, 0.0) if form else st.offset
+    return c.text(x + dx, (y0 + y1) / 2 - size * 0.55 + dy, text, size, font, color, label=label, align=align,
                   max_width=x1 - x0 - 2 * pad)
 
 

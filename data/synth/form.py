@@ -80,7 +80,7 @@ def render_form(rng: random.Random, layout: str, decorations: bool = True) -> Ca
     font = rng.choice(p["fonts"])
     size = rng.randint(18, 22)
     st = Style(form_font=font, value_font=rng.choice(["hei", "song", "kai"]), size=size,
-               form_color=(20, 20, 20), value_color=rng.choice([(20, 20, 20), (20, 40, 120)]))
+               form_color=(20, 20, 20), value_color=rng.choice([(20, 20, 20), (20, 40, 120), (85, 85, 92)]))
     cols = p["cols"]
     rows = (n + cols - 1) // cols
     row_h = size * (2.2 if layout != "form_above" else 3.4)

@@ -35,6 +35,8 @@ _TYPES: dict[str, tuple[str, str, str]] = {
     "id_card_back": ("data.synth.id_card", "BACK_LAYOUTS", "render_back"),
     "receipt": ("data.synth.receipt", "LAYOUTS", "render_receipt"),
     "generic_form": ("data.synth.form", "LAYOUTS", "render_form"),
+    "business_licence": ("data.synth.licence", "LAYOUTS", "render_licence"),
+    "train_ticket": ("data.synth.ticket", "LAYOUTS", "render_ticket"),
 }
 
 

@@ -18,7 +18,9 @@ from data.synth.stamp import seal_mask, stamp
 
 FORM_COLORS = {"brown": (150, 85, 45), "maroon": (150, 45, 40), "blue": (35, 70, 140),
                "black": (35, 35, 35), "green": (40, 105, 70)}
-VALUE_COLORS = {"black": (15, 15, 15), "navy": (20, 30, 90), "grey": (70, 70, 78)}
+# printer ink from a fresh ribbon to a worn one: light grey print is common on real paper invoices
+VALUE_COLORS = {"black": (15, 15, 15), "navy": (20, 30, 90), "grey": (70, 70, 78), "faded": (100, 100, 108),
+                "worn": (125, 125, 132), "ribbon_blue": (50, 60, 115)}
 
 # layout name -> settings; every layout varies geometry, type and colour within its own ranges so
 # that holding a layout out of training holds out a genuinely different look
@@ -55,11 +57,23 @@ ITEM_TYPES = ["text", "text", "text", "quantity", "decimal", "amount", "rate", "
 COL_WEIGHTS = [0.26, 0.11, 0.06, 0.09, 0.13, 0.13, 0.08, 0.14]
 
 
+def _print_offset(rng: random.Random, p: dict, size: int) -> tuple[float, float]:
+    """Where a dot-matrix printer put the values against the pre-printed paper form: usually a few
+    pixels off, often up to ~20 px sideways and half a line up or down. Electronic invoices are
+    drawn in one pass and sit exactly."""
+    if p.get("electronic", True):
+        return 0.0, 0.0
+    s = size / 20
+    spread = rng.choice((4.0, 12.0, 20.0))
+    return rng.uniform(-spread, spread) * s, rng.uniform(-0.45, 0.45) * spread * s
+
+
 def _style(rng: random.Random, p: dict) -> Style:
     form = FORM_COLORS[rng.choice(p["form_colors"])]
+    size = rng.randint(*p["size"])
     return Style(form_font=rng.choice(p["form_fonts"]), value_font=rng.choice(p["value_fonts"]),
                  form_color=form, value_color=VALUE_COLORS[rng.choice(list(VALUE_COLORS))],
-                 rule_color=form, size=rng.randint(*p["size"]), misregister=p["misregister"])
+                 rule_color=form, size=size, misregister=p["misregister"], offset=_print_offset(rng, p, size))
 
 
 def _party(rng: random.Random, e_invoice: bool) -> dict[str, str]:
@@ -118,7 +132,7 @@ def _items_table(c: Canvas, st: Style, rng: random.Random, x0: float, x1: float,
 
 def _cross_mark(c: Canvas, st: Style, x: float, y: float) -> None:
     """The ⊗ before 大写 amounts, in a font that has the glyph (the kai fonts lack it)."""
-    c.text(x, y, "⊗", st.size, "song", st.value_color, label="other")
+    c.text(x + st.offset[0], y + st.offset[1], "⊗", st.size, "song", st.value_color, label="other")
 
 
 def _seller_seal(c: Canvas, rng: random.Random, name: str, tax_id: str, center: tuple[float, float],
@@ -132,6 +146,7 @@ def _seller_seal(c: Canvas, rng: random.Random, name: str, tax_id: str, center: 
 def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations: bool = True) -> Canvas:
     p = (E_LAYOUTS if e_invoice else VAT_LAYOUTS)[layout]
     st = _style(rng, p)
+    ox, oy = st.offset
     s = st.size / 20                                   # geometry scales with the type size
     W = round(rng.uniform(1480, 1560) * s)
     block_h = p["block_h"] * s
@@ -228,8 +243,8 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
         ch = (block_h - 2 * pad) / len(rows)
         csize = round(min(18 * s, ch * 0.8))
         for i, row in enumerate(rows):
-            c.text(split_x + lab_w + pad, y + pad + ch * i + (ch - csize) / 2, row, csize, "hei",
-                   st.value_color, label="other", max_width=x1 - split_x - lab_w - 2 * pad)
+            c.text(split_x + lab_w + pad + ox, y + pad + ch * i + (ch - csize) / 2 + oy, row, csize, "hei",
+                   st.value_color, label="other", max_width=x1 - split_x - lab_w - 2 * pad - max(ox, 0))
     y += block_h
     c.hline(x0, x1, y, st.rule_color)
     y = _items_table(c, st, rng, x0, x1, y, items, tot, VAT_ITEM_HEADERS if not e_invoice else E_ITEM_HEADERS,
@@ -243,25 +258,25 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
         k = cell_text(c, st, "价税合计（大写）", (x0, y, lab_end, y + row_h), st.size - 1, form=True,
                       label="question")
         _cross_mark(c, st, lab_end + 12 * s, y + row_h / 2 - st.size * 0.55)
-        v = c.text(lab_end + 12 * s + 2.5 * st.size, y + row_h / 2 - st.size * 0.55, tot.words, st.size,
-                   st.value_font, st.value_color, label="answer")
+        v = c.text(lab_end + 12 * s + 2.5 * st.size + ox, y + row_h / 2 - st.size * 0.55 + oy, tot.words,
+                   st.size, st.value_font, st.value_color, label="answer")
         c.field("total_with_tax_in_words", v, 0, len(tot.words), "amount_words")
         c.link(k, v)
         sx = x0 + (x1 - x0) * 0.68
         k2 = c.text(sx, y + row_h / 2 - st.size * 0.55, "（小写）", st.size, st.form_font, st.form_color,
                     label="question")
-        v2 = c.text(c.lines[k2].box[2] + 2.5 * st.size, y + row_h / 2 - st.size * 0.55, "¥" + tot.with_tax,
-                    st.size, st.value_font, st.value_color, label="answer")
+        v2 = c.text(c.lines[k2].box[2] + 2.5 * st.size + ox, y + row_h / 2 - st.size * 0.55 + oy,
+                    "¥" + tot.with_tax, st.size, st.value_font, st.value_color, label="answer")
         c.field("total_with_tax", v2, 1, 1 + len(tot.with_tax), "amount")
         c.link(k2, v2)
     else:
         cell_text(c, st, "价税合计（大写）", (x0, y, lab_end, y + row_h), st.size - 1, form=True, label="question")
         _cross_mark(c, st, lab_end + 12 * s, y + row_h / 2 - st.size * 0.55)
-        v = c.text(lab_end + 12 * s + 2.5 * st.size, y + row_h / 2 - st.size * 0.55, tot.words, st.size,
-                   st.value_font, st.value_color)
+        v = c.text(lab_end + 12 * s + 2.5 * st.size + ox, y + row_h / 2 - st.size * 0.55 + oy, tot.words,
+                   st.size, st.value_font, st.value_color)
         c.field("total_with_tax_in_words", v, 0, len(tot.words), "amount_words")
-        v2 = c.text(x0 + (x1 - x0) * 0.68, y + row_h / 2 - st.size * 0.55, "（小写）¥" + tot.with_tax, st.size,
-                    st.value_font, st.value_color)
+        v2 = c.text(x0 + (x1 - x0) * 0.68 + ox, y + row_h / 2 - st.size * 0.55 + oy, "（小写）¥" + tot.with_tax,
+                    st.size, st.value_font, st.value_color)
         c.field("total_with_tax", v2, 5, 5 + len(tot.with_tax), "amount")
     y += row_h
     c.hline(x0, x1, y, st.rule_color)
@@ -284,7 +299,8 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
         kv_block(c, st, (x0 + lab_w + pad, y + pad, split_x - pad, y + block_h - pad),
                  _party_entries("seller", seller, False, True), kv, rng)
         if remark:
-            line = c.text(split_x + lab_w + pad, y + pad, remark, st.size, st.value_font, st.value_color)
+            line = c.text(split_x + lab_w + pad + ox, y + pad + max(oy, 0), remark, st.size, st.value_font,
+                          st.value_color)
             c.field("remarks", line, 0, len(remark))
     y += block_h
     c.rect([x0, frame_top, x1, y], st.rule_color, width=2)

@@ -39,7 +39,9 @@ def render_receipt(rng: random.Random, layout: str, decorations: bool = True) ->
     p = LAYOUTS[layout]
     font = rng.choice(p["fonts"])
     size = rng.randint(19, 23)
-    st = Style(form_font=font, value_font=font, form_color=(25, 25, 25), value_color=(25, 25, 25), size=size)
+    # thermal print fades: from near black to a pale grey
+    ink = rng.choice([(25, 25, 25), (25, 25, 25), (70, 70, 70), (105, 105, 108)])
+    st = Style(form_font=font, value_font=font, form_color=ink, value_color=ink, size=size)
     n = rng.randint(1, 7)
     goods = rng.sample(V.RECEIPT_GOODS, n)
     rows = []
