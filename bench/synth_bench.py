@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                 s = time_type(doc_type, degrade, args.n, tmp_path)
                 rows.append({"what": doc_type, "degrade": degrade, "workers": 1, "pages": args.n, "s_per_page": s})
                 print(f"{doc_type:14s} {degrade:5s} {s:.3f} s/page", flush=True)
-        mixed = ["vat_invoice", "e_invoice", "id_card_front", "id_card_back", "receipt", "generic_form"]
+        mixed = list_doc_types()
         for workers in (1, 2):
             out = tmp_path / f"dir_w{workers}"
             start = time.perf_counter()
