@@ -120,3 +120,30 @@ def test_interleaved_needs_multiple_of_stages():
         build_schedule("interleaved", 4, 2, 2)
     with pytest.raises(ScheduleError, match="unknown schedule"):
         build_schedule("fastest", 4, 8)
+
+
+def test_eager_sends_free_the_sender_but_not_the_receiver():
+    # stage 1's forward is slow, so stage 0's second send finds no receiver yet
+    cost = lambda a: {"F": 3.0 if a.stage == 1 else 1.0, "B": 1.0}.get(a.kind, 0.5)  # noqa: E731
+    sched = build_schedule("gpipe", 2, 2)
+    spans = {e: {s.action: s for s in simulate(sched, cost, eager_sends=e).spans} for e in (False, True)}
+    assert spans[False]["0SEND_F1"].end == pytest.approx(5.0)  # blocking: waits for 1F0 to end at 4.5
+    assert spans[True]["0SEND_F1"].end == pytest.approx(3.0)   # eager: its own 0.5 after 0F1
+    for e in (False, True):
+        assert spans[e]["1RECV_F1"].end == pytest.approx(5.0)  # the receiver still gets it at 4.5 + 0.5
+
+
+@pytest.mark.parametrize("name", ["1f1b", "zbh1", "interleaved"])
+def test_bench_costs_replay_a_timeline_exactly(name):
+    from training.pipeline.bench import step_costs
+    # uneven costs per action, as a measured step has them
+    def cost(a):
+        if a.kind in ("F", "B", "W"):  # stage 1's first micro-batch is slow, as a cold start is
+            return 1.0 + 0.3 * a.stage + (2.0 if (a.stage, a.mb) == (1, 0) else 0.0)
+        return 0.2 + 0.01 * a.mb
+    sched = build_schedule(name, 2, 4, 2 if name == "interleaved" else 1)
+    truth = simulate(sched, cost, eager_sends=True)
+    replay = simulate(sched, step_costs(truth, 2, per_action=True), eager_sends=True)
+    assert replay.makespan == pytest.approx(truth.makespan) and replay.bubble == pytest.approx(truth.bubble)
+    model = simulate(sched, step_costs(truth, 2), eager_sends=True)  # one median cost per stage and kind
+    assert model.makespan != pytest.approx(truth.makespan)

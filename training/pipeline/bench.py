@@ -3,11 +3,15 @@
     python -m training.pipeline.bench --stages 2 --micro-batches 8 --schedule all
     python -m training.pipeline.bench --stages 4 --micro-batches 8 --schedule 1f1b
 
-One process per stage (paddle.distributed.spawn, gloo). The simulated timeline uses the costs this
-very run measured (median F/B/W per stage, the fastest send/recv as transfer time), so measured and
-simulated bubbles are compared side by side. On a 2-core machine more than 2 stage processes
-oversubscribe the CPU: use 2 stages for the timing bar. Writes <out>/pipeline_bench.json and a
-measured and a simulated Gantt PNG per schedule.
+One process per stage (paddle.distributed.spawn, gloo), each pinned to one CPU thread. After
+--warmup untimed steps, every timed step is simulated from the costs that same step measured (per
+stage: median F, B, W; per message: the send's own time and the receive's time after both sides
+reached it, since gloo sends these messages eagerly), and the table gives the median over steps of
+measured bubble, simulated bubble and their ratio; "replay" simulates each action at its own
+measured duration instead of the per-stage median (on a CPU shared with other jobs, a stage runs
+faster while its neighbour idles, which one cost per kind cannot show). On a 2-core machine more
+than 2 stage processes oversubscribe the CPU: use 2 stages for the timing bar. Writes
+<out>/pipeline_bench.json and a measured and a simulated Gantt PNG per schedule (median step).
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ import os
 import statistics
 from pathlib import Path
 
-from training.pipeline.schedule import SCHEDULES
+from typing import Callable
+
+from training.pipeline.schedule import COMPUTE, SCHEDULES, Action
 
 
 def _worker(args: dict, out_file: str) -> None:
@@ -26,6 +32,8 @@ def _worker(args: dict, out_file: str) -> None:
 
     from training.pipeline.engine import PipelineEngine
     from training.pipeline.toy import ToyConfig, build_toy_blocks, make_batch, toy_loss
+    os.environ["OMP_NUM_THREADS"] = "1"
+    paddle.base.core.set_num_threads(1)  # one thread per stage: cores are not shared between stages
     dist.init_parallel_env()
     cfg = ToyConfig(hidden=args["hidden"], layers=args["layers"], heads=4, ffn=4 * args["hidden"],
                     max_len=args["seq"], vocab=512)
@@ -38,7 +46,8 @@ def _worker(args: dict, out_file: str) -> None:
                                 stages=args["stages"], micro_batches=args["mbs"], schedule=name,
                                 transport="dist", timeout_s=120)
         batch = make_batch(args["batch"], cfg, seed=0)
-        engine.train_step(*batch)  # warm-up: allocator, handshakes
+        for _ in range(args["warmup"]):  # allocator, handshakes, first-touch of weights
+            engine.train_step(*batch)
         runs = []
         for _ in range(args["steps"]):
             engine.train_step(*batch)
@@ -52,27 +61,75 @@ def _worker(args: dict, out_file: str) -> None:
         Path(out_file).write_text(json.dumps(results))
 
 
+def _message_key(action: str, stages: int) -> tuple[str, int, int]:
+    """(direction, receiving vstage, mb) that pairs a SEND with its RECV."""
+    a = Action.parse(action)
+    v = a.vstage(stages)
+    if a.kind == "SEND_F":
+        return "F", v + 1, a.mb
+    if a.kind == "SEND_B":
+        return "B", v - 1, a.mb
+    return a.kind[-1], v, a.mb
+
+
+def step_costs(tl, stages: int, per_action: bool = False) -> Callable:
+    """Cost function from one measured step, for `simulate(..., eager_sends=True)`. Compute: per
+    stage the median F, B and W (the model: one cost per kind), or with per_action each action's
+    own duration (a replay, which keeps the speed-up a stage gets while its neighbour idles on a
+    shared CPU). A send costs its own measured time (gloo sends these messages eagerly); a receive
+    costs its end minus the moment both sides had reached the message (the wait taken out)."""
+    compute: dict = {}
+    own: dict = {}
+    starts: dict = {}
+    for s in tl.spans:
+        own[s.action] = s.end - s.start
+        if s.kind in COMPUTE:
+            compute.setdefault((s.stage, s.kind), []).append(s.end - s.start)
+        else:
+            starts.setdefault(_message_key(s.action, stages), {})[s.kind[:4]] = s
+    recv_cost = {}
+    for key, pair in starts.items():
+        r, snd = pair["RECV"], pair["SEND"]
+        recv_cost[key] = max(0.0, r.end - max(r.start, snd.start))
+    med = {k: statistics.median(v) for k, v in compute.items()}
+
+    def cost(a: Action) -> float:
+        text = str(a)
+        if a.kind in COMPUTE:
+            return own[text] if per_action else med[(a.stage, a.kind)]
+        if a.kind.startswith("SEND"):
+            return own[text]
+        return recv_cost[_message_key(text, stages)]
+    return cost
+
+
 def _analyse(name: str, data: dict, stages: int, mbs: int, out: Path) -> dict:
     from training.pipeline.gantt import draw_gantt
     from training.pipeline.schedule import build_schedule, peak_inflight
     from training.pipeline.simulate import Span, Timeline, simulate
     sched = build_schedule(name, stages, mbs, 2 if name == "interleaved" else 1)
-    best = None
+    steps = []
     for run in data["runs"]:
         tl = Timeline([Span(*s) for s in run], stages, peak_inflight(sched), "measured")
-        if best is None or tl.makespan < best.makespan:
-            best = tl
-    cost: dict = {}
-    for s in best.spans:
-        cost.setdefault((s.stage, s.kind), []).append(s.end - s.start)
-    comm = min((min(v) for (st, k), v in cost.items() if k.startswith(("SEND", "RECV"))), default=0.0)
-    table = {key: statistics.median(v) for key, v in cost.items()}
-    sim = simulate(sched, lambda a: table.get((a.stage, a.kind), 0.0) if a.kind in ("F", "B", "W") else comm)
-    draw_gantt(best, out / f"gantt_{name}_measured.png", f"{name}: measured, bubble {best.bubble:.1%}")
+        sim = simulate(sched, step_costs(tl, stages), eager_sends=True)
+        replay = simulate(sched, step_costs(tl, stages, per_action=True), eager_sends=True)
+        steps.append((tl, sim, tl.bubble / sim.bubble if sim.bubble else float("nan"),
+                      tl.bubble / replay.bubble if replay.bubble else float("nan")))
+    steps.sort(key=lambda x: x[0].makespan)
+    tl, sim, _, _ = steps[len(steps) // 2]  # the median step by makespan, for the Gantt charts
+    draw_gantt(tl, out / f"gantt_{name}_measured.png", f"{name}: measured, bubble {tl.bubble:.1%}")
     draw_gantt(sim, out / f"gantt_{name}_simulated.png", f"{name}: simulated from measured costs, bubble {sim.bubble:.1%}")
-    m, s = best.summary(), sim.summary()
-    return {"schedule": name, "measured": m, "simulated": s, "rss_mb_per_stage": data["rss_mb_per_stage"],
-            "bubble_ratio": m["bubble"] / s["bubble"] if s["bubble"] else None}
+    med = lambda xs: statistics.median(xs)  # noqa: E731
+    return {"schedule": name, "steps": len(steps), "measured": tl.summary(), "simulated": sim.summary(),
+            "median_measured_bubble": med([x[0].bubble for x in steps]),
+            "median_simulated_bubble": med([x[1].bubble for x in steps]),
+            "median_makespan": med([x[0].makespan for x in steps]),
+            "median_simulated_makespan": med([x[1].makespan for x in steps]),
+            "bubble_ratio": med([x[2] for x in steps]),
+            "bubble_ratio_range": [min(x[2] for x in steps), max(x[2] for x in steps)],
+            "replay_bubble_ratio": med([x[3] for x in steps]),
+            "replay_bubble_ratio_range": [min(x[3] for x in steps), max(x[3] for x in steps)],
+            "rss_mb_per_stage": data["rss_mb_per_stage"]}
 
 
 def main(argv=None) -> None:
@@ -81,7 +138,8 @@ def main(argv=None) -> None:
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--micro-batches", type=int, default=8)
     ap.add_argument("--schedule", default="all", help=f"one of {', '.join(SCHEDULES)} or 'all'")
-    ap.add_argument("--steps", type=int, default=3, help="timed steps per schedule (the fastest is kept)")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per schedule (medians are reported)")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps per schedule before timing")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4, help="transformer layers (a multiple of stages balances)")
     ap.add_argument("--seq", type=int, default=64)
@@ -92,25 +150,33 @@ def main(argv=None) -> None:
     if "interleaved" in schedules and (a.micro_batches % a.stages or a.layers + 2 < 2 * a.stages):
         schedules.remove("interleaved")
     a.out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the stage processes
     import paddle.distributed as dist
     raw = a.out / "raw.json"
-    args = {"stages": a.stages, "mbs": a.micro_batches, "schedules": schedules, "steps": a.steps,
+    args = {"stages": a.stages, "mbs": a.micro_batches, "schedules": schedules, "steps": a.steps, "warmup": a.warmup,
             "hidden": a.hidden, "layers": a.layers, "seq": a.seq, "batch": a.batch}
     dist.spawn(_worker, args=(args, str(raw)), nprocs=a.stages, backend="gloo")
     data = json.loads(raw.read_text())
     rows = [_analyse(n, data[n], a.stages, a.micro_batches, a.out) for n in schedules]
+    load = os.getloadavg()
     print(f"\n{a.stages} stages x {a.micro_batches} micro-batches, hidden {a.hidden}, {a.layers} layers, "
-          f"batch {a.batch} x seq {a.seq}, one process per stage (gloo)")
-    print(f"{'schedule':12} {'meas.bubble':>11} {'sim.bubble':>10} {'ratio':>6} {'makespan s':>10} "
-          f"{'compute s/stage':>22} {'comm s/stage':>18} {'peak RSS MB/stage':>20} {'peak act.':>10}")
+          f"batch {a.batch} x seq {a.seq}, one process per stage (gloo, 1 thread each), {a.warmup} warm-up + "
+          f"{a.steps} timed steps, medians; load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
+    print("ratio = measured / simulated bubble, simulated from per-stage median costs; replay = simulated "
+          "from each action's own measured duration")
+    print(f"{'schedule':12} {'meas.bubble':>11} {'sim.bubble':>10} {'ratio':>6} {'ratio range':>12} {'replay':>6} "
+          f"{'makespan s':>10} {'sim.makespan s':>14} {'compute s/stage':>16} {'peak RSS MB/stage':>18} "
+          f"{'peak act.':>10}")
+    fmt = lambda v, p=3: "/".join(f"{x:.{p}f}" for x in v)  # noqa: E731
     for r in rows:
-        m, s = r["measured"], r["simulated"]
-        fmt = lambda v: "/".join(f"{x:.3f}" for x in v)  # noqa: E731
-        print(f"{r['schedule']:12} {m['bubble']:>11.1%} {s['bubble']:>10.1%} {r['bubble_ratio'] or 0:>6.2f} "
-              f"{m['makespan']:>10.3f} {fmt(m['compute_per_stage']):>22} {fmt(m['comm_per_stage']):>18} "
-              f"{'/'.join(f'{x:.0f}' for x in r['rss_mb_per_stage']):>20} "
-              f"{'/'.join(map(str, m['peak_inflight'])):>10}")
+        m = r["measured"]
+        print(f"{r['schedule']:12} {r['median_measured_bubble']:>11.1%} {r['median_simulated_bubble']:>10.1%} "
+              f"{r['bubble_ratio']:>6.2f} {fmt(r['bubble_ratio_range'], 2):>12} {r['replay_bubble_ratio']:>6.2f} "
+              f"{r['median_makespan']:>10.3f} "
+              f"{r['median_simulated_makespan']:>14.3f} {fmt(m['compute_per_stage']):>16} "
+              f"{fmt(r['rss_mb_per_stage'], 0):>18} {'/'.join(map(str, m['peak_inflight'])):>10}")
+    for r in rows:
+        r["load_average"] = load
     (a.out / "pipeline_bench.json").write_text(json.dumps(rows, indent=1))
     print(f"wrote {a.out / 'pipeline_bench.json'} and Gantt PNGs")
 
