@@ -16,6 +16,8 @@ import numpy as np
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(1, 1, 3)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 1, 3)
 
+UPSCALE_BELOW = 1200
+
 
 @dataclass(frozen=True)
 class DetParams:
@@ -31,6 +33,8 @@ def resize_for_det(image: np.ndarray, limit_side_len: int) -> tuple[np.ndarray, 
     """Scale so the longer side is at most `limit_side_len`, both sides multiples of 32 (the net's stride)."""
     h, w = image.shape[:2]
     scale = min(1.0, limit_side_len / max(h, w))
+    if max(h, w) < UPSCALE_BELOW:   # small, low-resolution pages: the detector misses text under ~10 px
+        scale = UPSCALE_BELOW / max(h, w)
     nh = max(32, int(round(h * scale / 32)) * 32)
     nw = max(32, int(round(w * scale / 32)) * 32)
     resized = cv2.resize(image, (nw, nh)) if (nh, nw) != (h, w) else image
