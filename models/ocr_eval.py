@@ -1,7 +1,9 @@
 """How well OCR lines match ground-truth lines: character error rate, and exactness of long numbers.
 
 Matching is by geometry: an OCR line belongs to the ground-truth line (or block) whose box holds most
-of its area; the OCR lines of a block are joined in reading order. Ground-truth lines without a box
+of its area, the ground-truth box being widened by half its smaller side (at most `MATCH_MARGIN_PX`)
+because annotated boxes are often tight glyph boxes or a few pixels off, while detector quads are
+grown around the text; the OCR lines of a block are joined in reading order. Ground-truth lines without a box
 are compared, as one string, with the OCR lines that matched no box. Both sides are NFKC-normalised
 and stripped of whitespace first, so ':' and '：' or a space the annotator typed are not errors.
 """
@@ -12,6 +14,8 @@ import unicodedata
 from dataclasses import dataclass, field
 
 LONG_DIGITS = re.compile(r"\d{8,}")
+MATCH_MARGIN_PX = 15.0
+MIN_OVERLAP = 0.3          # share of an OCR line's area that must fall in the (widened) GT box
 
 
 def normalise(text: str) -> str:
@@ -50,6 +54,11 @@ def _overlap_fraction(inner: list[float], outer: list[float]) -> float:
     return ix * iy / area
 
 
+def _widen(box: list[float]) -> list[float]:
+    m = min(MATCH_MARGIN_PX, 0.5 * min(box[2] - box[0], box[3] - box[1]))
+    return [box[0] - m, box[1] - m, box[2] + m, box[3] + m]
+
+
 @dataclass
 class CERCounts:
     """Summable counts; rates are computed at the end so pages weigh by their characters."""
@@ -83,12 +92,12 @@ class CERCounts:
 def page_counts(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]]
                 ) -> CERCounts:
     """Counts for one page. `ocr_lines`: (text, box) in reading order; `gt_lines`: (text, box or None)."""
-    boxed = [(normalise(t), b) for t, b in gt_lines if b]
+    boxed = [(normalise(t), _widen(b)) for t, b in gt_lines if b]
     unboxed = "".join(normalise(t) for t, b in gt_lines if not b)
     assigned: list[list[str]] = [[] for _ in boxed]
     leftover: list[str] = []
     for text, box in ocr_lines:
-        best, best_frac = -1, 0.5        # more than half of the OCR line must sit inside the GT box
+        best, best_frac = -1, MIN_OVERLAP
         for i, (_, gbox) in enumerate(boxed):
             frac = _overlap_fraction(box, gbox)
             if frac > best_frac:
