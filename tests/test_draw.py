@@ -1,0 +1,65 @@
+"""app/draw.py: line quads, field boxes in their key's colour, a legend, CJK text."""
+from __future__ import annotations
+
+import numpy as np
+
+from app.draw import LINE_COLOUR, PALETTE, draw_document, draw_document_page, field_colour
+from data.document import Document, Field, Line, Page, Pair, box_to_quad
+
+
+def _page() -> tuple[np.ndarray, Page]:
+    image = np.full((400, 600, 3), 255, np.uint8)
+    page = Page(index=0, width=600, height=400,
+                lines=[Line(text="发票号码：12345678", quad=box_to_quad([50, 50, 300, 80]))])
+    return image, page
+
+
+def _bgr(rgb):
+    return tuple(int(v) for v in rgb[::-1])
+
+
+def test_field_colour_is_stable_and_from_the_palette():
+    assert field_colour("invoice_number") == field_colour("invoice_number")
+    assert field_colour("invoice_number") in PALETTE
+    assert len({field_colour(k) for k in ("a", "b", "c", "d", "e", "f", "g", "h")}) > 3
+
+
+def test_lines_only_keeps_size_and_draws_grey_quads():
+    image, page = _page()
+    out = draw_document_page(image, page)
+    assert out.shape == image.shape and out.dtype == np.uint8
+    assert tuple(out[50, 150]) == _bgr(LINE_COLOUR)            # top edge of the quad
+    assert tuple(out[200, 400]) == (255, 255, 255)             # untouched paper
+    assert image.min() == 255                                  # input not modified
+
+
+def test_fields_are_boxed_in_their_colour_with_a_legend():
+    image, page = _page()
+    other = next(k for k in ("total", "amount", "date", "tax") if field_colour(k) != field_colour("invoice_number"))
+    fields = {"invoice_number": Field(key="invoice_number", value="12345678", box=[180, 50, 300, 80],
+                                      label="发票号码"),
+              "other_page": Field(key=other, value="1", box=[10, 300, 60, 320], page=1)}
+    out = draw_document_page(image, page, fields)
+    assert out.shape[0] == image.shape[0] and out.shape[1] > image.shape[1]      # legend strip on the right
+    colour = _bgr(field_colour("invoice_number"))
+    ys, xs = np.nonzero(np.all(out[:, :600] == colour, axis=2))
+    assert len(xs) > 100 and xs.min() < 180 and xs.max() > 300                  # box around the value
+    legend = out[:, 600:]
+    assert np.all(legend == colour, axis=2).sum() > 50                           # colour chip
+    assert (legend.min(axis=2) < 100).sum() > 50                                 # label text drawn (CJK font)
+    assert not np.all(out[:, :600] == _bgr(field_colour(other)), axis=2).any()   # other page's field not drawn
+
+
+def test_show_text_writes_chinese_and_pairs_are_linked():
+    image, page = _page()
+    pair = Pair(key="名称", value="北京AI科技", key_box=[50, 150, 120, 180], value_box=[200, 150, 400, 180])
+    out = draw_document_page(image, page, pairs=[pair], show_text=True, legend=False)
+    assert out.shape == image.shape
+    assert (out[20:50, 50:300].min(axis=2) < 150).sum() > 50                     # OCR text above the quad
+    assert tuple(out[165, 160]) != (255, 255, 255)                               # key-to-value link
+
+
+def test_draw_document_picks_the_page():
+    image, page = _page()
+    doc = Document(pages=[page], fields={"x": Field(key="x", value="1", box=[10, 10, 40, 40])})
+    assert draw_document(image, doc, page=0).shape[1] > 600
