@@ -124,32 +124,65 @@ class Span:
 
 
 def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray) -> list[Span]:
-    """BIO spans per line from averaged probabilities, restricted to the `allowed` tag columns."""
+    """Spans per line from per-character tag probabilities, restricted to the `allowed` tags.
+
+    Each character takes the key with the most mass p(B-key) + p(I-key) (or O): a tiny model is
+    often unsure whether a value's first character is B or I, but sure which field it belongs to.
+    A span is a run of one key (across spaces); a strong B inside a run starts a new span.
+    """
+    keys = sorted({lab[2:] for lab, ok in zip(tag_labels, allowed) if ok and lab != "O"})
+    b_col = np.array([tag_labels.index(f"B-{k}") for k in keys], dtype=int)
+    i_col = np.array([tag_labels.index(f"I-{k}") for k in keys], dtype=int)
     out: list[Span] = []
     for li, probs in enumerate(line_probs):
         if probs is None or not len(probs):
             continue
-        masked = np.where(allowed[None, :], probs, -1.0)
-        best = masked.argmax(-1)
+        mass = np.concatenate([probs[:, :1], probs[:, b_col] + probs[:, i_col]], axis=1)  # [chars, 1+K]
+        best = mass.argmax(-1)
         cur: Span | None = None
         scores: list[float] = []
         for ci, t in enumerate(best):
             if np.isnan(probs[ci]).any():      # whitespace: no token; a value may run across it
                 continue
-            lab = tag_labels[t]
-            if lab == "O":
+            if t == 0:
                 cur = None
                 continue
-            kind, key = lab[:1], lab[2:]
-            gap_is_space = cur is not None and all(np.isnan(probs[j]).any() for j in range(cur.end, ci))
-            if cur is not None and key == cur.key and kind == "I" and gap_is_space:
+            key = keys[t - 1]
+            p = float(mass[ci, t])
+            strong_b = probs[ci, b_col[t - 1]] > 0.5 and probs[ci, b_col[t - 1]] > 2 * probs[ci, i_col[t - 1]]
+            if cur is not None and key == cur.key and not strong_b:
                 cur.end = ci + 1
-                scores.append(float(probs[ci, t]))
+                scores.append(p)
                 cur.score = float(np.mean(scores))
                 continue
-            cur = Span(key, li, ci, ci + 1, float(probs[ci, t]))
-            scores = [cur.score]
+            cur = Span(key, li, ci, ci + 1, p)
+            scores = [p]
             out.append(cur)
+    return out
+
+
+def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
+                share: float = 0.6) -> list[Span]:
+    """Generic forms: a line whose characters mostly agree on one label (header/question/answer)
+    becomes one entity with that label, first to last visible character. XFUND-style forms label
+    whole lines, so a vote per line undoes a shaky first or last character. Lines without a clear
+    majority keep their per-character spans (a key and its value sharing one OCR line)."""
+    per_char = _spans(line_probs, tag_labels, allowed)
+    out: list[Span] = []
+    for li, probs in enumerate(line_probs):
+        mine = [s for s in per_char if s.line == li]
+        visible = [ci for ci in range(len(probs)) if not np.isnan(probs[ci]).any()]
+        if not mine or not visible:
+            continue
+        votes: dict[str, int] = {}
+        for s in mine:
+            votes[s.key] = votes.get(s.key, 0) + sum(1 for ci in visible if s.start <= ci < s.end)
+        key, n = max(votes.items(), key=lambda kv: kv[1])
+        if n >= share * len(visible):
+            score = float(np.mean([s.score for s in mine if s.key == key]))
+            out.append(Span(key, li, visible[0], visible[-1] + 1, score))
+        else:
+            out += mine
     return out
 
 
@@ -253,11 +286,11 @@ class Extractor:
         allowed = self._allowed(doc.doc_type)
         doc.fields, doc.items, doc.pairs = {}, [], []
         for page, pred in zip(doc.pages, preds):
-            spans = _spans(pred["probs"], self.tag_labels, allowed)
             if doc.doc_type == GENERIC:
+                spans = _form_spans(pred["probs"], self.tag_labels, allowed)
                 doc.pairs += self._pairs(page, spans, pred["link"])
             else:
-                self._fields(doc, page, spans)
+                self._fields(doc, page, _spans(pred["probs"], self.tag_labels, allowed))
         self._validate(doc)
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc

@@ -70,3 +70,37 @@ def test_extract_fills_a_document_within_the_schema(model_dir):
 
 def test_get_extractor_loads_once(model_dir):
     assert get_extractor(model_dir) is get_extractor(str(model_dir))
+
+
+def _probs(labels, rows):
+    """Per-character probability rows from {label: p} dicts (rest spread over nothing)."""
+    out = np.zeros((len(rows), len(labels)))
+    for i, row in enumerate(rows):
+        if row is None:
+            out[i] = np.nan
+            continue
+        for lab, p in row.items():
+            out[i, labels.index(lab)] = p
+    return out
+
+
+def test_spans_follow_key_mass_not_a_shaky_b():
+    from models.extractor import _spans
+    labels = ["O", "B-invoice_number", "I-invoice_number", "B-buyer_name", "I-buyer_name"]
+    rows = [{"O": 0.9, "I-buyer_name": 0.1},                     # key text
+            {"B-invoice_number": 0.3, "I-invoice_number": 0.35, "O": 0.35},   # unsure B/I, sure key
+            None,                                                # a space inside the value
+            {"I-invoice_number": 0.9, "O": 0.1},
+            {"B-buyer_name": 0.8, "O": 0.2}]
+    spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool))
+    assert [(s.key, s.start, s.end) for s in spans] == [("invoice_number", 1, 4), ("buyer_name", 4, 5)]
+    only_buyer = np.array([True, False, False, True, True])
+    assert [s.key for s in _spans([_probs(labels, rows)], labels, only_buyer)] == ["buyer_name"]
+
+
+def test_form_lines_vote_on_one_label():
+    from models.extractor import _form_spans
+    labels = ["O", "B-question", "I-question", "B-answer", "I-answer"]
+    line = [{"I-question": 0.6, "I-answer": 0.4}] + [{"I-answer": 0.9, "O": 0.1}] * 3
+    spans = _form_spans([_probs(labels, line)], labels, np.ones(len(labels), bool))
+    assert [(s.key, s.start, s.end) for s in spans] == [("answer", 0, 4)]
