@@ -1,4 +1,4 @@
-"""End to end with the bundled model: render a generated VAT invoice, run `python -m app.extract_cmd`
+"""End to end with the bundled model: render a generated VAT invoice, run `python -m app extract`
 (real OCR + extraction) and check the JSON it writes against the generator's ground truth."""
 import json
 import subprocess
@@ -16,7 +16,7 @@ def test_extract_generated_invoice_with_bundled_model(tmp_path):
     gt_file = next(p for p in (tmp_path / "syn").glob("*.json") if p.name != "manifest.json")
     gt = json.loads(gt_file.read_text(encoding="utf-8"))
     image = tmp_path / "syn" / gt["image"]
-    res = subprocess.run([sys.executable, "-m", "app.extract_cmd", str(image), "--json", str(tmp_path / "out.json"),
+    res = subprocess.run([sys.executable, "-m", "app", "extract", str(image), "--json", str(tmp_path / "out.json"),
                           "--model", str(DEFAULT_MODEL_DIR)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "发票" in res.stdout                        # the table was printed
