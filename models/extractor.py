@@ -123,7 +123,29 @@ class Span:
     score: float
 
 
-def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray) -> list[Span]:
+def _vote_alnum_runs(text: str | None, best: np.ndarray) -> np.ndarray:
+    """A run of letters, digits and decimal points (a code, tax ID, amount) never changes field in
+    the middle: when most of its characters name a field, all of them take the most named one."""
+    if not text:
+        return best
+    best = best.copy()
+    i = 0
+    while i < len(text):
+        if not (text[i].isascii() and (text[i].isalnum() or text[i] == ".")):
+            i += 1
+            continue
+        j = i
+        while j < len(text) and text[j].isascii() and (text[j].isalnum() or text[j] == "."):
+            j += 1
+        keyed = [int(k) for k in best[i:j] if k != 0]
+        if j - i > 1 and len(keyed) * 2 >= j - i:
+            best[i:j] = max(set(keyed), key=keyed.count)
+        i = j
+    return best
+
+
+def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
+           line_texts: list[str] | None = None) -> list[Span]:
     """Spans per line from per-character tag probabilities, restricted to the `allowed` tags.
 
     Each character takes the key with the most mass p(B-key) + p(I-key) (or O): a tiny model is
@@ -138,7 +160,7 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
         if probs is None or not len(probs):
             continue
         mass = np.concatenate([probs[:, :1], probs[:, b_col] + probs[:, i_col]], axis=1)  # [chars, 1+K]
-        best = mass.argmax(-1)
+        best = _vote_alnum_runs(line_texts[li] if line_texts else None, mass.argmax(-1))
         cur: Span | None = None
         scores: list[float] = []
         for ci, t in enumerate(best):
@@ -162,12 +184,12 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
 
 
 def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
-                share: float = 0.6) -> list[Span]:
+                line_texts: list[str] | None = None, share: float = 0.6) -> list[Span]:
     """Generic forms: a line whose characters mostly agree on one label (header/question/answer)
     becomes one entity with that label, first to last visible character. XFUND-style forms label
     whole lines, so a vote per line undoes a shaky first or last character. Lines without a clear
     majority keep their per-character spans (a key and its value sharing one OCR line)."""
-    per_char = _spans(line_probs, tag_labels, allowed)
+    per_char = _spans(line_probs, tag_labels, allowed, line_texts)
     out: list[Span] = []
     for li, probs in enumerate(line_probs):
         mine = [s for s in per_char if s.line == li]
@@ -287,10 +309,11 @@ class Extractor:
         doc.fields, doc.items, doc.pairs = {}, [], []
         for page, pred in zip(doc.pages, preds):
             if doc.doc_type == GENERIC:
-                spans = _form_spans(pred["probs"], self.tag_labels, allowed)
+                spans = _form_spans(pred["probs"], self.tag_labels, allowed, [ln.text for ln in page.lines])
                 doc.pairs += self._pairs(page, spans, pred["link"])
             else:
-                self._fields(doc, page, _spans(pred["probs"], self.tag_labels, allowed))
+                self._fields(doc, page, _spans(pred["probs"], self.tag_labels, allowed,
+                                               [ln.text for ln in page.lines]))
         self._validate(doc)
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc

@@ -104,3 +104,12 @@ def test_form_lines_vote_on_one_label():
     line = [{"I-question": 0.6, "I-answer": 0.4}] + [{"I-answer": 0.9, "O": 0.1}] * 3
     spans = _form_spans([_probs(labels, line)], labels, np.ones(len(labels), bool))
     assert [(s.key, s.start, s.end) for s in spans] == [("answer", 0, 4)]
+
+
+def test_a_number_is_never_split_between_fields():
+    from models.extractor import _spans
+    labels = ["O", "B-invoice_code", "I-invoice_code", "B-invoice_number", "I-invoice_number"]
+    text = "代码031012306531"
+    rows = [{"O": 1.0}] * 2 + [{"I-invoice_code": 0.9, "O": 0.1}] * 9 + [{"I-invoice_number": 0.8, "O": 0.2}] * 3
+    spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text])
+    assert [(s.key, text[s.start:s.end]) for s in spans] == [("invoice_code", "031012306531")]
