@@ -4,7 +4,8 @@
     python -m training.pipeline.bench --stages 4 --micro-batches 8 --schedule 1f1b
 
 One process per stage (paddle.distributed.spawn, gloo), each pinned to one CPU thread. After
---warmup untimed steps, every timed step is simulated from the costs that same step measured (per
+--warmup untimed steps, the schedules take turns step by step (so load from other jobs hits them
+alike) and every timed step is simulated from the costs that same step measured (per
 stage: median F, B, W; per message: the send's own time and the receive's time after both sides
 reached it, since gloo sends these messages eagerly), and the table gives the median over steps of
 measured bubble, simulated bubble and their ratio; "replay" simulates each action at its own
@@ -37,28 +38,32 @@ def _worker(args: dict, out_file: str) -> None:
     dist.init_parallel_env()
     cfg = ToyConfig(hidden=args["hidden"], layers=args["layers"], heads=4, ffn=4 * args["hidden"],
                     max_len=args["seq"], vocab=512)
-    results = {}
+    batch = make_batch(args["batch"], cfg, seed=0)
+    engines = {}
     for name in args["schedules"]:
-        # embeddings and head are light: give every stage the same number of transformer layers
-        n = args["layers"] + 2
-        engine = PipelineEngine(build_toy_blocks(cfg, seed=0), toy_loss,
-                                lambda p: paddle.optimizer.SGD(learning_rate=1e-3, parameters=p),
-                                stages=args["stages"], micro_batches=args["mbs"], schedule=name,
-                                transport="dist", timeout_s=120)
-        batch = make_batch(args["batch"], cfg, seed=0)
+        engines[name] = PipelineEngine(build_toy_blocks(cfg, seed=0), toy_loss,
+                                       lambda p: paddle.optimizer.SGD(learning_rate=1e-3, parameters=p),
+                                       stages=args["stages"], micro_batches=args["mbs"], schedule=name,
+                                       transport="dist", timeout_s=120)
         for _ in range(args["warmup"]):  # allocator, handshakes, first-touch of weights
-            engine.train_step(*batch)
-        runs = []
-        for _ in range(args["steps"]):
+            engines[name].train_step(*batch)
+    runs: dict[str, list] = {name: [] for name in engines}
+    for _ in range(args["steps"]):
+        # schedules take turns step by step, so a change in the machine's load hits them alike
+        for name, engine in engines.items():
             engine.train_step(*batch)
             tl = engine.gather_timeline()
-            runs.append([(s.stage, s.action, s.kind, s.mb, s.start, s.end) for s in tl.spans])
-        results[name] = {"runs": runs, "rss_mb": engine.last_stats.get("rss_mb"), "blocks": n,
-                         "bounds": engine.bounds, "peak_inflight": None}
-        rss = engine.transport.gather_objects(engine.last_stats.get("rss_mb"))
-        results[name]["rss_mb_per_stage"] = rss
+            runs[name].append([(s.stage, s.action, s.kind, s.mb, s.start, s.end) for s in tl.spans])
+    any_engine = next(iter(engines.values()))
+    rss = any_engine.transport.gather_objects(any_engine.last_stats.get("rss_mb"))  # process peak
+    results = {name: {"runs": runs[name], "bounds": engines[name].bounds, "rss_mb_per_stage": rss}
+               for name in engines}
     if dist.get_rank() == 0:
         Path(out_file).write_text(json.dumps(results))
+
+
+def _makespan(run: list) -> float:
+    return max(s[5] for s in run) - min(s[4] for s in run)
 
 
 def _message_key(action: str, stages: int) -> tuple[str, int, int]:
@@ -137,7 +142,8 @@ def main(argv=None) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--micro-batches", type=int, default=8)
-    ap.add_argument("--schedule", default="all", help=f"one of {', '.join(SCHEDULES)} or 'all'")
+    ap.add_argument("--schedule", default="all",
+                    help=f"'all' or a comma list of {', '.join(SCHEDULES)} (e.g. 1f1b,zbh1), run side by side")
     ap.add_argument("--steps", type=int, default=5, help="timed steps per schedule (medians are reported)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps per schedule before timing")
     ap.add_argument("--hidden", type=int, default=256)
@@ -146,7 +152,10 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--out", type=Path, default=Path("runs/pipeline_bench"))
     a = ap.parse_args(argv)
-    schedules = list(SCHEDULES) if a.schedule == "all" else [a.schedule]
+    schedules = list(SCHEDULES) if a.schedule == "all" else [x.strip() for x in a.schedule.split(",")]
+    unknown = [x for x in schedules if x not in SCHEDULES]
+    if unknown:
+        ap.error(f"unknown schedule(s) {', '.join(unknown)}; choose from {', '.join(SCHEDULES)} or 'all'")
     if "interleaved" in schedules and (a.micro_batches % a.stages or a.layers + 2 < 2 * a.stages):
         schedules.remove("interleaved")
     a.out.mkdir(parents=True, exist_ok=True)
@@ -158,23 +167,29 @@ def main(argv=None) -> None:
     dist.spawn(_worker, args=(args, str(raw)), nprocs=a.stages, backend="gloo")
     data = json.loads(raw.read_text())
     rows = [_analyse(n, data[n], a.stages, a.micro_batches, a.out) for n in schedules]
+    first = [_makespan(run) for run in data[schedules[0]]["runs"]]
+    for r, n in zip(rows, schedules):  # same round, same load: the fairest speed comparison here
+        r["paired_makespan_ratio"] = statistics.median(
+            _makespan(run) / f for run, f in zip(data[n]["runs"], first))
     load = os.getloadavg()
     print(f"\n{a.stages} stages x {a.micro_batches} micro-batches, hidden {a.hidden}, {a.layers} layers, "
           f"batch {a.batch} x seq {a.seq}, one process per stage (gloo, 1 thread each), {a.warmup} warm-up + "
           f"{a.steps} timed steps, medians; load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
     print("ratio = measured / simulated bubble, simulated from per-stage median costs; replay = simulated "
-          "from each action's own measured duration")
+          f"from each action's own measured duration; vs {schedules[0]} = median over rounds of the makespan "
+          f"ratio to {schedules[0]}'s step in the same round")
     print(f"{'schedule':12} {'meas.bubble':>11} {'sim.bubble':>10} {'ratio':>6} {'ratio range':>12} {'replay':>6} "
-          f"{'makespan s':>10} {'sim.makespan s':>14} {'compute s/stage':>16} {'peak RSS MB/stage':>18} "
+          f"{'makespan s':>10} {f'vs {schedules[0]}':>12} {'sim.makespan s':>14} {'compute s/stage':>16} "
           f"{'peak act.':>10}")
     fmt = lambda v, p=3: "/".join(f"{x:.{p}f}" for x in v)  # noqa: E731
     for r in rows:
         m = r["measured"]
         print(f"{r['schedule']:12} {r['median_measured_bubble']:>11.1%} {r['median_simulated_bubble']:>10.1%} "
               f"{r['bubble_ratio']:>6.2f} {fmt(r['bubble_ratio_range'], 2):>12} {r['replay_bubble_ratio']:>6.2f} "
-              f"{r['median_makespan']:>10.3f} "
+              f"{r['median_makespan']:>10.3f} {r['paired_makespan_ratio']:>12.3f} "
               f"{r['median_simulated_makespan']:>14.3f} {fmt(m['compute_per_stage']):>16} "
-              f"{fmt(r['rss_mb_per_stage'], 0):>18} {'/'.join(map(str, m['peak_inflight'])):>10}")
+              f"{'/'.join(map(str, m['peak_inflight'])):>10}")
+    print(f"peak RSS per stage process (all schedules): {fmt(rows[0]['rss_mb_per_stage'], 0)} MB")
     for r in rows:
         r["load_average"] = load
     (a.out / "pipeline_bench.json").write_text(json.dumps(rows, indent=1))
