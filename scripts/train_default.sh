@@ -4,5 +4,5 @@
 # Work files (pages, OCR cache, checkpoints) go to runs/default_work; rerun with --resume to continue.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-nice -n 10 python3 -m training train --config configs/default.yaml --out models/default \
-    --work runs/default_work --max-minutes "${MAX_MINUTES:-26}" "$@"
+nice -n 2 python3 -m training train --config configs/default.yaml --out models/default \
+    --work runs/default_work --max-minutes "${MAX_MINUTES:-30}" "$@"
