@@ -33,7 +33,8 @@ class OCRSettings:
     det_limit_side_len: int = 1280        # longer page side given to the detector (960 loses small print)
     det_box_thresh: float = 0.6
     det_unclip_ratio: float = 1.5
-    rec_batch_num: int = 16               # lines per recognition batch (sorted by width first)
+    rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
+    rec_batch_columns: int = 16 * 320     # most padded input columns per batch: bounds memory on long lines
     use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
@@ -148,7 +149,8 @@ class OCREngine:
         t1 = time.perf_counter()
         image, quads, crops, rotation = self._orient(image, quads)
         t2 = time.perf_counter()
-        texts = recognise(crops, self.rec, self.charset, self.settings.rec_batch_num) if crops else []
+        texts = recognise(crops, self.rec, self.charset, self.settings.rec_batch_num,
+                                           self.settings.rec_batch_columns) if crops else []
         t3 = time.perf_counter()
         if timings is not None:
             for key, dt in (("det", t1 - t0), ("cls", t2 - t1), ("rec", t3 - t2)):

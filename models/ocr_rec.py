@@ -72,17 +72,33 @@ def ctc_decode(probs: np.ndarray, charset: list[str]) -> list[tuple[str, float]]
     return results
 
 
+def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: int) -> list[list[int]]:
+    """Consecutive runs of `order` (sorted narrow to wide) holding at most `max_lines` crops and at most
+    `max_columns` padded columns in all: short lines batch many at a time, long lines few, so a batch's
+    memory (and oneDNN's buffers for its shape) stays bounded whatever the page holds."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (len(current) >= max_lines or (len(current) + 1) * widths[i] > max_columns):
+            batches.append(current)
+            current = []
+        current.append(int(i))
+    if current:
+        batches.append(current)
+    return batches
+
+
 def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndarray], charset: list[str],
-              batch: int) -> list[tuple[str, float]]:
+              batch: int, max_columns: int = 16 * REC_MIN_WIDTH) -> list[tuple[str, float]]:
     """Text and confidence per crop, in the order given."""
-    ratios = [c.shape[1] / max(1, c.shape[0]) for c in crops]
-    order = np.argsort(ratios)
+    widths = []
+    for c in crops:
+        w = max(REC_MIN_WIDTH, int(math.ceil(REC_HEIGHT * c.shape[1] / max(1, c.shape[0]))))
+        widths.append(int(math.ceil(w / REC_WIDTH_STEP) * REC_WIDTH_STEP))
+    order = np.argsort(widths, kind="stable")
     results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
-    for start in range(0, len(crops), batch):
-        idx = order[start:start + batch]
-        max_ratio = max(ratios[i] for i in idx)
-        width = max(REC_MIN_WIDTH, int(math.ceil(REC_HEIGHT * max_ratio)))
-        width = int(math.ceil(width / REC_WIDTH_STEP) * REC_WIDTH_STEP)
+    for idx in _batches(widths, order, batch, max_columns):
+        width = widths[idx[-1]]
         x = np.stack([_resize_pad(crops[i], REC_HEIGHT, width) for i in idx])
         for i, res in zip(idx, ctc_decode(predictor(x), charset)):
             results[i] = res
