@@ -90,3 +90,14 @@ def test_tiny_model_beats_untrained_on_heldout_layouts(tmp_path):
     assert trained.overall().f1 > 0.3
     assert trained.overall().f1 > base.overall().f1 + 0.25
     assert (out / "loss.png").is_file() and (out / "provenance.json").is_file()
+
+
+def test_moving_the_page_keeps_relative_layout():
+    from training.noise import move_page
+    lines = [TaggedLine("发票号码", [100, 50, 200, 70], ["O"] * 4), TaggedLine("07099363", [210, 50, 300, 70], ["O"] * 8),
+             TaggedLine("合计", [100, 400, 150, 420], ["O"] * 2)]
+    moved = move_page(lines, 0.25, 0.2, random.Random(3))
+    assert [ln.box for ln in moved] != [ln.box for ln in lines]
+    a, b, c = (ln.box for ln in moved)
+    assert a[2] < b[0] and a[1] == b[1] and c[1] > a[3]           # left of, same row, below: kept
+    assert [ln.text for ln in moved] == [ln.text for ln in lines]

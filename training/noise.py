@@ -49,6 +49,8 @@ class NoiseConfig:
     merge: float = 0.1            # per pair of neighbours on one row
     jitter: float = 0.03          # box jitter as a share of the line height
     strip_spaces: float = 0.7     # per line: OCR rarely emits the spaces of spaced-out labels
+    page_shift: float = 0.0       # move the whole text block by up to this share of its size
+    page_scale: float = 0.0       # and stretch it by up to this share, x and y apart
     extra_fields: dict = field(default_factory=dict)
 
 
@@ -145,8 +147,30 @@ def jitter(line: TaggedLine, share: float, rng: random.Random) -> TaggedLine:
     return replace(line, box=[x0, y0, max(x0 + 1, x1), max(y0 + 1, y1)])
 
 
+def move_page(lines: list[TaggedLine], shift: float, scale: float, rng: random.Random) -> list[TaggedLine]:
+    """Shift and stretch all boxes of a page together. A few synthetic layouts put each field at
+    nearly the same place on every page; a real form puts it elsewhere. Moving the whole block makes
+    absolute position a weak cue, so the model reads the key text and the relative layout instead."""
+    if not lines or (shift <= 0 and scale <= 0):
+        return lines
+    x0 = min(ln.box[0] for ln in lines)
+    y0 = min(ln.box[1] for ln in lines)
+    w = max(1.0, max(ln.box[2] for ln in lines) - x0)
+    h = max(1.0, max(ln.box[3] for ln in lines) - y0)
+    sx, sy = 1 + rng.uniform(-scale, scale), 1 + rng.uniform(-scale, scale)
+    tx, ty = rng.uniform(-shift, shift) * w, rng.uniform(-shift, shift) * h
+    out = []
+    for ln in lines:
+        bx0, by0, bx1, by1 = ln.box
+        nb = [max(0.0, x0 + (bx0 - x0) * sx + tx), max(0.0, y0 + (by0 - y0) * sy + ty),
+              max(1.0, x0 + (bx1 - x0) * sx + tx), max(1.0, y0 + (by1 - y0) * sy + ty)]
+        out.append(replace(ln, box=nb))
+    return out
+
+
 def add_noise(lines: list[TaggedLine], cfg: NoiseConfig, rng: random.Random) -> list[TaggedLine]:
     """One noisy version of a page's lines (reading order kept)."""
+    lines = move_page(lines, cfg.page_shift, cfg.page_scale, rng)
     out: list[TaggedLine] = []
     for line in lines:
         for part in split(line, cfg, rng):

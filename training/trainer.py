@@ -227,6 +227,8 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
         state = json.loads((ckpt / "state.json").read_text())
         model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
         opt.set_state_dict(paddle.load(str(ckpt / "opt.pdopt")))
+        sched.step(state["step"])          # the learning rate continues where the run stopped
+        state.setdefault("resumed_at", []).append(state["step"])
         print(f"resumed at step {state['step']} from {ckpt}")
     dataset = TrainingSet(pages, vocab, tag_index, type_index, xcfg.max_len,
                           NoiseConfig(**cfg.get("noise", {})), seed + state["step"])
@@ -259,7 +261,7 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
         "command": command, "config": cfg, "seed": seed, "git_commit": git_commit(),
         "train_pages": len(train_recs), "real_ocr_pages": n_ocr, "heldout_pages": len(test_recs),
         "heldout_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in test_recs}),
-        "steps": state["step"], "step_function": how,
+        "steps": state["step"], "step_function": how, "resumed_at_steps": state.get("resumed_at", []),
         "final_loss": float(np.mean(state["losses"][-50:])) if state["losses"] else None,
         "work_dir": str(work)}, ensure_ascii=False, indent=1), encoding="utf-8")
     return out
