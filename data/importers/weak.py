@@ -11,8 +11,8 @@ import csv
 from pathlib import Path
 from typing import Callable
 
-from data.align import align_fields, align_value
-from data.document import Page
+from data.align import FieldHint, Match, align_fields, align_value, hints_from_schema
+from data.document import Page, union_box
 from data.importers.records import CorpusWriter, check_record, find_image, make_line
 from data.importers.report import ImportReport
 
@@ -30,23 +30,78 @@ def sub_box(line: dict, start: int, end: int) -> list[float]:
     return [round(x0 + w * start, 1), y0, round(x0 + w * end, 1), y1]
 
 
-def label_page(page: Page, values: dict[str, str], min_score: float = MIN_SCORE
-               ) -> tuple[list[dict], dict[str, dict], dict[str, float]]:
-    """(lines, confident fields, {key: best score} of the values left out)."""
-    lines = [make_line(i, ln.text, quad=ln.quad) for i, ln in enumerate(page.lines)]
-    texts = [ln["text"] for ln in lines]
-    matches = align_fields(values, texts, min_score=min_score)
+def field_hints(doc_type: str | None) -> dict[str, FieldHint]:
+    """Types and key phrases of a doc type's fields (none for an unknown or missing type: the aligner
+    then matches values as written, which still finds most of them)."""
+    if not doc_type:
+        return {}
+    from data.schemas import list_schemas, load_schema
+    if doc_type not in list_schemas():
+        return {}
+    return hints_from_schema(load_schema(doc_type))
+
+
+def _merge_lines(lines: list[dict], matches: dict[str, Match]) -> tuple[list[dict], dict[int, tuple[int, int]]]:
+    """Join lines that one value runs across (OCR cut a printed line in two) into one line.
+
+    Returns the new lines (ids renumbered) and, for every old line, (new line id, offset of its first
+    character in the new line's text)."""
+    joined: dict[int, list[int]] = {}            # first line -> the lines joined to it, in order
+    owner: dict[int, int] = {}
+    for m in matches.values():
+        group = [li for li, _, _ in m.parts]
+        if len(group) < 2:
+            continue
+        first = owner.get(group[0], group[0])
+        chain = joined.setdefault(first, [first])
+        for li in group[1:]:
+            if li not in owner and li not in joined:
+                chain.append(li)
+                owner[li] = first
+    out, where = [], {}
+    for i, line in enumerate(lines):
+        if i in owner:
+            continue
+        group = joined.get(i, [i])
+        new_id, offset, texts = len(out), 0, []
+        for li in group:
+            where[li] = (new_id, offset)
+            texts.append(lines[li]["text"])
+            offset += len(lines[li]["text"])
+        if len(group) == 1:
+            out.append({**line, "id": new_id})
+        else:
+            box = union_box([lines[li]["box"] for li in group])
+            out.append(make_line(new_id, "".join(texts), box=box))
+    return out, where
+
+
+def label_page(page: Page, values: dict[str, str], min_score: float = MIN_SCORE,
+               doc_type: str | None = None) -> tuple[list[dict], dict[str, dict], dict[str, float]]:
+    """(lines, confident fields, {key: best score} of the values left out).
+
+    With `doc_type` the schema's field types and key phrases guide the alignment (printed date and
+    大写 forms, which copy of a repeated figure). A value OCR cut across two lines side by side
+    joins those lines into one in the returned lines, so every label is one span of one line."""
+    ocr_lines = [make_line(i, ln.text, quad=ln.quad) for i, ln in enumerate(page.lines)]
+    texts = [ln["text"] for ln in ocr_lines]
+    hints = field_hints(doc_type)
+    matches = align_fields(values, texts, min_score=min_score, boxes=[ln["box"] for ln in ocr_lines],
+                           hints=hints)
+    lines, where = _merge_lines(ocr_lines, matches)
     fields, dropped = {}, {}
     for key, value in values.items():
         m = matches.get(key)
         if m is None:
-            near = align_value(value, texts, min_score=0.0)
+            near = align_value(value, texts, min_score=0.0, field_type=hints[key].type if key in hints else None)
             dropped[key] = near.score if near else 0.0
             continue
-        line = lines[m.line]
-        fields[key] = {"value": value, "text": line["text"][m.start:m.end], "line": line["id"],
-                       "span": [m.start, m.end], "box": sub_box(line, m.start, m.end),
-                       "score": m.score}
+        (first, s, _), (last, _, e) = m.parts[0], m.parts[-1]
+        line_id, off = where[first]
+        start, end = off + s, where[last][1] + e
+        line = lines[line_id]
+        fields[key] = {"value": value, "text": line["text"][start:end], "line": line_id,
+                       "span": [start, end], "box": sub_box(line, start, end), "score": m.score}
     return lines, fields, dropped
 
 
@@ -75,18 +130,19 @@ def import_csv(src: Path, writer: CorpusWriter, report: ImportReport, doc_type: 
                 report.bad(path, lineno, f"image {row.get('image')!r} not found beside {path.name}")
                 continue
             values = {k: (row.get(k) or "").strip() for k in keys if (row.get(k) or "").strip()}
+            rec_type = (row.get("doc_type") or "").strip() or doc_type
             try:
                 page = ocr(image)
             except Exception as e:            # one unreadable image must not stop the import
                 report.bad(path, lineno, f"OCR failed on {image.name}: {e}")
                 continue
-            lines, fields, dropped = label_page(page, values, min_score)
+            lines, fields, dropped = label_page(page, values, min_score, doc_type=rec_type)
             for key, score in dropped.items():
                 report.weak(path, lineno, f"{key}={values[key]!r} not found in the OCR text "
                                           f"(best match {score:.2f} < {min_score}); left unlabelled")
             report.fields_placed += len(fields)
             report.fields_dropped += len(dropped)
-            rec = {"image": image.name, "doc_type": (row.get("doc_type") or "").strip() or doc_type,
+            rec = {"image": image.name, "doc_type": rec_type,
                    "layout": None, "width": page.width, "height": page.height, "lines": lines,
                    "fields": fields, "items": [], "pairs": [], "weak": True}
             errs = check_record(rec)
