@@ -2,8 +2,10 @@
 
 CSV columns: `image` (path relative to the CSV), optionally `doc_type`, and one column per field key.
 Each image is OCR'd (the caller passes the OCR function, so data/ stays free of models/), each value
-is aligned to the OCR lines by data/align.py (normalised, fuzzy, digit-aware), and only alignments
-scoring at least `min_score` become labels. Every value left out is reported with its CSV line.
+is aligned to the OCR lines by data/align.py (normalised, fuzzy, digit-aware; with the doc type's
+schema it also knows printed forms such as 2024年03月05日 for 2024-03-05 or 大写 words for a figure,
+and which copy of a repeated figure sits beside the field's key phrase), and only alignments scoring
+at least `min_score` become labels. Every value left out is reported with its CSV line.
 """
 from __future__ import annotations
 
