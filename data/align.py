@@ -308,8 +308,21 @@ def _key_spots(phrases: Iterable[str], lines: list[str], boxes: list[Box] | None
     return sorted(spots)
 
 
+def page_tilt(quads: list[list[list[float]]]) -> float:
+    """Slope (dy/dx) of the text rows of a photographed page: the median slope of the top edges of
+    OCR quads of lines at least three times as wide as high (short lines give noisy angles)."""
+    slopes = []
+    for q in quads:
+        (x0, y0), (x1, y1) = q[0], q[1]
+        h = abs(q[3][1] - q[0][1])
+        if x1 - x0 > 3 * max(1.0, h):
+            slopes.append((y1 - y0) / (x1 - x0))
+    slopes.sort()
+    return slopes[len(slopes) // 2] if slopes else 0.0
+
+
 def _distance(m: Match, spots: list[tuple[int, int, int]], lines: list[str],
-              boxes: list[Box] | None) -> float:
+              boxes: list[Box] | None, tilt: float = 0.0) -> float:
     """How far the match sits from the nearest key phrase, in line heights; smaller is closer.
     Same line after the key < same row to its right < below it < anywhere else."""
     best = float("inf")
@@ -325,8 +338,11 @@ def _distance(m: Match, spots: list[tuple[int, int, int]], lines: list[str],
         h = max(1.0, min(kb[3] - kb[1], vb[3] - vb[1]))
         h_overlap = min(kb[2], vb[2]) - max(kb[0], vb[0])
         gap = vb[0] - kb[2]
-        dy = abs((vb[1] + vb[3]) - (kb[1] + kb[3])) / 2
-        # same row, value to the right; a photo tilted a few degrees moves a far value up or down
+        # the key's row continued to the value's x along the page's tilt (rows of a receipt photo
+        # 5 degrees off level climb a full row height in 230 px)
+        row_y = (kb[1] + kb[3]) / 2 + tilt * ((vb[0] + vb[2]) - (kb[0] + kb[2])) / 2
+        dy = abs((vb[1] + vb[3]) / 2 - row_y)
+        # same row, value to the right; what tilt is left unmeasured moves a far value up or down
         # by a share of its distance, so the row test allows 0.07 px per px and ranks by offset
         if gap >= -h and dy <= 0.6 * h + 0.07 * max(0.0, gap):
             d = 1.0 + dy / h + max(0.0, gap) / h / 50.0
@@ -355,13 +371,15 @@ def _candidates(forms: list[str], texts: list[_Text], masked_norm: list[str], mi
 
 
 def align_fields(values: dict[str, str], lines: list[str], min_score: float = 0.75,
-                 boxes: list[Box] | None = None, hints: dict[str, FieldHint] | None = None
-                 ) -> dict[str, Match]:
+                 boxes: list[Box] | None = None, hints: dict[str, FieldHint] | None = None,
+                 tilt: float = 0.0) -> dict[str, Match]:
     """Align several values; longer values first, and two fields never claim overlapping characters.
 
     `boxes` (one [x0, y0, x1, y1] per line) lets a value run across two lines OCR cut apart and ranks
     copies of a value by their place next to the key phrase; `hints` ({key: FieldHint}, see
-    `hints_from_schema`) gives each field's type (for its printed forms) and key phrases.
+    `hints_from_schema`) gives each field's type (for its printed forms) and key phrases; `tilt`
+    (see `page_tilt`) is the slope of the page's text rows, so a key and its value far to the right
+    on a photographed page still count as one row.
     """
     hints = hints or {}
     texts = _texts(lines, boxes)
@@ -381,7 +399,7 @@ def align_fields(values: dict[str, str], lines: list[str], min_score: float = 0.
         near = [c for c in cands if c.score >= top - TIE_MARGIN]
         if len(near) > 1 and hint.key_phrases:
             spots = _key_spots(hint.key_phrases, lines, boxes)
-            near.sort(key=lambda c: (_distance(c, spots, lines, boxes), -c.score, len(c.parts)))
+            near.sort(key=lambda c: (_distance(c, spots, lines, boxes, tilt), -c.score, len(c.parts)))
         else:
             near.sort(key=lambda c: (-c.score, len(c.parts), c.end - c.start))
         m = near[0]

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 from typing import Callable
 
-from data.align import FieldHint, Match, align_fields, align_value, hints_from_schema
+from data.align import FieldHint, Match, align_fields, align_value, hints_from_schema, page_tilt
 from data.document import Page, union_box
 from data.importers.records import CorpusWriter, check_record, find_image, make_line
 from data.importers.report import ImportReport
@@ -89,7 +89,7 @@ def label_page(page: Page, values: dict[str, str], min_score: float = MIN_SCORE,
     texts = [ln["text"] for ln in ocr_lines]
     hints = field_hints(doc_type)
     matches = align_fields(values, texts, min_score=min_score, boxes=[ln["box"] for ln in ocr_lines],
-                           hints=hints)
+                           hints=hints, tilt=page_tilt([ln.quad for ln in page.lines]))
     lines, where = _merge_lines(ocr_lines, matches)
     fields, dropped = {}, {}
     for key, value in values.items():
