@@ -1,7 +1,7 @@
 """OCR accuracy and speed: our engine (models/ocr.py) against PaddleOCR 2.10's default call on the
 same PP-OCRv4 model files, side by side in one run, each engine in its own process.
 
-    python -m bench.ocr_bench [--clean 3] [--degraded 3] [--real all|N|none] [--engines ours,paddleocr]
+    python -m bench.ocr_bench [--clean 3] [--degraded 3] [--real all|N|none] [--engines ours,paddleocr,ours_dense]
                               [--out bench/results/ocr_bench.json] [--settings '{"det_limit_side_len": 960}']
 
 Pages: generated VAT invoices (`python -m data.synth`, clean and heavily degraded, fixed seeds) and
@@ -61,7 +61,14 @@ def worker(engine_name: str, pages_file: str, out_file: str, settings_json: str)
     import cv2
     pages = json.loads(Path(pages_file).read_text(encoding="utf-8"))
     t0 = time.perf_counter()
-    read = _ours(settings_json) if engine_name == "ours" else _paddleocr_default()
+    if engine_name == "ours":
+        read = _ours(settings_json)
+    elif engine_name == "ours_dense":        # our engine with the detector given 1280 px (dense small print)
+        read = _ours(json.dumps({**json.loads(settings_json or "{}"), "det_limit_side_len": 1280}))
+    elif engine_name == "paddleocr":
+        read = _paddleocr_default()
+    else:
+        raise SystemExit(f"unknown engine {engine_name!r}; use ours, ours_dense or paddleocr")
     load_s = time.perf_counter() - t0
     read(cv2.imread(pages[0]["image"]))                       # warm-up, untimed
     results, wall, cpu = [], 0.0, 0.0
@@ -142,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--degraded", type=int, default=3, help="generated heavily degraded VAT invoices (default 3)")
     p.add_argument("--real", default="all", help="real sample pages: all, none or the first N (default all)")
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
-    p.add_argument("--engines", default="ours,paddleocr", help="comma-separated: ours, paddleocr")
+    p.add_argument("--engines", default="ours,paddleocr", help="comma-separated: ours, paddleocr, ours_dense (ours at det 1280)")
     p.add_argument("--settings", default="{}", help="JSON of OCRSettings overrides for our engine")
     p.add_argument("--out", default="bench/results/ocr_bench.json", help="where to write the JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)

@@ -30,7 +30,8 @@ class OCRSettings:
     """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md)."""
     cpu_threads: int = field(default_factory=default_threads)
     enable_mkldnn: bool = True            # oneDNN kernels: the largest single CPU speed-up
-    det_limit_side_len: int = 1280        # longer page side given to the detector (960 loses small print)
+    det_limit_side_len: int = 960         # longer page side given to the detector; 1280 reads dense small print
+                                          # (newspapers) better but costs ~1.5x on such pages (bench/README.md)
     det_box_thresh: float = 0.6
     det_unclip_ratio: float = 1.5
     rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
