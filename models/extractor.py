@@ -180,7 +180,28 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
             cur = Span(key, li, ci, ci + 1, p)
             scores = [p]
             out.append(cur)
+        for sp in out:
+            if sp.line == li:
+                _extend_left(sp, line_texts[li] if line_texts else None, probs, mass, keys)
     return out
+
+
+def _extend_left(sp: Span, text: str | None, probs: np.ndarray, mass: np.ndarray, keys: list[str],
+                 floor: float = 0.1) -> None:
+    """Grow a span leftwards over characters that still give its field some mass, up to a colon or
+    the line start: a small model often loses the first character or two of a value after "：",
+    but rarely gives them to another field."""
+    if not text:
+        return
+    t = keys.index(sp.key) + 1
+    i = sp.start - 1
+    while i >= 0 and text[i] not in ":：" and (np.isnan(probs[i]).any() or mass[i, t] >= floor) \
+            and (np.isnan(probs[i]).any() or mass[i].argmax() in (0, t)):
+        i -= 1
+    first = i + 1
+    while first < sp.start and text[first].isspace():
+        first += 1
+    sp.start = first
 
 
 def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
