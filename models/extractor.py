@@ -422,8 +422,10 @@ class Extractor:
         if schema is None or doc.doc_type == GENERIC:
             return
         from data.validate import validate_fields
-        values: dict = {k: f.value for k, f in doc.fields.items()}
-        values["items"] = [{k: f.value for k, f in row.items()} for row in doc.items]
+        # Field objects: the validators read `raw` first (大写金额 must be checked as words, not as
+        # the figure it normalises to)
+        values: dict = dict(doc.fields)
+        values["items"] = [dict(row) for row in doc.items]
         result, warnings = validate_fields(schema, values)
         for key, ok in result.items():
             if key in doc.fields:
