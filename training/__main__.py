@@ -18,9 +18,15 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the work dir")
     p.add_argument("--steps", type=int, help="override train.steps")
     p.add_argument("--max-minutes", type=float, help="stop (and save) after this many minutes")
-    p.add_argument("--pipeline-stages", type=int, help="pipeline stages (1 = one process)")
-    p.add_argument("--micro-batches", type=int, help="micro-batches per step for the pipeline engine")
+    p.add_argument("--pipeline-stages", type=int,
+                   help="pipeline stages the model's blocks are cut into (default: the config's pipeline.stages; "
+                        "1 = the same engine with one stage)")
+    p.add_argument("--micro-batches", type=int, help="micro-batches per step (must divide train.batch_size)")
     p.add_argument("--schedule", choices=["gpipe", "1f1b", "interleaved", "zbh1"], help="pipeline schedule")
+    p.add_argument("--transport", choices=["inprocess", "dist"],
+                   help="inprocess: every stage in this process; dist: one process per stage, started with "
+                        "`python -m paddle.distributed.launch --nproc_per_node N training/launch_train.py train ...` "
+                        "(default: dist when started by the launcher, else inprocess)")
     p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation at the end")
 
 
@@ -32,12 +38,25 @@ def _train(a: argparse.Namespace) -> int:
     if a.steps:
         cfg["train"]["steps"] = a.steps
     pipe = cfg.setdefault("pipeline", {})
-    for k, v in (("stages", a.pipeline_stages), ("micro_batches", a.micro_batches), ("schedule", a.schedule)):
+    for k, v in (("stages", a.pipeline_stages), ("micro_batches", a.micro_batches), ("schedule", a.schedule),
+                 ("transport", a.transport)):
         if v is not None:
             pipe[k] = v
+    from training.step import check_pipeline, is_lead_process
+    try:
+        check_pipeline(pipe, batch_size=int(cfg["train"].get("batch_size", 8)))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     out = Path(a.out or cfg.get("out") or "runs/model")
     command = "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:])
-    train(cfg, out, Path(a.work) if a.work else None, a.resume, command, a.max_minutes)
+    try:
+        train(cfg, out, Path(a.work) if a.work else None, a.resume, command, a.max_minutes)
+    except ValueError as exc:     # e.g. more stages than the model has blocks
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not is_lead_process():     # one process per stage: the lead evaluates and reports
+        return 0
     if not a.no_eval:
         from models.extractor import Extractor
         work = Path(a.work) if a.work else out.parent / (out.name + "_work")

@@ -6,9 +6,11 @@ What a run does, in order (every step is resumable from the work directory):
 1. corpus: reads `data.corpus` JSONL, or generates pages with `python -m data.synth` per doc type;
    whole layouts are held out for evaluation (data/corpus.py `split_by_layout`);
 2. real OCR of a share of the training images (cached), labelled by aligning GT values (data/align.py);
-3. training through the pipeline engine when training/pipeline/engine.py is there (stages=1 unless
-   `--pipeline-stages` says otherwise), else a one-process step with the same `train_step` interface;
-   a checkpoint every `checkpoint_every` steps; `--resume` continues from the last one;
+3. training through the pipeline engine (training/step.py; `pipeline:` in the config or
+   `--pipeline-stages N --micro-batches M --schedule S [--transport inprocess|dist]`; one stage is the
+   same engine), in one process or one process per stage under paddle.distributed.launch
+   (training/launch_train.py); a checkpoint every `checkpoint_every` steps (per stage);
+   `--resume` continues from the last one;
 4. the model directory: weights, vocab, labels, schemas, loss curve PNG, metrics.json (held-out
    layouts, GT lines) and provenance.json (config, seed, command, git commit).
 """
@@ -34,10 +36,11 @@ from data.corpus import corpus_from_synth_dir, read_corpus, split_by_layout, wri
 from data.document import Page
 from models.encoder import EncoderConfig
 from models.extractor import ExtractorConfig, save_model
-from models.heads import loss_fn, schema_field_keys, tag_labels
+from models.heads import schema_field_keys, tag_labels
 from models.tokenizer import Tokenizer
 from training.dataset import TaggedPage, TrainingSet, collate, gt_lines, ocr_lines
 from training.noise import NoiseConfig
+from training.step import check_pipeline, lead_first
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,48 +136,21 @@ def _rid(rec: dict) -> str:
 
 # --- step functions ----------------------------------------------------------------------------------
 
-class LocalStep:
-    """One-process training step with the pipeline engine's interface: `train_step(inputs, labels)`."""
-
-    def __init__(self, model, optimizer, loss):
-        self.model, self.optimizer, self.loss = model, optimizer, loss
-
-    def train_step(self, inputs: tuple, labels: dict) -> float:
-        self.model.train()
-        out = self.model(*inputs)
-        loss = self.loss(out, labels)
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.clear_grad()
-        return float(loss)
+def make_step(model, lr_schedule, tcfg: dict, pipe: dict):
+    """The training step: the pipeline engine over the model's blocks (one stage is its degenerate
+    case) with one AdamW per stage and global-norm clipping across stages. Returns (step, description);
+    a bad combination of pipeline settings raises ValueError saying which flag to change."""
+    from training.step import EngineStep, extractor_loss
+    step = EngineStep(model.blocks(), extractor_loss, lr_schedule, pipe,
+                      weight_decay=float(tcfg.get("weight_decay", 0.01)), clip_norm=1.0,
+                      batch_size=int(tcfg.get("batch_size", 8)))
+    return step, step.how
 
 
-def make_step(model, optimizer, loss, pipe: dict):
-    """The pipeline engine when it exists and was asked for, else the local step."""
-    stages = int(pipe.get("stages", 1))
-    try:
-        from training.pipeline.engine import PipelineEngine  # noqa: F401
-    except ImportError:
-        if stages > 1:
-            raise SystemExit("--pipeline-stages > 1 needs training/pipeline/engine.py, which is not "
-                             "installed in this checkout; train with --pipeline-stages 1")
-        return LocalStep(model, optimizer, loss), "local"
-    try:
-        engine = PipelineEngine(model.blocks(), loss, optimizer=optimizer, stages=stages,
-                                micro_batches=int(pipe.get("micro_batches", 1)),
-                                schedule=pipe.get("schedule", "1f1b"))
-        return engine, f"pipeline(stages={stages}, schedule={pipe.get('schedule', '1f1b')})"
-    except TypeError as exc:
-        if stages > 1:
-            raise SystemExit(f"the pipeline engine rejected our arguments ({exc}); train with "
-                             f"--pipeline-stages 1 or update training/trainer.py make_step")
-        return LocalStep(model, optimizer, loss), "local"
-
-
-def to_tensors(inputs: dict, labels: dict) -> tuple[tuple, dict]:
-    t = {k: paddle.to_tensor(v) for k, v in inputs.items()}
-    return ((t["input_ids"], t["bbox"], None, t["attention_mask"]),
-            {k: paddle.to_tensor(v) for k, v in labels.items()})
+def to_tensors(inputs: dict, labels: dict) -> tuple[tuple, tuple]:
+    """collate's arrays -> (inputs, labels) as the engine takes them (training/step.py)."""
+    from training.step import extractor_batch
+    return extractor_batch(inputs, labels)
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -190,7 +166,9 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     work.mkdir(parents=True, exist_ok=True)
     tcfg, mcfg, data = cfg["train"], cfg["model"], cfg["data"]
 
-    train_recs, test_recs = build_corpus(cfg, work)
+    pipe = check_pipeline(cfg.get("pipeline", {}), batch_size=int(tcfg.get("batch_size", 8)))
+    # one process per stage: the lead generates (and OCRs) the corpus, the others read what it wrote
+    train_recs, test_recs = lead_first(lambda: build_corpus(cfg, work), pipe)
     doc_types = sorted({str(r.get("doc_type")) for r in train_recs + test_recs})
     keys, _ = schema_field_keys([d for d in doc_types if _has_schema(d)])
     labels = tag_labels(keys)
@@ -203,7 +181,7 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     if n_ocr:
         rng = random.Random(seed)
         chosen = rng.sample(train_recs, min(n_ocr, len(train_recs)))
-        ocr = ocr_records(chosen, work / "ocr_train.jsonl")
+        ocr = lead_first(lambda: ocr_records(chosen, work / "ocr_train.jsonl"), pipe)
         repeat = int(data.get("real_ocr_repeat", 2))   # real OCR pages are few: show them more often
         pages += [ocr_lines(r, ocr[_rid(r)]) for r in chosen if _rid(r) in ocr] * repeat
 
@@ -216,17 +194,13 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     warmup = int(tcfg.get("warmup", 100))
     lr = float(tcfg.get("lr", 5e-4))
     sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
-    opt = paddle.optimizer.AdamW(learning_rate=sched, parameters=model.parameters(),
-                                 weight_decay=float(tcfg.get("weight_decay", 0.01)),
-                                 grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
-    step_fn, how = make_step(model, opt, loss_fn, cfg.get("pipeline", {}))
+    step_fn, how = make_step(model, sched, tcfg, pipe)
 
     ckpt = work / "checkpoint"
     state = {"step": 0, "losses": []}
     if resume and (ckpt / "state.json").is_file():
         state = json.loads((ckpt / "state.json").read_text())
-        model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
-        opt.set_state_dict(paddle.load(str(ckpt / "opt.pdopt")))
+        _restore(step_fn, model, ckpt)
         sched.step(state["step"])          # the learning rate continues where the run stopped
         state.setdefault("resumed_at", []).append(state["step"])
         print(f"resumed at step {state['step']} from {ckpt}")
@@ -235,26 +209,32 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     bs = int(tcfg.get("batch_size", 8))
     every = int(tcfg.get("checkpoint_every", 200))
     deadline = time.time() + 60 * max_minutes if max_minutes else None
-    bar = tqdm(total=steps, initial=state["step"], desc=f"training [{how}]", unit="step")
+    bar = tqdm(total=steps, initial=state["step"], desc=f"training [{how}]", unit="step", disable=not step_fn.lead)
     batches: list = []
     while state["step"] < steps:
         if not batches:
             batches = dataset.batches(bs, dataset.epoch())
-        inputs, labs = to_tensors(*collate(batches.pop()))
-        loss = step_fn.train_step(inputs, labs)
+        batch = batches.pop()
+        batch = batch[:step_fn.usable_rows(len(batch))]     # the last, short batch of an epoch
+        if not batch:
+            continue
+        loss = step_fn.train_step(*to_tensors(*collate(batch)))
         sched.step()
         state["step"] += 1
         state["losses"].append(round(loss, 5))
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(state['losses'][-20:]):.4f}")
         if state["step"] % every == 0 or state["step"] == steps:
-            _checkpoint(model, opt, state, ckpt)
+            _checkpoint(step_fn, state, ckpt)
         if deadline and time.time() > deadline:
             print(f"time budget of {max_minutes} min reached at step {state['step']}; saving")
-            _checkpoint(model, opt, state, ckpt)
+            _checkpoint(step_fn, state, ckpt)
             break
     bar.close()
 
+    step_fn.gather(ckpt)            # one process per stage: the lead collects every stage's weights
+    if not step_fn.lead:
+        return out
     save_model(model, xcfg, vocab, out)
     plot_losses(state["losses"], out / "loss.png")
     (out / "provenance.json").write_text(json.dumps({
@@ -272,13 +252,24 @@ def _has_schema(name: str) -> bool:
     return name in list_schemas()
 
 
-def _checkpoint(model, opt, state: dict, ckpt: Path) -> None:
-    ckpt.mkdir(parents=True, exist_ok=True)
-    paddle.save(model.state_dict(), str(ckpt / "model.pdparams.tmp"))
-    paddle.save(opt.state_dict(), str(ckpt / "opt.pdopt.tmp"))
-    (ckpt / "model.pdparams.tmp").replace(ckpt / "model.pdparams")
-    (ckpt / "opt.pdopt.tmp").replace(ckpt / "opt.pdopt")
-    (ckpt / "state.json").write_text(json.dumps(state))   # written last: it marks a whole checkpoint
+def _checkpoint(step_fn, state: dict, ckpt: Path) -> None:
+    step_fn.save(ckpt)               # per-stage weights + optimizer states (every process its own)
+    if step_fn.lead:                 # written last: it marks a whole checkpoint
+        (ckpt / "state.json.tmp").write_text(json.dumps(state))
+        (ckpt / "state.json.tmp").replace(ckpt / "state.json")
+    step_fn.barrier()
+
+
+def _restore(step_fn, model, ckpt: Path) -> None:
+    """Resume weights and optimizer states; checkpoints written before the engine (model.pdparams +
+    opt.pdopt of one optimizer) still load into a one-stage run."""
+    if step_fn.has_checkpoint(ckpt):
+        step_fn.load(ckpt)
+        return
+    if step_fn.stages != 1:
+        raise SystemExit(f"{ckpt} holds a one-process checkpoint; resume it with --pipeline-stages 1")
+    model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
+    step_fn.load_optimizer_states([paddle.load(str(ckpt / "opt.pdopt"))])
 
 
 def plot_losses(losses: list[float], path: Path) -> None:
