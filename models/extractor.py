@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -144,8 +145,38 @@ def _vote_alnum_runs(text: str | None, best: np.ndarray) -> np.ndarray:
     return best
 
 
+COLONS = ":："
+
+
+def _vote_segments(text: str | None, best: np.ndarray, visible: np.ndarray, vote: np.ndarray,
+                   share: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Between two colons (or a colon and the line's end) OCR text holds one value, maybe followed
+    by the next key phrase. When most of a segment's tagged characters name one free-text field
+    (`vote[k]`: names, addresses, titles), its first to last tagged character all take that field:
+    a tiny model scatters other fields' tags over a long name (深圳蛋糕 with 蛋 as an item) and a
+    value split in pieces loses all but one. Returns (new best, voted mask)."""
+    voted = np.zeros(len(best), dtype=bool)
+    if not text:
+        return best, voted
+    best = best.copy()
+    bounds = [-1] + [i for i, ch in enumerate(text) if ch in COLONS] + [len(text)]
+    for a, b in zip(bounds, bounds[1:]):
+        seg = [i for i in range(a + 1, b) if visible[i]]
+        tagged = [i for i in seg if best[i] != 0]
+        if len(tagged) < 2:
+            continue
+        keyed = [int(best[i]) for i in tagged]
+        k = max(set(keyed), key=keyed.count)
+        if not vote[k] or keyed.count(k) < share * len(tagged) or len(tagged) < 0.4 * len(seg):
+            continue
+        first, last = tagged[0], tagged[-1]
+        best[first:last + 1] = k
+        voted[first:last + 1] = True
+    return best, voted
+
+
 def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
-           line_texts: list[str] | None = None) -> list[Span]:
+           line_texts: list[str] | None = None, vote_keys: set[str] | None = None) -> list[Span]:
     """Spans per line from per-character tag probabilities, restricted to the `allowed` tags.
 
     Each character takes the key with the most mass p(B-key) + p(I-key) (or O): a tiny model is
@@ -155,12 +186,16 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
     keys = sorted({lab[2:] for lab, ok in zip(tag_labels, allowed) if ok and lab != "O"})
     b_col = np.array([tag_labels.index(f"B-{k}") for k in keys], dtype=int)
     i_col = np.array([tag_labels.index(f"I-{k}") for k in keys], dtype=int)
+    vote = np.array([False] + [k in (vote_keys or ()) for k in keys])
     out: list[Span] = []
     for li, probs in enumerate(line_probs):
         if probs is None or not len(probs):
             continue
         mass = np.concatenate([probs[:, :1], probs[:, b_col] + probs[:, i_col]], axis=1)  # [chars, 1+K]
-        best = _vote_alnum_runs(line_texts[li] if line_texts else None, mass.argmax(-1))
+        text = line_texts[li] if line_texts else None
+        best = _vote_alnum_runs(text, np.nan_to_num(mass, nan=-1.0).argmax(-1))
+        visible = ~np.isnan(probs).any(-1)
+        best, voted = _vote_segments(text, best, visible, vote)
         cur: Span | None = None
         scores: list[float] = []
         for ci, t in enumerate(best):
@@ -172,7 +207,7 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
             key = keys[t - 1]
             p = float(mass[ci, t])
             strong_b = probs[ci, b_col[t - 1]] > 0.5 and probs[ci, b_col[t - 1]] > 2 * probs[ci, i_col[t - 1]]
-            if cur is not None and key == cur.key and not strong_b:
+            if cur is not None and key == cur.key and (voted[ci] or not strong_b):
                 cur.end = ci + 1
                 scores.append(p)
                 cur.score = float(np.mean(scores))
@@ -227,6 +262,50 @@ def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np
         else:
             out += mine
     return out
+
+
+# What a value of each parsed type looks like inside OCR text that may carry junk around it
+# ("V358.98", "2024-08-3012:30" where OCR lost the space before the time).
+TYPE_SHAPES = {
+    "date": r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?",
+    "amount": r"-?\d[\d,]*(?:\.\d{1,2})?",
+    "tax_id": r"[0-9A-Z]{20}|[0-9A-Z]{18}|[0-9A-Z]{15}",
+    "credit_code": r"[0-9A-Z]{18}",
+    "id_number": r"\d{17}[\dXx]",
+}
+TAX_ID = re.compile(r"[0-9A-Z]{15}|[0-9A-Z]{18}|[0-9A-Z]{20}")
+
+
+def _plausible(spec, raw: str) -> bool:
+    """Whether a candidate's text reads as the field's type (and pattern, when the schema has one)."""
+    raw = _clean(raw)
+    if not raw:
+        return False
+    value = normalize_value(spec.type, raw)
+    if value is None:
+        return False
+    if spec.type == "tax_id" and not TAX_ID.fullmatch(value):
+        return False
+    if spec.type == "id_number" and len(value) != 18:
+        return False
+    if spec.pattern and spec.type in ("code", "id_number", "tax_id", "credit_code"):
+        return re.fullmatch(spec.pattern, value) is not None
+    return True
+
+
+def _trim_to_type(sp: Span, spec, text: str) -> Span:
+    """A span whose text does not read as its type but holds a part that does shrinks to that part
+    (the first, longest-first match of the type's shape or the schema's pattern)."""
+    raw = _clean(text[sp.start:sp.end])
+    if _plausible(spec, raw) or (spec.type in ("code", "tax_id", "id_number", "credit_code") and raw.isalnum()):
+        return sp      # a clean run of letters and digits is the value as read, even off-pattern
+    shape = spec.pattern if spec.pattern and spec.type == "code" else TYPE_SHAPES.get(spec.type)
+    if not shape:
+        return sp
+    for m in re.finditer(shape, text[sp.start:sp.end]):
+        if _plausible(spec, m.group()):
+            return Span(sp.key, sp.line, sp.start + m.start(), sp.start + m.end(), sp.score)
+    return sp
 
 
 def _char_box(line: Line, start: int, end: int) -> list[float]:
@@ -333,8 +412,10 @@ class Extractor:
                 spans = _form_spans(pred["probs"], self.tag_labels, allowed, [ln.text for ln in page.lines])
                 doc.pairs += self._pairs(page, spans, pred["link"])
             else:
+                schema = self.schemas[doc.doc_type]
+                free_text = {f.key for f in schema.fields if f.type == "text"}
                 self._fields(doc, page, _spans(pred["probs"], self.tag_labels, allowed,
-                                               [ln.text for ln in page.lines]))
+                                               [ln.text for ln in page.lines], free_text))
         self._validate(doc)
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc
@@ -352,11 +433,13 @@ class Extractor:
         schema = self.schemas[doc.doc_type]
         specs = {f.key: f for f in schema.fields}
         item_specs = {f.key: f for f in schema.item_fields}
-        for s in sorted(spans, key=lambda s: -s.score):
-            if s.key in specs and _clean(page.lines[s.line].text[s.start:s.end]):
-                if s.key not in doc.fields or doc.fields[s.key].score < s.score:
-                    if s.key not in doc.fields:
-                        doc.fields[s.key] = self._make_field(s.key, specs[s.key], page, s)
+        header = [_trim_to_type(s, specs[s.key], page.lines[s.line].text) for s in spans if s.key in specs]
+        # a value that reads as its type (a date that parses, an 18-character tax ID) beats a more
+        # confident one that does not; among equals the most confident wins
+        for s in sorted(header, key=lambda s: (not _plausible(specs[s.key], page.lines[s.line].text[s.start:s.end]),
+                                               -s.score)):
+            if s.key not in doc.fields and _clean(page.lines[s.line].text[s.start:s.end]):
+                doc.fields[s.key] = self._make_field(s.key, specs[s.key], page, s)
         # item rows: group item spans by their line's vertical centre
         items = [s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs]
         items.sort(key=lambda s: ((page.lines[s.line].box[1] + page.lines[s.line].box[3]) / 2,

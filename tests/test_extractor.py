@@ -113,3 +113,43 @@ def test_a_number_is_never_split_between_fields():
     rows = [{"O": 1.0}] * 2 + [{"I-invoice_code": 0.9, "O": 0.1}] * 9 + [{"I-invoice_number": 0.8, "O": 0.2}] * 3
     spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text])
     assert [(s.key, text[s.start:s.end]) for s in spans] == [("invoice_code", "031012306531")]
+
+
+def test_a_name_after_its_colon_keeps_one_field_when_the_model_scatters_tags():
+    from models.extractor import _spans
+    labels = ["O", "B-seller_name", "I-seller_name", "B-items.name", "I-items.name"]
+    text = "称：深圳蛋糕餐饮有限公司"
+    rows = ([{"O": 1.0}] * 2 + [{"B-seller_name": 0.8, "O": 0.2}, {"I-seller_name": 0.9, "O": 0.1},
+                                 {"I-items.name": 0.6, "I-seller_name": 0.4}]
+            + [{"I-seller_name": 0.7, "B-seller_name": 0.25, "O": 0.05}] * 7)
+    probs = [_probs(labels, rows)]
+    voted = _spans(probs, labels, np.ones(len(labels), bool), [text], {"seller_name"})
+    assert [(s.key, text[s.start:s.end]) for s in voted] == [("seller_name", "深圳蛋糕餐饮有限公司")]
+    # without the vote (a field that is not free text) the stray item tag still splits the name
+    plain = _spans(probs, labels, np.ones(len(labels), bool), [text])
+    assert ("seller_name", "深圳蛋糕餐饮有限公司") not in [(s.key, text[s.start:s.end]) for s in plain]
+
+
+def test_a_value_with_junk_shrinks_to_what_reads_as_its_type():
+    from data.schemas import FieldSpec
+    from models.extractor import Span, _plausible, _trim_to_type
+    date = FieldSpec(key="date", label="日期", type="date")
+    text = "日期：2024-08-3012:30"
+    sp = _trim_to_type(Span("date", 0, 3, len(text), 0.9), date, text)
+    assert text[sp.start:sp.end] == "2024-08-30"
+    tax = FieldSpec(key="buyer_tax_id", label="纳税人识别号", type="tax_id")
+    assert _plausible(tax, "91011111AA2AAAAA00") and not _plausible(tax, "9579400323")
+    code = FieldSpec(key="invoice_code", label="发票代码", type="code", pattern=r"\d{10}|\d{12}")
+    text = "00100210001"      # off-pattern but clean: kept as read, never cut to ten digits
+    assert _trim_to_type(Span("invoice_code", 0, 0, 11, 0.9), code, text).end == 11
+
+
+def test_a_value_that_validates_beats_a_more_confident_one_that_does_not(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    page = Page(index=0, width=1000, height=1000,
+                lines=[Line(t, box_to_quad([10, 20 + 40 * i, 400, 50 + 40 * i]))
+                       for i, t in enumerate(["纳税人识别号：9579400323", "纳税人识别号：91011111AA2AAAAA00"])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("buyer_tax_id", 0, 7, 17, 0.9), Span("buyer_tax_id", 1, 7, 25, 0.6)])
+    assert doc.fields["buyer_tax_id"].value == "91011111AA2AAAAA00"
