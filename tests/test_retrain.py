@@ -69,10 +69,10 @@ def make_base(out: Path, hidden: int = 64, layers: int = 2) -> Path:
     import paddle
     from models.extractor import ExtractorConfig, save_model
     from models.heads import tag_labels
-    from models.layout_text import ocr_vocab
+    from models.tokenizer import Tokenizer
     paddle.seed(0)
-    vocab = ocr_vocab()
-    cfg = ExtractorConfig(encoder=dict(vocab_size=len(vocab), hidden_size=hidden, num_layers=layers, num_heads=4,
+    vocab = Tokenizer.from_dir(None)          # the from-scratch vocabulary (PP-OCR's characters + specials)
+    cfg = ExtractorConfig(encoder=dict(vocab_size=vocab.vocab_size, hidden_size=hidden, num_layers=layers, num_heads=4,
                                        intermediate_size=4 * hidden, max_position=256),
                           tag_labels=tag_labels(["header", "question", "answer"]), doc_types=["generic_form"],
                           max_len=256)

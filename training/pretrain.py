@@ -5,8 +5,8 @@
 The encoder's block list gets an MLM head as its last block ([embeddings, layer_0..N-1, mlm_head]) and
 the pipeline engine (training/pipeline/engine.py) trains that list, so adaptation runs on the same
 engine, schedules and stage splits as the fine-tune. Inputs are what the extractor sees at run time:
-the page's lines in reading order, per-character tokens with their line boxes (models/layout_text.py);
-masking is whole-word (training/wwm.py).
+the page's lines in reading order, per-character tokens with their line boxes in overlapping windows
+(models/tokenizer.py, the extractor's own encoding); masking is whole-word (training/wwm.py).
 
 The output is a complete model directory (the base's extraction head kept as it was, the encoder
 adapted), so `retrain` and `train` start from it like from any other model, plus `mlm_head.pdparams`
@@ -25,7 +25,9 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 from tqdm import tqdm
 
-from models.layout_text import CharVocab, Window, make_windows
+from data.document import Line, box_to_quad
+from models.tokenizer import Encoding, Tokenizer, Window
+from training.step import EngineStep, exact_mean, row_scales
 from training.wwm import IGNORE, mask_window
 
 
@@ -42,45 +44,14 @@ class MLMHead(nn.Layer):
         return self.decoder(self.norm(F.gelu(self.transform(hidden))))
 
 
-def mlm_loss(logits: paddle.Tensor, labels: paddle.Tensor) -> paddle.Tensor:
-    """Mean cross-entropy over the chosen tokens only (0, never NaN, when a micro-batch has none)."""
-    valid = labels != IGNORE
-    safe = paddle.where(valid, labels, paddle.zeros_like(labels))
+def mlm_loss(logits: paddle.Tensor, labels: tuple) -> paddle.Tensor:
+    """Cross-entropy over the chosen tokens only, an exact mean over the whole batch however the
+    engine cuts it into micro-batches (`labels` = (token labels, per-row factors), training/step.py)."""
+    target, scale = labels
+    valid = target != IGNORE
+    safe = paddle.where(valid, target, paddle.zeros_like(target))
     per_token = F.cross_entropy(logits, safe.unsqueeze(-1), reduction="none").squeeze(-1)
-    mask = valid.astype(per_token.dtype)
-    return (per_token * mask).sum() / paddle.clip(mask.sum(), min=1.0)
-
-
-class EngineStep:
-    """The pipeline engine with our defaults: one AdamW per stage sharing one LR schedule."""
-
-    def __init__(self, blocks: list[nn.Layer], loss_fn, lr_schedule, pipe: dict, weight_decay: float = 0.01):
-        from training.pipeline.engine import PipelineEngine
-        self.stages = int(pipe.get("stages", 2))
-        self.micro_batches = int(pipe.get("micro_batches", 2))
-        self.engine = PipelineEngine(
-            blocks, loss_fn,
-            lambda params: paddle.optimizer.AdamW(learning_rate=lr_schedule, parameters=params,
-                                                  weight_decay=weight_decay),
-            stages=min(self.stages, len(blocks)), micro_batches=self.micro_batches,
-            schedule=pipe.get("schedule", "1f1b"), clip_norm=1.0)
-        self.how = (f"pipeline engine ({self.engine.S} stages x {self.micro_batches} micro-batches, "
-                    f"{self.engine.schedule.name})")
-
-    def usable_rows(self, n: int) -> int:
-        """Rows of a batch of n the engine can split evenly into micro-batches."""
-        return n - n % self.micro_batches
-
-    def train_step(self, inputs: tuple, labels) -> float:
-        return float(self.engine.train_step(inputs, labels))
-
-    def optimizer_states(self) -> list[dict]:
-        return [w.optimizer.state_dict() for _, w in sorted(self.engine.workers.items()) if w.optimizer]
-
-    def load_optimizer_states(self, states: list[dict]) -> None:
-        opts = [w.optimizer for _, w in sorted(self.engine.workers.items()) if w.optimizer]
-        for opt, st in zip(opts, states):
-            opt.set_state_dict(st)
+    return exact_mean(per_token, valid, scale)
 
 
 def load_base(base: str | Path):
@@ -94,37 +65,35 @@ def load_base(base: str | Path):
     model = cfg.build()
     state = paddle.load(str(base / "model_state.pdparams"))
     model.set_state_dict({k: v.astype("float32") for k, v in state.items()})
-    return model, cfg, CharVocab.load(base / "vocab.txt")
+    return model, cfg, Tokenizer.from_dir(base)
 
 
-def text_windows(records: list[dict], vocab: CharVocab, max_len: int) -> list[tuple[Window, list[str]]]:
+def text_windows(records: list[dict], tok: Tokenizer, max_len: int) -> list[tuple[Encoding, Window]]:
     """Model windows over each page's raw lines (OCR text for imported corpora)."""
     out = []
     for rec in records:
-        lines = [ln for ln in rec.get("lines") or [] if ln.get("text", "").strip()]
+        lines = [Line(text=ln["text"], quad=ln.get("quad") or box_to_quad(ln.get("box") or [0, 0, 0, 0]))
+                 for ln in rec.get("lines") or [] if ln.get("text", "").strip()]
         if not lines:
             continue
-        texts = [ln["text"] for ln in lines]
-        boxes = [ln.get("box") or [0, 0, 0, 0] for ln in lines]
-        for w in make_windows(list(zip(texts, boxes)), rec.get("width") or 1000, rec.get("height") or 1000,
-                              vocab, max_len):
-            if len(w.ids) > 2:
-                out.append((w, texts))
+        enc = tok.encode_page(lines, rec.get("width") or 1000, rec.get("height") or 1000, max_len)
+        out += [(enc, w) for w in enc.windows if w.end - w.start > 1]
     return out
 
 
-def mlm_batch(items: list[tuple[Window, list[str]]], vocab_size: int, rng: random.Random) -> tuple[tuple, paddle.Tensor]:
-    masked = [mask_window(w, texts, vocab_size, rng) for w, texts in items]
-    n, t = len(items), max(len(w.ids) for w, _ in items)
+def mlm_batch(items: list[tuple[Encoding, Window]], tok: Tokenizer, rng: random.Random) -> tuple[tuple, tuple]:
+    """Masked windows as the engine takes them, padded to the longest: (ids, boxes, types, mask), (labels, scale)."""
+    masked = [mask_window(enc, w, tok, rng) for enc, w in items]
+    used = [sum(w.attention_mask) for _, w in items]
+    n, t = len(items), max(used)
     ids = np.zeros((n, t), "int64")
     boxes = np.zeros((n, t, 4), "int64")
     mask = np.zeros((n, t), "int64")
     labels = np.full((n, t), IGNORE, "int64")
-    for i, ((w, _), m) in enumerate(zip(items, masked)):
-        k = len(w.ids)
-        ids[i, :k], boxes[i, :k], mask[i, :k], labels[i, :k] = m.input_ids, w.boxes, 1, m.labels
+    for i, ((_, w), m, k) in enumerate(zip(items, masked, used)):
+        ids[i, :k], boxes[i, :k], mask[i, :k], labels[i, :k] = m.input_ids[:k], w.bbox[:k], 1, m.labels[:k]
     tt = lambda a: paddle.to_tensor(a)  # noqa: E731
-    return (tt(ids), tt(boxes), tt(np.zeros_like(ids)), tt(mask)), tt(labels)
+    return (tt(ids), tt(boxes), tt(np.zeros_like(ids)), tt(mask)), (tt(labels), tt(row_scales(labels != IGNORE)))
 
 
 @paddle.no_grad()
@@ -158,9 +127,9 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     rng = random.Random(seed)
     eval_rng = random.Random(seed + 1)
     eval_items = rng.sample(windows, min(len(windows), 4 * batch_size))
-    eval_batches = [mlm_batch(eval_items[i:i + batch_size], len(vocab), random.Random(seed + 7 + i))
+    eval_batches = [mlm_batch(eval_items[i:i + batch_size], vocab, random.Random(seed + 7 + i))
                     for i in range(0, len(eval_items), batch_size)]
-    head = MLMHead(cfg.encoder["hidden_size"], len(vocab))
+    head = MLMHead(cfg.encoder["hidden_size"], vocab.vocab_size)
     blocks = [model.embeddings, *model.layers, head]
     before = heldout_loss(blocks, eval_batches)
     warmup = max(1, steps // 10)
@@ -175,8 +144,8 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
                 order = windows * max(1, -(-rows // len(windows)))
                 eval_rng.shuffle(order)
             items, order = order[:rows], order[rows:]
-            items.sort(key=lambda x: len(x[0].ids))
-            inputs, labels = mlm_batch(items, len(vocab), rng)
+            items.sort(key=lambda x: x[1].end - x[1].start)
+            inputs, labels = mlm_batch(items, vocab, rng)
             losses.append(round(step.train_step(inputs, labels), 5))
             sched.step()
             bar.update(1)

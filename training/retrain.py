@@ -175,11 +175,10 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     import paddle
     from tqdm import tqdm
     from models.extractor import ExtractorConfig, save_model
-    from models.heads import loss_fn
-    from models.layout_text import CharVocab
+    from models.tokenizer import Tokenizer
     from training.dataset import TrainingSet, collate, gt_lines
     from training.noise import NoiseConfig
-    from training.pretrain import EngineStep
+    from training.step import EngineStep, extractor_batch, extractor_loss
     from training.trainer import plot_losses
 
     random.seed(seed)
@@ -188,10 +187,10 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     base_cfg = ExtractorConfig.load(base_dir)
     tags, types, notes = label_map(train_recs + heldout, schema_files, base_cfg.tag_labels, base_cfg.doc_types)
     model, cfg = grow_from_base(base_dir, tags, types)
-    vocab = CharVocab.load(base_dir / "vocab.txt")
+    vocab = Tokenizer.from_dir(base_dir)
     warmup = max(1, steps // 10)
     sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
-    step_fn = EngineStep(model.blocks(), loss_fn, sched, pipe)
+    step_fn = EngineStep(model.blocks(), extractor_loss, sched, pipe)
     how = step_fn.how
     ckpt = work / "checkpoint"
     state = {"step": 0, "losses": []}
@@ -214,7 +213,7 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
             batch = batch[:step_fn.usable_rows(len(batch))]
             if not batch:
                 continue
-            loss = step_fn.train_step(*engine_tensors(*collate(batch)))
+            loss = step_fn.train_step(*extractor_batch(*collate(batch)))
             sched.step()
             state["step"] += 1
             state["losses"].append(round(float(loss), 5))
@@ -228,16 +227,6 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     plot_losses(state["losses"], out / "loss.png")
     return {"steps": state["step"], "step_function": how, "losses": state["losses"], "notes": notes,
             "tag_labels": len(tags), "new_doc_types": [t for t in types if t not in base_cfg.doc_types]}
-
-
-def engine_tensors(inputs: dict, labels: dict) -> tuple[tuple, tuple]:
-    """Batch arrays as the engine takes them: every input a tensor (it slices micro-batches from
-    each), labels a tuple in models.heads.loss_fn's order."""
-    import paddle
-    t = lambda a: paddle.to_tensor(a)  # noqa: E731
-    ids = inputs["input_ids"]
-    return ((t(ids), t(inputs["bbox"]), t(np.zeros_like(ids)), t(inputs["attention_mask"])),
-            tuple(t(labels[k]) for k in ("tags", "doc_type", "links", "link_mask")))
 
 
 def checkpoint(model, step_fn, state: dict, ckpt: Path) -> None:

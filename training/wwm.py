@@ -1,6 +1,6 @@
 """Whole-word masking (WWM) for masked-language-model adaptation on per-character tokens.
 
-Tokens are characters (models/layout_text.py), but masking single characters of a Chinese word lets the
+Tokens are characters (models/tokenizer.py), but masking single characters of a Chinese word lets the
 model fill them from the word's other half, which teaches little. Chinese-BERT-wwm's fix, used here:
 segment the text into words (jieba-fast) and mask every character of a chosen word together. Runs of
 digits and Latin letters (tax IDs, invoice numbers, amounts such as 1234.50) count as one word each,
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import jieba_fast
 
-from models.layout_text import CLS, MASK, SPECIALS, Window, line_tokens
+from models.tokenizer import Encoding, Tokenizer, Window
 
 jieba_fast.setLogLevel(logging.WARNING)
 
@@ -59,14 +59,16 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def window_words(window: Window, line_texts: list[str]) -> list[list[int]]:
-    """Token positions of each whole word in a window (words cut by the window edge are left out,
-    because masking half a word is what WWM avoids)."""
-    pos_of = {w: i for i, w in enumerate(window.where) if w is not None}
+def window_words(enc: Encoding, window: Window) -> list[list[int]]:
+    """Model positions of each whole word in a window (words cut by the window edge are left out,
+    because masking half a word is what WWM avoids). Page token t sits at `window.position(t)`; its
+    characters are `enc.texts[enc.line[t]][enc.start[t]:enc.end[t]]`."""
+    pos_of = {(enc.line[t], enc.start[t]): window.position(t) for t in range(window.start, window.end)}
     words = []
-    for li in range(window.first_line, window.last_line):
-        for s, e in word_spans(line_texts[li]):
-            positions = [pos_of.get((li, c)) for c in range(s, e) if not line_texts[li][c].isspace()]
+    for li in sorted({enc.line[t] for t in range(window.start, window.end)}):
+        text = enc.texts[li]
+        for s, e in word_spans(text):
+            positions = [pos_of.get((li, c)) for c in range(s, e) if not text[c].isspace()]
             if positions and all(p is not None for p in positions):
                 words.append(positions)
     return words
@@ -79,10 +81,9 @@ class MaskedWindow:
     words: list[list[int]]            # token positions of each chosen word (for tests and reports)
 
 
-def mask_words(ids: list[int], words: list[list[int]], vocab_size: int, rng: random.Random,
+def mask_words(ids: list[int], words: list[list[int]], n_real: int, tok: Tokenizer, rng: random.Random,
                rate: float = MASK_RATE) -> MaskedWindow:
-    """Choose whole words covering about `rate` of the real tokens and corrupt them 80/10/10."""
-    n_real = sum(1 for i in ids if i >= len(SPECIALS) or i == 1)      # [UNK] counts, other specials do not
+    """Choose whole words covering about `rate` of the `n_real` text tokens and corrupt them 80/10/10."""
     budget = max(1, round(rate * n_real)) if words else 0
     order = list(range(len(words)))
     rng.shuffle(order)
@@ -94,19 +95,23 @@ def mask_words(ids: list[int], words: list[list[int]], vocab_size: int, rng: ran
             continue
         chosen.append(words[wi])
         covered += len(words[wi])
+    special = {tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id}
     out, labels = list(ids), [IGNORE] * len(ids)
     for word in chosen:
         r = rng.random()
         for p in word:
             labels[p] = ids[p]
             if r < P_MASK:
-                out[p] = MASK
+                out[p] = tok.mask_id
             elif r < P_MASK + P_RANDOM:
-                out[p] = rng.randrange(len(SPECIALS), vocab_size)
+                while True:           # a random character, never a special token
+                    out[p] = rng.randrange(tok.vocab_size)
+                    if out[p] not in special:
+                        break
     return MaskedWindow(out, labels, sorted(chosen))
 
 
-def mask_window(window: Window, line_texts: list[str], vocab_size: int, rng: random.Random,
+def mask_window(enc: Encoding, window: Window, tok: Tokenizer, rng: random.Random,
                 rate: float = MASK_RATE) -> MaskedWindow:
-    assert window.ids and window.ids[0] == CLS, "windows start with [CLS] (models/layout_text.make_windows)"
-    return mask_words(window.ids, window_words(window, line_texts), vocab_size, rng, rate)
+    """Whole-word masking of one window of `tok.encode_page(...)`; [CLS], [SEP] and padding are never chosen."""
+    return mask_words(window.input_ids, window_words(enc, window), window.end - window.start, tok, rng, rate)
