@@ -1,0 +1,183 @@
+"""Does a retrain on a held-out invoice layout improve that layout over the base model?
+
+    python -m bench.retrain_layout_bench --out bench/results/retrain_layout.json
+    python -m bench.retrain_layout_bench --layout vat_electronic --n 48 --steps 60 --real-ocr 4
+
+Picks an invoice layout the base never trained on (its provenance.json lists the held-out layouts;
+where none is an invoice layout, the generator layout the base scores worst on), generates a small
+corpus of that one layout with a fixed seed and light degradation, runs `python -m training retrain`
+into a temporary registry, and prints per-field and overall F1 on the retrain's held-out pages, base
+vs new (ground-truth lines, so no OCR is needed). `--real-ocr K` also scores both models through real
+PP-OCR on K of those held-out pages. Writes everything to --out as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+INVOICE_TYPES = ("vat_invoice", "e_invoice")
+
+
+def heldout_invoice_layouts(base: Path) -> list[tuple[str, str]]:
+    """(doc type, layout) pairs of invoice layouts the base's training held out whole."""
+    prov = base / "provenance.json"
+    if not prov.is_file():
+        return []
+    held = json.loads(prov.read_text(encoding="utf-8")).get("heldout_layouts") or []
+    pairs = [tuple(s.split("/", 1)) for s in held if "/" in s]
+    return sorted((dt, lay) for dt, lay in pairs if dt in INVOICE_TYPES)
+
+
+def synth(doc_type: str, layout: str, n: int, seed: int, degrade: str, out: Path) -> None:
+    """Generate `n` pages of one layout with the project's generator CLI (ground truth in our format)."""
+    subprocess.run([sys.executable, "-m", "data.synth", "--type", doc_type, "--layouts", layout, "--n", str(n),
+                    "--seed", str(seed), "--degrade", degrade, "--out", str(out)], check=True)
+
+
+def worst_layout_for(base: Path, work: Path, seed: int, n: int = 6) -> tuple[str, str]:
+    """The generator invoice layout with the lowest base F1 (ground-truth lines, `n` pages each); used
+    when the base trained on every invoice layout."""
+    from data.corpus import corpus_from_synth_dir
+    from data.synth.generator import list_layouts
+    from models.extractor import Extractor
+    from training.evaluate import evaluate_corpus
+    ex = Extractor.load(base)
+    scores = {}
+    for dt in INVOICE_TYPES:
+        for lay in list_layouts(dt):
+            out = work / "probe" / lay
+            synth(dt, lay, n, seed, "light", out)
+            report, _ = evaluate_corpus(ex, corpus_from_synth_dir(out), "gt")
+            scores[(dt, lay)] = report.overall().f1
+            print(f"base F1 on {dt}/{lay}: {scores[(dt, lay)]:.3f}")
+    return min(scores, key=scores.get)
+
+
+def field_f1(metrics: dict) -> dict[str, float]:
+    return {k: v["f1"] for d in metrics["doc_types"].values() for k, v in d["fields"].items()}
+
+
+def real_ocr_scores(base: Path, new: Path, heldout_dir: Path, k: int, cache: Path) -> dict[str, Any]:
+    """Base and new F1 through real PP-OCR of the first `k` held-out page images (one OCR pass, cached)."""
+    from data.corpus import read_corpus
+    from models.extractor import Extractor
+    from training.evaluate import evaluate_corpus
+    records = read_corpus(heldout_dir)[:k]
+    out = {"pages": len(records)}
+    for who, model in (("base", base), ("new", new)):
+        report, _ = evaluate_corpus(Extractor.load(model), records, "real", cache)
+        out[who] = report.as_dict()
+    return out
+
+
+def table(base_m: dict, new_m: dict, title: str) -> str:
+    bf, nf = field_f1(base_m), field_f1(new_m)
+    rows = [title, f"{'field':32s} {'base F1':>8s} {'new F1':>8s} {'delta':>7s}"]
+    for key in sorted(set(bf) | set(nf)):
+        b, n = bf.get(key, 0.0), nf.get(key, 0.0)
+        rows.append(f"{key:32s} {b:8.3f} {n:8.3f} {n - b:+7.3f}")
+    b, n = base_m["overall_field"]["f1"], new_m["overall_field"]["f1"]
+    rows.append(f"{'ALL FIELDS':32s} {b:8.3f} {n:8.3f} {n - b:+7.3f}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.retrain_layout_bench",
+                                description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--base", type=Path, default=Path("models/default"), help="base model directory")
+    p.add_argument("--layout", help="DOC_TYPE/LAYOUT or LAYOUT to retrain on (default: the first invoice "
+                                    "layout the base held out, else the one it scores worst on)")
+    p.add_argument("--n", type=int, default=48, help="pages in the generated corpus (about 20%% are held out)")
+    p.add_argument("--seed", type=int, default=11, help="generator and retrain seed")
+    p.add_argument("--degrade", default="light", choices=["none", "light", "heavy", "mix"])
+    p.add_argument("--steps", type=int, default=60, help="fine-tune steps")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--real-ocr", type=int, default=0, metavar="K",
+                   help="also score base and new through real PP-OCR on K held-out pages (slow: ~seconds/page)")
+    p.add_argument("--work", type=Path, help="work folder (corpus, registry); default: a temporary folder")
+    p.add_argument("--out", type=Path, help="write the results here as JSON")
+    a = p.parse_args(argv)
+
+    tmp = None
+    if a.work is None:
+        tmp = tempfile.TemporaryDirectory(prefix="retrain_layout_")
+        a.work = Path(tmp.name)
+    a.work.mkdir(parents=True, exist_ok=True)
+    if a.layout:
+        from data.synth.generator import list_layouts
+        if "/" in a.layout:
+            doc_type, layout = a.layout.split("/", 1)
+        else:
+            found = [dt for dt in INVOICE_TYPES if a.layout in list_layouts(dt)]
+            if not found:
+                p.error(f"{a.layout!r} is not an invoice layout; see `python -m data.synth --list`")
+            doc_type, layout = found[0], a.layout
+        why = "given"
+    else:
+        held = heldout_invoice_layouts(a.base)
+        if held:
+            (doc_type, layout), why = held[0], "held out of the base's training (provenance.json)"
+        else:
+            (doc_type, layout), why = worst_layout_for(a.base, a.work, a.seed), "the base's worst invoice layout"
+    print(f"layout {doc_type}/{layout}: {why}")
+
+    t0 = time.time()
+    corpus = a.work / "corpus"
+    if not corpus.is_dir():
+        synth(doc_type, layout, a.n, a.seed, a.degrade, corpus)
+    t_synth = time.time() - t0
+    root, name = a.work / "models", f"layout-{layout}"
+    cmd = [sys.executable, "-m", "training", "retrain", "--corpus", str(corpus), "--base", str(a.base),
+           "--out-root", str(root), "--name", name, "--steps", str(a.steps), "--batch-size", str(a.batch_size),
+           "--lr", str(a.lr), "--seed", str(a.seed)]
+    print("$ " + " ".join(cmd[1:]))
+    t1 = time.time()
+    subprocess.run(cmd, check=True)
+    t_retrain = time.time() - t1
+
+    from training.model_registry import ModelRegistry
+    reg = ModelRegistry(root)
+    version = reg.versions(name)[-1]
+    rep = json.loads((version / "report.json").read_text(encoding="utf-8"))
+    print()
+    print(table(rep["base"], rep["new"], f"{doc_type}/{layout}: held-out split of the retrain "
+                f"({rep['split']['heldout']} pages; {rep['split']['train']} trained on), ground-truth lines"))
+    result: dict[str, Any] = {
+        "doc_type": doc_type, "layout": layout, "why": why, "pages": a.n, "seed": a.seed, "degrade": a.degrade,
+        "steps": a.steps, "batch_size": a.batch_size, "lr": a.lr, "split": rep["split"],
+        "step_function": rep["finetune"]["step_function"], "version": version.name,
+        "latest": (reg.latest(name) or Path("")).name, "promoted": rep["promoted"],
+        "base_f1": rep["base_f1"], "new_f1": rep["new_f1"],
+        "base_fields": field_f1(rep["base"]), "new_fields": field_f1(rep["new"]),
+        "seconds": {"synth": round(t_synth, 1), "retrain": round(t_retrain, 1)}}
+
+    if a.real_ocr:
+        work = next((root / "registry" / ".work").glob(f"{name}-*"))
+        t2 = time.time()
+        real = real_ocr_scores(a.base, version, work / "heldout", a.real_ocr, a.work / "ocr_cache.jsonl")
+        result["seconds"]["real_ocr"] = round(time.time() - t2, 1)
+        result["real_ocr"] = {"pages": real["pages"], "base_f1": real["base"]["overall_field"]["f1"],
+                              "new_f1": real["new"]["overall_field"]["f1"],
+                              "base_fields": field_f1(real["base"]), "new_fields": field_f1(real["new"])}
+        print()
+        print(table(real["base"], real["new"], f"same layout, real PP-OCR of {real['pages']} held-out page images"))
+    print(f"\nseconds: {result['seconds']}; version {version.name}, latest -> {result['latest']}")
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+        print(f"results written to {a.out}")
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
