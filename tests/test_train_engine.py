@@ -157,3 +157,41 @@ def test_more_stages_than_blocks_is_refused():
     with pytest.raises(ValueError, match="cannot be cut into 5 stages"):
         check_pipeline({"stages": 5, "micro_batches": 1}, n_blocks=4)
     assert check_pipeline({"stages": 4, "micro_batches": 8, "schedule": "gpipe"}, 4, 8)["transport"] == "inprocess"
+
+
+@pytest.mark.heavy
+def test_resume_restores_stage_checkpoints_and_old_one_process_ones(corpus, tmp_path):
+    from models.extractor import ExtractorConfig
+    from training.trainer import train
+
+    def weights(model_dir: Path) -> dict:
+        return {k: v.astype("float32").numpy() for k, v in paddle.load(str(model_dir / "model_state.pdparams")).items()}
+
+    cfg = tiny_cfg(corpus, 4, 8, "1f1b")
+    cfg["train"].update(steps=2, checkpoint_every=2)
+    first = weights(train(cfg, tmp_path / "a", tmp_path / "work"))
+    # resumed at its last step, with nothing left to do: the written model is the checkpoint's
+    again = weights(train(cfg, tmp_path / "b", tmp_path / "work", resume=True))
+    for k in first:
+        np.testing.assert_array_equal(again[k], first[k], err_msg=k)
+    cfg["train"]["steps"] = 3                               # and it trains on from there
+    train(cfg, tmp_path / "c", tmp_path / "work", resume=True)
+    state = json.loads((tmp_path / "work" / "checkpoint" / "state.json").read_text())
+    assert state["resumed_at"] == [2] and len(state["losses"]) == 3
+
+    # a checkpoint from before the engine (model.pdparams + opt.pdopt of one AdamW) resumes one stage
+    ckpt = tmp_path / "work" / "checkpoint"
+    xcfg = ExtractorConfig.load(tmp_path / "a")
+    model = xcfg.build()
+    model.set_state_dict({k: paddle.to_tensor(v) for k, v in first.items()})
+    paddle.save(model.state_dict(), str(ckpt / "model.pdparams"))
+    paddle.save(paddle.optimizer.AdamW(parameters=model.parameters()).state_dict(), str(ckpt / "opt.pdopt"))
+    for f in ckpt.glob("stage_*"):
+        f.unlink()
+    state.update(step=2, losses=state["losses"][:2], resumed_at=[])
+    (ckpt / "state.json").write_text(json.dumps(state))
+    cfg["train"]["steps"] = 2
+    cfg["pipeline"].update(stages=1, micro_batches=1)
+    legacy = weights(train(cfg, tmp_path / "d", tmp_path / "work", resume=True))
+    for k in first:
+        np.testing.assert_array_equal(legacy[k], first[k], err_msg=k)
