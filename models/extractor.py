@@ -20,13 +20,14 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 
 import numpy as np
 import paddle
 
 from data.document import Document, Field, Line, Pair, Page
-from data.normalize import normalize_value
+from data.normalize import normalize_value, parse_amount
 from models.encoder import Encoder, EncoderConfig
 from models.heads import ExtractionHead, HeadConfig
 from models.tokenizer import Tokenizer
@@ -122,6 +123,7 @@ class Span:
     start: int
     end: int
     score: float
+    alts: dict[str, float] = dc_field(default_factory=dict)   # mean key mass over the span, per key
 
 
 def _vote_alnum_runs(text: str | None, best: np.ndarray) -> np.ndarray:
@@ -217,21 +219,26 @@ def _spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndar
             out.append(cur)
         for sp in out:
             if sp.line == li:
-                _extend_left(sp, line_texts[li] if line_texts else None, probs, mass, keys)
+                _extend_left(sp, text, probs, mass, keys, best if vote[keys.index(sp.key) + 1] else None)
+                seen = [ci for ci in range(sp.start, sp.end) if visible[ci]]
+                if seen:
+                    sp.alts = {k: float(m) for k, m in zip(keys, mass[seen, 1:].mean(0))}
     return out
 
 
 def _extend_left(sp: Span, text: str | None, probs: np.ndarray, mass: np.ndarray, keys: list[str],
-                 floor: float = 0.1) -> None:
+                 best: np.ndarray | None = None, floor: float = 0.1) -> None:
     """Grow a span leftwards over characters that still give its field some mass, up to a colon or
     the line start: a small model often loses the first character or two of a value after "：",
-    but rarely gives them to another field."""
+    but rarely gives them to another field. A free-text field (`best` given: the per-character
+    keys) grows over every character no other field claims: 小 of 收款人：小明 read as O is still
+    part of the name; a key phrase it takes in is cut off later by the schema (`_strip_key_phrase`)."""
     if not text:
         return
     t = keys.index(sp.key) + 1
     i = sp.start - 1
-    while i >= 0 and text[i] not in ":：" and (np.isnan(probs[i]).any() or mass[i, t] >= floor) \
-            and (np.isnan(probs[i]).any() or mass[i].argmax() in (0, t)):
+    while i >= 0 and text[i] not in COLONS and (np.isnan(probs[i]).any() or (
+            best[i] in (0, t) if best is not None else mass[i, t] >= floor and mass[i].argmax() in (0, t))):
         i -= 1
     first = i + 1
     while first < sp.start and text[first].isspace():
@@ -299,12 +306,64 @@ def _trim_to_type(sp: Span, spec, text: str) -> Span:
     raw = _clean(text[sp.start:sp.end])
     if _plausible(spec, raw) or (spec.type in ("code", "tax_id", "id_number", "credit_code") and raw.isalnum()):
         return sp      # a clean run of letters and digits is the value as read, even off-pattern
+    if spec.type in ("code", "tax_id", "id_number", "credit_code"):
+        # OCR cut a long number with a space (校验码：1001432002 3319800000): the whole segment
+        # after the colon may be the value
+        before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
+        after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), len(text))
+        seg = text[before + 1:after]
+        lead = len(seg) - len(seg.lstrip())
+        if seg.strip() and _plausible(spec, re.sub(r"\s+", "", seg)):
+            return Span(sp.key, sp.line, before + 1 + lead, before + 1 + len(seg.rstrip()), sp.score, sp.alts)
     shape = spec.pattern if spec.pattern and spec.type == "code" else TYPE_SHAPES.get(spec.type)
     if not shape:
         return sp
     for m in re.finditer(shape, text[sp.start:sp.end]):
         if _plausible(spec, m.group()):
-            return Span(sp.key, sp.line, sp.start + m.start(), sp.start + m.end(), sp.score)
+            return Span(sp.key, sp.line, sp.start + m.start(), sp.start + m.end(), sp.score, sp.alts)
+    return sp
+
+
+def _rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span:
+    """When the text before the value's colon is a key phrase of some fields and the model named
+    another, the value takes the one of those fields the model gave most mass (纳税人识别号：… read
+    as the seller's address becomes the seller's tax ID, not the buyer's)."""
+    colon = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
+    if colon < 0:
+        return sp
+    key_text = re.sub(r"\s+", "", text[:colon])
+    owners = [k for k, phs in phrases.items() if any(ph and key_text.endswith(ph) for ph in phs)]
+    if not owners or sp.key in owners:
+        return sp
+    best = max(owners, key=lambda k: sp.alts.get(k, 0.0))
+    return Span(best, sp.line, sp.start, sp.end, sp.score, sp.alts)
+
+
+def _is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
+    """Whether the span lies inside the key of a "key：value" (the text from the line start or the
+    previous colon up to the next colon is some field's key phrase): key text is never a value."""
+    after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), None)
+    if after is None:
+        return False
+    before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
+    key_text = re.sub(r"\s+", "", text[before + 1:after])
+    return any(key_text.endswith(ph) for ph in phrases)
+
+
+def _strip_key_phrase(sp: Span, text: str, phrases: list[str]) -> Span:
+    """A value that begins with its own key phrase (a span grown left over 开票人 on a line without a
+    colon) starts after the phrase and any spaces or colon that follow it."""
+    body = text[sp.start:sp.end]
+    for ph in sorted(phrases, key=len, reverse=True):
+        i, j = 0, 0      # match the phrase against the text, skipping spaces in the text
+        while i < len(body) and j < len(ph) and (body[i] == ph[j] or body[i].isspace()):
+            j += body[i] == ph[j]
+            i += 1
+        if ph and j == len(ph) and i < len(body):
+            while i < len(body) and (body[i].isspace() or body[i] in COLONS):
+                i += 1
+            if i < len(body):
+                return Span(sp.key, sp.line, sp.start + i, sp.end, sp.score, sp.alts)
     return sp
 
 
@@ -433,13 +492,21 @@ class Extractor:
         schema = self.schemas[doc.doc_type]
         specs = {f.key: f for f in schema.fields}
         item_specs = {f.key: f for f in schema.item_fields}
-        header = [_trim_to_type(s, specs[s.key], page.lines[s.line].text) for s in spans if s.key in specs]
+        phrases = {k: [re.sub(r"\s+", "", ph) for ph in f.key_phrases] for k, f in specs.items()}
+        used: set[tuple[int, int]] = set()
+        header = [_rekey_by_phrase(s, page.lines[s.line].text, phrases) for s in spans if s.key in specs]
+        every_phrase = [ph for phs in phrases.values() for ph in phs if ph]
+        header = [_trim_to_type(_strip_key_phrase(s, page.lines[s.line].text, phrases.get(s.key, [])),
+                                specs[s.key], page.lines[s.line].text) for s in header
+                  if not _is_key_text(s, page.lines[s.line].text, every_phrase)]
         # a value that reads as its type (a date that parses, an 18-character tax ID) beats a more
         # confident one that does not; among equals the most confident wins
         for s in sorted(header, key=lambda s: (not _plausible(specs[s.key], page.lines[s.line].text[s.start:s.end]),
                                                -s.score)):
             if s.key not in doc.fields and _clean(page.lines[s.line].text[s.start:s.end]):
                 doc.fields[s.key] = self._make_field(s.key, specs[s.key], page, s)
+                used.add((s.line, s.start))
+        self._complete_sums(doc, page, [s for s in header if (s.line, s.start) not in used], specs, schema)
         # item rows: group item spans by their line's vertical centre
         items = [s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs]
         items.sort(key=lambda s: ((page.lines[s.line].box[1] + page.lines[s.line].box[3]) / 2,
@@ -457,6 +524,35 @@ class Extractor:
             else:
                 rows.append((centre, height, {key: f}))
         doc.items += [r[2] for r in rows]
+
+    def _complete_sums(self, doc: Document, page: Page, spare: list[Span], specs: dict, schema) -> None:
+        """A sum rule (合计金额 + 合计税额 = 价税合计) with one term missing takes the one unused amount
+        on the page that makes it hold: the model found the figure but gave it to a neighbouring
+        field. Nothing is filled when no candidate, or more than one, fits."""
+        for rule in getattr(schema, "rules", []):
+            if rule.check != "sum" or not rule.equals:
+                continue
+            terms = list(rule.fields) + [rule.equals]
+            missing = [k for k in terms if k not in doc.fields and k in specs]
+            if len(missing) != 1 or specs[missing[0]].type != "amount":
+                continue
+            known = {k: parse_amount(doc.fields[k].value) for k in terms if k in doc.fields}
+            if None in known.values():
+                continue
+            gap = sum(v for k, v in known.items() if k != rule.equals) - known[rule.equals] \
+                if rule.equals in known else None
+            fits = []
+            for sp in spare:
+                value = parse_amount(_clean(page.lines[sp.line].text[sp.start:sp.end]).lstrip("¥￥"))
+                if value is None:
+                    continue
+                if (gap is not None and value == -gap) or \
+                        (gap is None and value == sum(known.values())):
+                    fits.append(sp)
+            if len(fits) == 1:
+                sp = fits[0]
+                doc.fields[missing[0]] = self._make_field(missing[0], specs[missing[0]], page,
+                                                          Span(missing[0], sp.line, sp.start, sp.end, sp.score))
 
     def _pairs(self, page: Page, spans: list[Span], link) -> list[Pair]:
         qs = [s for s in spans if s.key == "question"]

@@ -153,3 +153,33 @@ def test_a_value_that_validates_beats_a_more_confident_one_that_does_not(model_d
     doc = Document(pages=[page], doc_type="vat_invoice")
     ex._fields(doc, page, [Span("buyer_tax_id", 0, 7, 17, 0.9), Span("buyer_tax_id", 1, 7, 25, 0.6)])
     assert doc.fields["buyer_tax_id"].value == "91011111AA2AAAAA00"
+
+
+def test_key_phrases_from_the_schema_fix_the_field_and_drop_key_text():
+    from models.extractor import Span, _is_key_text, _rekey_by_phrase, _strip_key_phrase
+    phrases = {"seller_tax_id": ["纳税人识别号"], "buyer_tax_id": ["纳税人识别号"],
+               "seller_address_phone": ["地址、电话"], "drawer": ["开票人"], "seller_bank_account": ["开户行及账号"]}
+    text = "纳税人识别号：911100008000000000"
+    sp = Span("seller_address_phone", 0, 7, len(text), 0.8,
+              {"seller_address_phone": 0.5, "seller_tax_id": 0.3, "buyer_tax_id": 0.1})
+    assert _rekey_by_phrase(sp, text, phrases).key == "seller_tax_id"
+    text = "开票人 小红"
+    sp = _strip_key_phrase(Span("drawer", 0, 0, len(text), 0.8), text, phrases["drawer"])
+    assert text[sp.start:sp.end] == "小红"
+    text = "开户行及账号：中国银行深圳支行"
+    assert _is_key_text(Span("seller_bank_account", 0, 1, 3, 0.9), text, ["开户行及账号"])
+    assert not _is_key_text(Span("seller_bank_account", 0, 7, len(text), 0.9), text, ["开户行及账号"])
+
+
+def test_a_missing_sum_term_takes_the_one_amount_that_makes_the_rule_hold(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    texts = ["合计", "¥388.10", "￥23.90", "（小写）¥412.00", "¥100.00"]
+    page = Page(index=0, width=1000, height=1000,
+                lines=[Line(t, box_to_quad([10, 20 + 40 * i, 400, 50 + 40 * i])) for i, t in enumerate(texts)])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    # the model gave 388.10 to the total with tax, which the 小写 figure wins on confidence
+    ex._fields(doc, page, [Span("total_with_tax", 1, 1, 7, 0.5), Span("total_tax", 2, 1, 6, 0.9),
+                           Span("total_with_tax", 3, 5, 11, 0.9), Span("total_with_tax", 4, 1, 7, 0.4)])
+    assert doc.fields["total_amount"].value == "388.10"
+    assert doc.fields["total_with_tax"].value == "412.00"
