@@ -300,21 +300,33 @@ def _plausible(spec, raw: str) -> bool:
     return True
 
 
+CODE_TYPES = ("code", "tax_id", "id_number", "credit_code")
+# What a whole value of a type looks like around a fragment the model found ("08" of 2023年07月08日,
+# "306531" of 031012306531): the fragment grows to the surrounding match when that reads as the type.
+GROW_SHAPES = {"date": TYPE_SHAPES["date"], "amount_words": r"[零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正]+",
+               **{t: r"[0-9A-Za-z]+" for t in CODE_TYPES}}
+
+
 def _trim_to_type(sp: Span, spec, text: str) -> Span:
-    """A span whose text does not read as its type but holds a part that does shrinks to that part
-    (the first, longest-first match of the type's shape or the schema's pattern)."""
+    """Fit a span that does not read as its type: grow it to the whole value around it in its
+    colon segment (a long number OCR cut with a space, a date the model found only part of), else
+    shrink it to the part that reads as the type (the first match of the type's shape or pattern)."""
     raw = _clean(text[sp.start:sp.end])
-    if _plausible(spec, raw) or (spec.type in ("code", "tax_id", "id_number", "credit_code") and raw.isalnum()):
+    if _plausible(spec, raw):
+        return sp
+    before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
+    after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), len(text))
+    seg = text[before + 1:after]
+    if spec.type in CODE_TYPES and seg.strip() and _plausible(spec, re.sub(r"\s+", "", seg)):
+        lead = len(seg) - len(seg.lstrip())      # 校验码：1001432002 3319800000
+        return Span(sp.key, sp.line, before + 1 + lead, before + 1 + len(seg.rstrip()), sp.score, sp.alts)
+    grow = GROW_SHAPES.get(spec.type)
+    for m in re.finditer(grow, seg) if grow else ():
+        s0, e0 = before + 1 + m.start(), before + 1 + m.end()
+        if s0 < sp.end and sp.start < e0 and _plausible(spec, m.group()):
+            return Span(sp.key, sp.line, s0, e0, sp.score, sp.alts)
+    if spec.type in CODE_TYPES and raw.isalnum():
         return sp      # a clean run of letters and digits is the value as read, even off-pattern
-    if spec.type in ("code", "tax_id", "id_number", "credit_code"):
-        # OCR cut a long number with a space (校验码：1001432002 3319800000): the whole segment
-        # after the colon may be the value
-        before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
-        after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), len(text))
-        seg = text[before + 1:after]
-        lead = len(seg) - len(seg.lstrip())
-        if seg.strip() and _plausible(spec, re.sub(r"\s+", "", seg)):
-            return Span(sp.key, sp.line, before + 1 + lead, before + 1 + len(seg.rstrip()), sp.score, sp.alts)
     shape = spec.pattern if spec.pattern and spec.type == "code" else TYPE_SHAPES.get(spec.type)
     if not shape:
         return sp

@@ -183,3 +183,20 @@ def test_a_missing_sum_term_takes_the_one_amount_that_makes_the_rule_hold(model_
                            Span("total_with_tax", 3, 5, 11, 0.9), Span("total_with_tax", 4, 1, 7, 0.4)])
     assert doc.fields["total_amount"].value == "388.10"
     assert doc.fields["total_with_tax"].value == "412.00"
+
+
+def test_a_fragment_grows_to_the_whole_value_of_its_type():
+    from data.schemas import FieldSpec
+    from models.extractor import Span, _trim_to_type
+    date = FieldSpec(key="issue_date", label="开票日期", type="date")
+    text = "开票日期：2023年07月08日"
+    sp = _trim_to_type(Span("issue_date", 0, 13, 15, 0.9), date, text)          # only "08" found
+    assert text[sp.start:sp.end] == "2023年07月08日"
+    code = FieldSpec(key="invoice_code", label="发票代码", type="code", pattern=r"\d{10}|\d{12}")
+    text = "发票代码：031012306531"
+    sp = _trim_to_type(Span("invoice_code", 0, 11, 17, 0.9), code, text)        # "306531"
+    assert text[sp.start:sp.end] == "031012306531"
+    check = FieldSpec(key="check_code", label="校验码", type="code", pattern=r"\d{20}")
+    text = "校验码：1001432002 3319800000"
+    sp = _trim_to_type(Span("check_code", 0, 4, 14, 0.9), check, text)
+    assert text[sp.start:sp.end] == "1001432002 3319800000"
