@@ -275,7 +275,7 @@ def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np
 # ("V358.98", "2024-08-3012:30" where OCR lost the space before the time).
 TYPE_SHAPES = {
     "date": r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?",
-    "amount": r"-?\d[\d,]*(?:\.\d{1,2})?",
+    "amount": r"(?<![0-9A-Za-z.])-?\d[\d,]*(?:\.\d{1,2})?(?![0-9A-Za-z])",   # not a piece of a code
     "tax_id": r"[0-9A-Z]{20}|[0-9A-Z]{18}|[0-9A-Z]{15}",
     "credit_code": r"[0-9A-Z]{18}",
     "id_number": r"\d{17}[\dXx]",
@@ -353,7 +353,11 @@ def _rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span
 
 def _is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
     """Whether the span lies inside the key of a "key：value" (the text from the line start or the
-    previous colon up to the next colon is some field's key phrase): key text is never a value."""
+    previous colon up to the next colon is some field's key phrase), or is itself a piece of a
+    longer key phrase OCR cut off (统一社会信 of 统一社会信用代码): key text is never a value."""
+    body = re.sub(r"\s+", "", _clean(text[sp.start:sp.end]))
+    if len(body) >= 3 and any(len(ph) > len(body) and body in ph for ph in phrases):
+        return True
     after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), None)
     if after is None:
         return False
