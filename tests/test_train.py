@@ -101,3 +101,16 @@ def test_moving_the_page_keeps_relative_layout():
     a, b, c = (ln.box for ln in moved)
     assert a[2] < b[0] and a[1] == b[1] and c[1] > a[3]           # left of, same row, below: kept
     assert [ln.text for ln in moved] == [ln.text for ln in lines]
+
+
+def test_background_ocr_shards_fold_into_the_cache_once(tmp_path):
+    import json
+    from training.trainer import fold_ocr_shards
+    row = lambda i: json.dumps({"id": f"p{i}", "page": {"index": 0, "width": 10, "height": 10, "lines": []}})
+    (tmp_path / "ocr_train.jsonl").write_text(row(0) + "\n", encoding="utf-8")
+    (tmp_path / "ocr_train.shard0.jsonl").write_text(row(0) + "\n" + row(1) + "\n", encoding="utf-8")
+    (tmp_path / "ocr_train.shard1.jsonl").write_text(row(2) + "\n" + row(3)[:20], encoding="utf-8")  # killed mid-line
+    fold_ocr_shards(tmp_path)
+    fold_ocr_shards(tmp_path)          # a second run adds nothing
+    ids = [json.loads(r)["id"] for r in (tmp_path / "ocr_train.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert ids == ["p0", "p1", "p2"]

@@ -134,6 +134,34 @@ def _rid(rec: dict) -> str:
     return str(rec.get("id") or rec.get("image"))
 
 
+def ocr_pass(work: Path, shard: int, shards: int, seed: int) -> None:
+    """Read training pages with real OCR, every `shards`-th page of a fixed order from `seed`
+    starting at `shard`, into work/ocr_train.shard<i>.jsonl: run one per core in the background
+    (scripts/train_default.sh OCR_SHARDS=2) and stop them any time; `train` folds what they read into
+    its OCR cache and trains on every cached page."""
+    train_recs = read_corpus(work / "train" / "corpus.jsonl")
+    order = random.Random(seed).sample(train_recs, len(train_recs))
+    ocr_records(order[shard::shards], work / f"ocr_train.shard{shard}.jsonl", desc=f"OCR shard {shard}")
+
+
+def fold_ocr_shards(work: Path) -> None:
+    """Append pages from work/ocr_train.shard*.jsonl that work/ocr_train.jsonl lacks (ids once)."""
+    cache = work / "ocr_train.jsonl"
+    seen = set()
+    if cache.is_file():
+        seen = {json.loads(raw)["id"] for raw in cache.read_text(encoding="utf-8").splitlines() if raw.strip()}
+    with open(cache, "a", encoding="utf-8") as out:
+        for part in sorted(work.glob("ocr_train.shard*.jsonl")):
+            for raw in part.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(raw)
+                except json.JSONDecodeError:      # the last line of a shard stopped mid-write
+                    continue
+                if row["id"] not in seen:
+                    seen.add(row["id"])
+                    out.write(raw + "\n")
+
+
 # --- step functions ----------------------------------------------------------------------------------
 
 def make_step(model, lr_schedule, tcfg: dict, pipe: dict):
@@ -181,9 +209,15 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     if n_ocr:
         rng = random.Random(seed)
         chosen = rng.sample(train_recs, min(n_ocr, len(train_recs)))
+        fold_ocr_shards(work)
         ocr = lead_first(lambda: ocr_records(chosen, work / "ocr_train.jsonl"), pipe)
+        # every training page already in the OCR cache counts too (an earlier or background OCR pass):
+        # real OCR is the scarce, valuable part of the mix
+        picked = {_rid(r) for r in chosen}
+        chosen += [r for r in train_recs if _rid(r) in ocr and _rid(r) not in picked]
         repeat = int(data.get("real_ocr_repeat", 2))   # real OCR pages are few: show them more often
         pages += [ocr_lines(r, ocr[_rid(r)]) for r in chosen if _rid(r) in ocr] * repeat
+        n_ocr = sum(_rid(r) in ocr for r in chosen)
 
     enc = {**asdict(EncoderConfig.preset(mcfg.get("preset", "tiny"))), **mcfg.get("encoder", {}),
            "vocab_size": vocab.vocab_size, "max_position": int(mcfg.get("max_len", 512))}
