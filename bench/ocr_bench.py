@@ -1,15 +1,16 @@
 """OCR accuracy and speed: our engine (models/ocr.py) against PaddleOCR 2.10's default call on the
-same PP-OCRv4 model files, side by side in one run, each engine in its own process.
+same PP-OCRv4 model files, side by side in one run: each engine in its own process (threads pinned),
+the engines interleaved page by page so load from other work on the cores hits them alike.
 
-    python -m bench.ocr_bench [--clean 3] [--degraded 3] [--real all|N|none] [--engines ours,paddleocr,ours_dense]
+    python -m bench.ocr_bench [--clean 3] [--degraded 3] [--real all|N|none] [--engines ours,paddleocr,ours_prev]
                               [--out bench/results/ocr_bench.json] [--settings '{"det_limit_side_len": 960}']
 
 Pages: generated VAT invoices (`python -m data.synth`, clean and heavily degraded, fixed seeds) and
 the real pages in ../shared/samples (never copied). Scores (models/ocr_eval.py): CER = edit distance /
 ground-truth characters, lines matched by box; long-number CER over digit runs of 8 or more; the share
 of such numbers read exactly. Speed: pages/s over the timed pages (one untimed warm-up page first,
-so oneDNN kernel compilation is not counted), CPU seconds per page (less disturbed than wall time when
-other work shares the cores), peak RSS of the engine's process and model-load time.
+so oneDNN kernel compilation is not counted), CPU seconds per page in all and per stage (det, cls =
+crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak RSS of the engine's process and model-load time.
 """
 from __future__ import annotations
 
@@ -23,13 +24,26 @@ import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("SAMPLES_DIR", ROOT.parent / "shared" / "samples"))
 
 
 # --- worker side: one engine, one process --------------------------------------------------------------
 
-def _paddleocr_default():
+def _stage_timer(fn, acc: dict, stage: str):
+    """Wrap a stage callable so its process CPU seconds add up in acc[stage]."""
+    def timed(*args, **kwargs):
+        c0 = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[stage] = acc.get(stage, 0.0) + time.process_time() - c0
+    return timed
+
+
+def _paddleocr_default(stages: dict):
     """PaddleOCR's documented call with only the model dirs pointed at the same local files."""
     from paddleocr import PaddleOCR
 
@@ -37,6 +51,10 @@ def _paddleocr_default():
     paths = ModelPaths.bundled()
     ocr = PaddleOCR(det_model_dir=str(paths.det), rec_model_dir=str(paths.rec), cls_model_dir=str(paths.cls),
                     use_angle_cls=True, show_log=False)
+    # TextSystem calls these three attributes; wrapping them gives per-stage CPU without changing the call.
+    ocr.text_detector = _stage_timer(ocr.text_detector, stages, "det")
+    ocr.text_classifier = _stage_timer(ocr.text_classifier, stages, "cls")
+    ocr.text_recognizer = _stage_timer(ocr.text_recognizer, stages, "rec")
 
     def read(image):
         result = ocr.ocr(image, cls=True)[0] or []
@@ -48,41 +66,102 @@ def _paddleocr_default():
     return read
 
 
-def _ours(settings_json: str):
-    from models.ocr import OCRSettings, get_engine
-    engine = get_engine(OCRSettings(**json.loads(settings_json or "{}")))
+def _ours(settings: dict, stages: dict):
+    import models.ocr as ocr_module
+    from models.ocr import OCREngine, OCRSettings
+    engine = OCREngine(OCRSettings(**settings))
+    engine.detect = _stage_timer(engine.detect, stages, "det")
+    engine._orient = _stage_timer(engine._orient, stages, "cls")          # crops + orientation votes
+    ocr_module.recognise = _stage_timer(ocr_module.recognise, stages, "rec")
 
     def read(image):
         return [(ln.text, ln.box) for ln in engine.read(image).lines]
     return read
 
 
-def worker(engine_name: str, pages_file: str, out_file: str, settings_json: str) -> None:
+# Engines the bench knows: name -> OCRSettings overrides for ours, None for PaddleOCR's default call.
+ENGINES: dict[str, dict | None] = {
+    "ours": {},
+    "paddleocr": None,
+    "ours_dense": {"det_limit_side_len": 1280},                         # dense small print (newspapers)
+    "ours_prev": {"rec_bf16": False, "cpu_threads": 2},                 # defaults before 2026-12-03: fp32, 2 threads
+}
+RESULT_TAG = "@@page "        # worker stdout lines carrying a result; paddle may print its own lines too
+
+
+def engine_threads(name: str, settings: dict) -> int:
+    """Math threads an engine runs with: PaddleOCR's default call leaves Paddle's default of 1 (it only sets
+    cpu_threads=10 when enable_mkldnn=True is passed; oneDNN itself is on by Paddle 3's default)."""
+    if ENGINES[name] is None:
+        return 1
+    from models.ocr import OCRSettings
+    return OCRSettings(**{**settings, **ENGINES[name]}).cpu_threads
+
+
+def worker(engine_name: str, settings_json: str) -> None:
+    """Load one engine, then read the image paths given on stdin one by one (the parent interleaves the
+    engines page by page, so load on the shared cores hits them alike) and print one result line each."""
     import cv2
-    pages = json.loads(Path(pages_file).read_text(encoding="utf-8"))
+    stages: dict[str, float] = {}
     t0 = time.perf_counter()
-    if engine_name == "ours":
-        read = _ours(settings_json)
-    elif engine_name == "ours_dense":        # our engine with the detector given 1280 px (dense small print)
-        read = _ours(json.dumps({**json.loads(settings_json or "{}"), "det_limit_side_len": 1280}))
-    elif engine_name == "paddleocr":
-        read = _paddleocr_default()
-    else:
-        raise SystemExit(f"unknown engine {engine_name!r}; use ours, ours_dense or paddleocr")
+    if engine_name not in ENGINES:
+        raise SystemExit(f"unknown engine {engine_name!r}; use one of {', '.join(ENGINES)}")
+    overrides = ENGINES[engine_name]
+    read = (_paddleocr_default(stages) if overrides is None
+            else _ours({**json.loads(settings_json or "{}"), **overrides}, stages))
     load_s = time.perf_counter() - t0
-    read(cv2.imread(pages[0]["image"]))                       # warm-up, untimed
-    results, wall, cpu = [], 0.0, 0.0
-    for page in pages:
-        image = cv2.imread(page["image"])
+    print(RESULT_TAG + json.dumps({"ready": True, "load_s": load_s}), flush=True)
+    warm = True                                                    # first page read twice: untimed warm-up
+    for path in sys.stdin:
+        image = cv2.imread(path.strip())
+        if warm:
+            read(image)
+            warm = False
+        stages.clear()
         c0, w0 = time.process_time(), time.perf_counter()
         lines = read(image)
-        wall += time.perf_counter() - w0
-        cpu += time.process_time() - c0
-        results.append({"image": page["image"], "lines": lines})
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    Path(out_file).write_text(json.dumps({"engine": engine_name, "load_s": load_s, "wall_s": wall, "cpu_s": cpu,
-                                          "peak_rss_mb": rss_mb, "pages": results}, ensure_ascii=False),
-                              encoding="utf-8")
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(RESULT_TAG + json.dumps({"lines": lines, "wall_s": wall, "cpu_s": cpu, "stages": dict(stages),
+                                       "peak_rss_mb": rss_mb}, ensure_ascii=False), flush=True)
+
+
+def _next_result(proc: subprocess.Popen) -> dict:
+    for line in proc.stdout:
+        if line.startswith(RESULT_TAG):
+            return json.loads(line[len(RESULT_TAG):])
+    raise SystemExit(f"an OCR worker exited early (code {proc.wait()}); its error is printed above")
+
+
+def run_interleaved(names: list[str], images: list[str], settings_json: str) -> dict[str, dict]:
+    """One process per engine; page i goes to every engine before page i+1 goes to any."""
+    procs = {}
+    for name in names:
+        threads = engine_threads(name, json.loads(settings_json or "{}"))
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        procs[name] = subprocess.Popen([sys.executable, "-m", "bench.ocr_bench", "--worker", name,
+                                        "--settings", settings_json], cwd=ROOT, env=env, text=True,
+                                       encoding="utf-8", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    results = {name: {"engine": name, "threads": engine_threads(name, json.loads(settings_json or "{}")),
+                      "load_s": _next_result(proc)["load_s"], "wall_s": 0.0, "cpu_s": 0.0, "stages": {},
+                      "peak_rss_mb": 0.0, "pages": []} for name, proc in procs.items()}
+    try:
+        for image in tqdm(images, desc="pages (all engines)", unit="page"):
+            for name, proc in procs.items():
+                proc.stdin.write(image + "\n")
+                proc.stdin.flush()
+                got, res = _next_result(proc), results[name]
+                res["wall_s"] += got["wall_s"]
+                res["cpu_s"] += got["cpu_s"]
+                res["peak_rss_mb"] = max(res["peak_rss_mb"], got["peak_rss_mb"])
+                for stage, sec in got["stages"].items():
+                    res["stages"][stage] = res["stages"].get(stage, 0.0) + sec
+                res["pages"].append({"image": image, "lines": got["lines"]})
+    finally:
+        for proc in procs.values():
+            proc.stdin.close()
+            proc.wait()
+    return results
 
 
 # --- parent side ---------------------------------------------------------------------------------------------
@@ -129,14 +208,16 @@ def _score(pages: list[dict], result: dict) -> dict:
            **{f"cer_{k}": round(v.cer, 4) for k, v in per_set.items()},
            "long_digit_cer": round(digits.digit_cer, 4),
            "long_numbers_exact": f"{digits.numbers_exact}/{digits.numbers}",
+           "threads": result["threads"],
            "pages_per_s": round(n / result["wall_s"], 3), "cpu_s_per_page": round(result["cpu_s"] / n, 2),
+           **{f"{stage}_cpu_s": round(result["stages"].get(stage, 0.0) / n, 2) for stage in ("det", "cls", "rec")},
            "peak_rss_mb": round(result["peak_rss_mb"]), "load_s": round(result["load_s"], 2)}
     return row
 
 
 def _table(rows: list[dict]) -> str:
     cols = ["engine", "pages", "cer_clean", "cer_degraded", "cer_real", "long_digit_cer", "long_numbers_exact",
-            "pages_per_s", "cpu_s_per_page", "peak_rss_mb", "load_s"]
+            "threads", "pages_per_s", "cpu_s_per_page", "det_cpu_s", "cls_cpu_s", "rec_cpu_s", "peak_rss_mb", "load_s"]
     cols = [c for c in cols if any(c in r for r in rows)]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
@@ -149,39 +230,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--degraded", type=int, default=3, help="generated heavily degraded VAT invoices (default 3)")
     p.add_argument("--real", default="all", help="real sample pages: all, none or the first N (default all)")
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
-    p.add_argument("--engines", default="ours,paddleocr", help="comma-separated: ours, paddleocr, ours_dense (ours at det 1280)")
-    p.add_argument("--settings", default="{}", help="JSON of OCRSettings overrides for our engine")
+    p.add_argument("--engines", default="ours,paddleocr",
+                   help=f"comma-separated, run interleaved page by page: {', '.join(ENGINES)} "
+                        "(ours_dense = det 1280 px; ours_prev = the fp32, 2-thread defaults before bf16)")
+    p.add_argument("--settings", default="{}", help="JSON of OCRSettings overrides for our engines")
     p.add_argument("--out", default="bench/results/ocr_bench.json", help="where to write the JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)
-    p.add_argument("--pages-file", help=argparse.SUPPRESS)
-    p.add_argument("--result-file", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        worker(args.worker, args.pages_file, args.result_file, args.settings)
+        worker(args.worker, args.settings)
         return 0
 
+    names = args.engines.split(",")
+    unknown = [n for n in names if n not in ENGINES]
+    if unknown:
+        raise SystemExit(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
     with tempfile.TemporaryDirectory(prefix="ocr_bench_") as tmp:
         tmpd = Path(tmp)
         pages = (_generate("none", args.clean, args.seed, tmpd / "clean")
                  + _generate("heavy", args.degraded, args.seed + 1, tmpd / "degraded") + _real(args.real))
         if not pages:
             raise SystemExit("no pages to run; give --clean, --degraded or --real")
-        pages_file = tmpd / "pages.json"
-        pages_file.write_text(json.dumps([{"image": pg["image"]} for pg in pages]), encoding="utf-8")
-        rows = []
-        for name in args.engines.split(","):
-            result_file = tmpd / f"{name}.json"
-            print(f"running {name} on {len(pages)} pages in its own process ...", file=sys.stderr, flush=True)
-            subprocess.run([sys.executable, "-m", "bench.ocr_bench", "--worker", name, "--pages-file", str(pages_file),
-                            "--result-file", str(result_file), "--settings", args.settings],
-                           check=True, cwd=ROOT)
-            rows.append(_score(pages, json.loads(result_file.read_text(encoding="utf-8"))))
+        load_before = os.getloadavg()[0]
+        results = run_interleaved(names, [pg["image"] for pg in pages], args.settings)
+        load_after = os.getloadavg()[0]
+        rows = [_score(pages, results[name]) for name in names]
     table = _table(rows)
     print(table)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if v is not None},
-                               "threads_available": len(os.sched_getaffinity(0)), "rows": rows,
+                               "threads_available": len(os.sched_getaffinity(0)),
+                               "load_avg_1min": {"start": round(load_before, 2), "end": round(load_after, 2)},
+                               "rows": rows,
                                "table": table}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -22,20 +22,24 @@ import numpy as np
 from data.document import Line, Page
 from models.ocr_det import DetParams, boxes_from_prob, det_input, order_quad, resize_for_det
 from models.ocr_rec import classify_angles, crop_line, recognise
-from models.ocr_runtime import ModelPaths, Predictor, default_threads, load_charset
+from models.ocr_runtime import ModelPaths, Predictor, cpu_has_bf16, load_charset
 
 
 @dataclass(frozen=True)
 class OCRSettings:
     """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md)."""
-    cpu_threads: int = field(default_factory=default_threads)
+    cpu_threads: int = 1                  # per predictor, like PaddleOCR's default. On busy shared cores a second
+                                          # OpenMP thread cost more than it saved (bench/README.md: CPU s/page
+                                          # 4.65 -> 3.47, wall lower too); parallelise over pages instead.
     enable_mkldnn: bool = True            # oneDNN kernels: the largest single CPU speed-up
+    rec_bf16: bool | None = None          # recognition in bfloat16; None = where the CPU has it natively
     det_limit_side_len: int = 960         # longer page side given to the detector; 1280 reads dense small print
                                           # (newspapers) better but costs ~1.5x on such pages (bench/README.md)
     det_box_thresh: float = 0.6
     det_unclip_ratio: float = 1.5
     rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
     rec_batch_columns: int = 16 * 320     # most padded input columns per batch: bounds memory on long lines
+    rec_min_width: int = 320              # narrower line crops are padded up to this many columns
     use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
@@ -93,9 +97,10 @@ class OCREngine:
         self.settings = settings or OCRSettings()
         self.paths = paths or ModelPaths.bundled()
         s = self.settings
+        rec_bf16 = cpu_has_bf16() if s.rec_bf16 is None else s.rec_bf16
         self.det = Predictor(self.paths.det, s.cpu_threads, s.enable_mkldnn)
         self.cls = Predictor(self.paths.cls, s.cpu_threads, s.enable_mkldnn) if s.use_angle_cls else None
-        self.rec = Predictor(self.paths.rec, s.cpu_threads, s.enable_mkldnn)
+        self.rec = Predictor(self.paths.rec, s.cpu_threads, s.enable_mkldnn, bf16=rec_bf16)
         self.charset = load_charset(self.paths.keys)
         self.det_params = DetParams(limit_side_len=s.det_limit_side_len, box_thresh=s.det_box_thresh,
                                     unclip_ratio=s.det_unclip_ratio)
@@ -151,7 +156,7 @@ class OCREngine:
         image, quads, crops, rotation = self._orient(image, quads)
         t2 = time.perf_counter()
         texts = recognise(crops, self.rec, self.charset, self.settings.rec_batch_num,
-                                           self.settings.rec_batch_columns) if crops else []
+                          self.settings.rec_batch_columns, self.settings.rec_min_width) if crops else []
         t3 = time.perf_counter()
         if timings is not None:
             for key, dt in (("det", t1 - t0), ("cls", t2 - t1), ("rec", t3 - t2)):

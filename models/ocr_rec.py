@@ -89,11 +89,12 @@ def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: 
 
 
 def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndarray], charset: list[str],
-              batch: int, max_columns: int = 16 * REC_MIN_WIDTH) -> list[tuple[str, float]]:
+              batch: int, max_columns: int = 16 * REC_MIN_WIDTH, min_width: int = REC_MIN_WIDTH
+              ) -> list[tuple[str, float]]:
     """Text and confidence per crop, in the order given."""
     widths = []
     for c in crops:
-        w = max(REC_MIN_WIDTH, int(math.ceil(REC_HEIGHT * c.shape[1] / max(1, c.shape[0]))))
+        w = max(min_width, int(math.ceil(REC_HEIGHT * c.shape[1] / max(1, c.shape[0]))))
         widths.append(int(math.ceil(w / REC_WIDTH_STEP) * REC_WIDTH_STEP))
     order = np.argsort(widths, kind="stable")
     results: list[tuple[str, float]] = [("", 0.0)] * len(crops)

@@ -55,7 +55,8 @@ def load_charset(keys_path: Path) -> list[str]:
 class Predictor:
     """A Paddle Inference predictor on CPU with the switches that matter for speed."""
 
-    def __init__(self, model_dir: Path, threads: int, mkldnn: bool, mkldnn_cache: int = 10) -> None:
+    def __init__(self, model_dir: Path, threads: int, mkldnn: bool, mkldnn_cache: int = 10,
+                 bf16: bool = False) -> None:
         with warnings.catch_warnings():
             # paddle warns about a missing C++ compiler cache on import; irrelevant to inference.
             warnings.filterwarnings("ignore", message=".*ccache.*")
@@ -68,6 +69,10 @@ class Predictor:
             # every new page size or line width.
             config.set_mkldnn_cache_capacity(mkldnn_cache)
             config.enable_mkldnn()
+            if bf16:
+                # bfloat16 oneDNN kernels (CPUs with AVX512-BF16/AMX): ~1.7x faster recognition on the
+                # same weights; CER checked in bench/README.md.
+                config.enable_mkldnn_bfloat16()
         else:
             config.disable_mkldnn()
         config.enable_memory_optim()
@@ -86,6 +91,15 @@ class Predictor:
         self._input.copy_from_cpu(np.ascontiguousarray(batch, dtype=np.float32))
         self._predictor.run()
         return self._output.copy_to_cpu()
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU runs bfloat16 natively (AVX512-BF16 or AMX); emulated bf16 would be slower."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="ignore")
+    except OSError:  # pragma: no cover - non-Linux
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def default_threads() -> int:
