@@ -142,6 +142,19 @@ def test_generated_vat_invoice(engine, tmp_path):
         assert value in text, f"{key} {value} not read exactly"
 
 
+@pytest.mark.heavy
+def test_default_precision_reads_like_fp32(engine):
+    """The default engine (bf16 recognition where the CPU has it) reads a page exactly like fp32 does,
+    with nearly the same confidences, so the speed-up costs no accuracy."""
+    fp32 = get_engine(OCRSettings(rec_bf16=False))
+    image = _text_page(PAGE_LINES + ["统一社会信用代码：91110108MA01234567"])
+    fast, exact = engine.read(image), fp32.read(image)
+    assert [ln.text for ln in fast.lines] == [ln.text for ln in exact.lines] == PAGE_LINES + [
+        "统一社会信用代码：91110108MA01234567"]
+    for a, b in zip(fast.lines, exact.lines):
+        assert abs(a.score - b.score) < 0.03 and a.quad == b.quad
+
+
 # --- the CLI -------------------------------------------------------------------------------------------------
 
 @pytest.mark.heavy
