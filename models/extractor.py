@@ -523,6 +523,9 @@ class Extractor:
                 doc.fields[s.key] = self._make_field(s.key, specs[s.key], page, s)
                 used.add((s.line, s.start))
         self._complete_sums(doc, page, [s for s in header if (s.line, s.start) not in used], specs, schema)
+        for key, f in doc.fields.items():
+            if specs[key].type == "text":
+                self._join_bracket_tail(f, page, {ln for ln, _ in used})
         # item rows: group item spans by their line's vertical centre
         items = [s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs]
         items.sort(key=lambda s: ((page.lines[s.line].box[1] + page.lines[s.line].box[3]) / 2,
@@ -540,6 +543,36 @@ class Extractor:
             else:
                 rows.append((centre, height, {key: f}))
         doc.items += [r[2] for r in rows]
+
+    @staticmethod
+    def _join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:
+        """A free-text value that starts with an opening bracket (（朝阳区店）, （增值税专用发票）) lost its
+        head to a separate OCR line just left of it on the same row: prepend that line's text when
+        it holds no key (no colon) and no other field."""
+        if not f.raw or f.raw[0] not in "（(" or f.span is None:
+            return
+        offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+        li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+        if f.span[0] - offsets[li] != len(page.lines[li].text) - len(page.lines[li].text.lstrip()):
+            return       # the bracket is not where its line starts
+        x0, y0, _, y1 = page.lines[li].box
+        h = max(1.0, y1 - y0)
+        best, gap = None, 1.5 * h
+        for mi, m in enumerate(page.lines):
+            mx0, my0, mx1, my1 = m.box
+            g = x0 - mx1
+            if mi != li and mi not in used_lines and -0.3 * h <= g < gap and abs((my0 + my1) - (y0 + y1)) < h \
+                    and m.text.strip() and not any(c in COLONS for c in m.text):
+                best, gap = mi, g
+        if best is None:
+            return
+        head = page.lines[best]
+        f.raw = head.text.strip() + f.raw
+        f.value = normalize_value("text", f.raw) or f.raw
+        f.box = [min(f.box[0], head.box[0]), min(f.box[1], head.box[1]), max(f.box[2], head.box[2]),
+                 max(f.box[3], head.box[3])]
+        if best == li - 1:       # the page text runs head line, newline, this line: one span covers both
+            f.span = [int(offsets[best]), f.span[1]]
 
     def _complete_sums(self, doc: Document, page: Page, spare: list[Span], specs: dict, schema) -> None:
         """A sum rule (合计金额 + 合计税额 = 价税合计) with one term missing takes the one unused amount

@@ -200,3 +200,15 @@ def test_a_fragment_grows_to_the_whole_value_of_its_type():
     text = "校验码：1001432002 3319800000"
     sp = _trim_to_type(Span("check_code", 0, 4, 14, 0.9), check, text)
     assert text[sp.start:sp.end] == "1001432002 3319800000"
+
+
+def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    page = Page(index=0, width=1000, height=1000,
+                lines=[Line("盛达餐厅", box_to_quad([100, 20, 220, 50])), Line("（朝阳区店）", box_to_quad([225, 20, 400, 50])),
+                       Line("收银员：李", box_to_quad([100, 80, 300, 110]))])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("buyer_name", 1, 0, 6, 0.9)])
+    f = doc.fields["buyer_name"]
+    assert f.raw == "盛达餐厅（朝阳区店）" and f.box[0] == 100 and f.span == [0, 11]
