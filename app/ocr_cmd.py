@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the Documents here: one JSON object for one FILE, "
                                                   "JSON Lines (one per FILE) for several or when OUT ends in .jsonl")
     p.add_argument("--draw", metavar="DIR", help="write one overlay PNG per page (line quads) into DIR")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads for Paddle (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads per OCR model (default: 1, measured fastest on a busy 2-core machine; try 2 on an idle one)")
     p.add_argument("--dpi", type=int, default=None, help="PDF render resolution (default: data.io.DEFAULT_DPI)")
     p.add_argument("--pages", metavar="A-B", help="only pages A..B (1-based, inclusive) of each file")
     p.add_argument("--det-side", type=int, default=None, metavar="PX",

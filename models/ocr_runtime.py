@@ -82,7 +82,8 @@ class Predictor:
         config.delete_pass("matmul_transpose_reshape_fuse_pass")
         config.switch_use_feed_fetch_ops(False)
         config.switch_ir_optim(True)
-        self._predictor = inference.create_predictor(config)
+        with _stdout_to_stderr():  # the bf16 graph pass prints its report to C stdout
+            self._predictor = inference.create_predictor(config)
         self._input = self._predictor.get_input_handle(self._predictor.get_input_names()[0])
         self._output = self._predictor.get_output_handle(self._predictor.get_output_names()[0])
 
@@ -93,6 +94,22 @@ class Predictor:
         return self._output.copy_to_cpu()
 
 
+class _stdout_to_stderr:
+    """Send file descriptor 1 to stderr for a while: Paddle's graph passes print from C++ straight to
+    stdout, which would mix with a command's own output (tables, JSON on stdout)."""
+
+    def __enter__(self):
+        import sys
+        sys.stdout.flush()
+        self._saved = os.dup(1)
+        os.dup2(2, 1)
+
+    def __exit__(self, *exc):
+        os.dup2(self._saved, 1)
+        os.close(self._saved)
+        return False
+
+
 def cpu_has_bf16() -> bool:
     """Whether this CPU runs bfloat16 natively (AVX512-BF16 or AMX); emulated bf16 would be slower."""
     try:
@@ -100,11 +117,3 @@ def cpu_has_bf16() -> bool:
     except OSError:  # pragma: no cover - non-Linux
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def default_threads() -> int:
-    """All cores this process may use (the affinity mask, not the machine's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
