@@ -84,14 +84,8 @@ class ExtractorConfig:
         return cls(**json.loads((model_dir / "config.json").read_text(encoding="utf-8")))
 
 
-def as_tokenizer(vocab) -> Tokenizer:
-    """A models.tokenizer.Tokenizer from a Tokenizer or a models.layout_text.CharVocab (same ids:
-    both put BERT's specials first), so callers written against either keep working."""
-    return vocab if isinstance(vocab, Tokenizer) else Tokenizer(list(vocab.tokens))
-
-
-def save_vocab(tok, path: Path) -> None:
-    path.write_text("\n".join(as_tokenizer(tok).vocab) + "\n", encoding="utf-8")
+def save_vocab(tok: Tokenizer, path: Path) -> None:
+    path.write_text("\n".join(tok.vocab) + "\n", encoding="utf-8")
 
 
 def save_model(model: Encoder, cfg: ExtractorConfig, vocab, model_dir: str | Path,

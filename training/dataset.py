@@ -20,7 +20,6 @@ import numpy as np
 from data.align import align_value
 from data.corpus import Record, doc_type_of
 from data.document import Line, Page, box_to_quad, quad_to_box
-from models.extractor import as_tokenizer
 from models.tokenizer import Tokenizer
 from training.noise import NoiseConfig, TaggedLine, add_noise
 
@@ -158,7 +157,7 @@ def encode_page(page: TaggedPage, tok: Tokenizer, tag_index: dict[str, int], typ
                 max_len: int) -> list[Sample]:
     """Model windows of one tagged page (models/tokenizer.py) with token labels, doc type, form links."""
     lines = [Line(text=ln.text, quad=box_to_quad(ln.box)) for ln in page.lines]
-    enc = as_tokenizer(tok).encode_page(lines, page.width, page.height, max_len)
+    enc = tok.encode_page(lines, page.width, page.height, max_len)
     doc = type_index.get(page.doc_type, IGNORE)
     page_tags, firsts = [], {}
     for t in range(len(enc.ids)):
@@ -205,7 +204,7 @@ class TrainingSet:
 
     def __init__(self, pages: list[TaggedPage], vocab: Tokenizer, tag_index: dict[str, int],
                  type_index: dict[str, int], max_len: int, noise: NoiseConfig, seed: int = 0):
-        self.pages, self.vocab, self.tag_index, self.type_index = pages, as_tokenizer(vocab), tag_index, type_index
+        self.pages, self.vocab, self.tag_index, self.type_index = pages, vocab, tag_index, type_index
         self.max_len, self.noise = max_len, noise
         self.rng = random.Random(seed)
 
