@@ -6,8 +6,9 @@ Inputs are page-level (one row per page token, see `Encoding.merge` for windows)
 
 `bio_spans` turns tags into `Span`s (key, original text, score = mean probability of the chosen tags,
 box = union of the characters' boxes, page-text offsets). `spans_to_fields` keeps the best span per
-key as a `data.document.Field` and groups `items.<key>` spans into rows (one row per table line: spans
-whose boxes overlap vertically). `link_pairs` builds generic-form `Pair`s from question/answer spans.
+key as a `data.document.Field` and groups `items.<key>` spans into rows (one row per printed table
+row: deskewed box centres clustered, see `cluster_rows`). `link_pairs` builds generic-form `Pair`s
+from question/answer spans.
 Normalising and validating values is data/schemas' job, after this.
 """
 from __future__ import annotations
@@ -87,26 +88,64 @@ def bio_spans(tag_probs: np.ndarray, labels: list[str], enc: Encoding, page: int
     return spans
 
 
-def group_rows(spans: list[Span]) -> list[dict[str, Span]]:
-    """Item spans -> rows. Spans belong to one row when their boxes overlap vertically by at least
-    half the smaller height and the row does not have that key yet; rows come out top to bottom."""
-    rows: list[tuple[list[float], dict[str, Span]]] = []       # ([y0, y1] of the row, spans)
-    for s in sorted(spans, key=lambda s: ((s.box[1] + s.box[3]) / 2 if s.box else 0.0, s.first)):
-        placed = False
-        if s.box:
-            for yr, row in rows:
-                overlap = min(yr[1], s.box[3]) - max(yr[0], s.box[1])
-                if s.key not in row and overlap >= 0.5 * min(yr[1] - yr[0], s.box[3] - s.box[1]):
-                    row[s.key] = s
-                    yr[0], yr[1] = min(yr[0], s.box[1]), max(yr[1], s.box[3])
-                    placed = True
-                    break
-        if not placed:
-            rows.append(([s.box[1], s.box[3]] if s.box else [0.0, 0.0], {s.key: s}))
-    return [row for _, row in rows]
+def page_slope(quads: list) -> float:
+    """Median top-edge slope (dy/dx) of the wide text lines of a page: the page tilt. Only lines at
+    least twice as wide as tall count, because short cells give noisy edges."""
+    slopes = []
+    for q in quads:
+        q = np.asarray(q, dtype=float)
+        dx, height = q[1, 0] - q[0, 0], float(np.hypot(*(q[3] - q[0])))
+        if dx > 2 * max(height, 1.0):
+            slopes.append((q[1, 1] - q[0, 1]) / dx)
+    return float(np.median(slopes)) if slopes else 0.0
 
 
-def spans_to_fields(spans: list[Span]) -> tuple[dict[str, Field], list[dict[str, Field]]]:
+def cluster_rows(cells: list[tuple[str, Box]], line_height: float, slope: float = 0.0,
+                 tolerance: float = 0.5, lower: float = 0.35) -> list[list[int]]:
+    """Cells (key, box) -> rows as lists of cell indices, rows top to bottom, cells left to right.
+
+    The page tilt is taken out first (each centre moved along the median line slope to x=0), so a
+    row that drifts across a tilted page stays one row. Deskewed centres within `tolerance` x
+    `line_height` of the row's mean centre join it; a second cell of a key the row already holds
+    starts a new row only when it sits `lower` x `line_height` below that cell (clearly the next
+    printed row), otherwise it stays in the row (the caller picks one of the same-key cells)."""
+    h = max(line_height, 1.0)
+    centre = [(b[1] + b[3]) / 2 - slope * (b[0] + b[2]) / 2 for _, b in cells]
+    rows: list[list[int]] = []
+    for i in sorted(range(len(cells)), key=lambda i: (centre[i], cells[i][1][0])):
+        if rows:
+            row = rows[-1]
+            mean = sum(centre[j] for j in row) / len(row)
+            same_key = [j for j in row if cells[j][0] == cells[i][0]]
+            clearly_lower = any(centre[i] - centre[j] > lower * h for j in same_key)
+            if centre[i] - mean <= tolerance * h and not clearly_lower:
+                row.append(i)
+                continue
+        rows.append([i])
+    return [sorted(row, key=lambda j: (cells[j][1][0], centre[j])) for row in rows]
+
+
+def group_rows(spans: list[Span], slope: float = 0.0) -> list[dict[str, Span]]:
+    """Item spans -> rows (see `cluster_rows`; the line height is the median span height). Of two
+    spans of one key in one row the longer text wins, then the higher score."""
+    boxed = [s for s in spans if s.box]
+    if not boxed:
+        return [{s.key: s} for s in spans]
+    height = float(np.median([s.box[3] - s.box[1] for s in boxed]))
+    if slope:      # an axis-aligned box is taller than its tilted text line
+        height = max(1.0, height - abs(slope) * float(np.median([s.box[2] - s.box[0] for s in boxed])))
+    rows = []
+    for idx in cluster_rows([(s.key, s.box) for s in boxed], height, slope):
+        row: dict[str, Span] = {}
+        for j in idx:
+            s = boxed[j]
+            if s.key not in row or (len(s.text), s.score) > (len(row[s.key].text), row[s.key].score):
+                row[s.key] = s
+        rows.append(row)
+    return rows
+
+
+def spans_to_fields(spans: list[Span], slope: float = 0.0) -> tuple[dict[str, Field], list[dict[str, Field]]]:
     """(fields, items): the highest-scoring span per plain key; `items.<key>` spans grouped into rows
     with the prefix dropped. Generic-form line labels (header/question/answer) are left to
     `link_pairs` and not returned as fields."""
@@ -117,7 +156,7 @@ def spans_to_fields(spans: list[Span]) -> tuple[dict[str, Field], list[dict[str,
             item_spans.append(Span(**{**s.__dict__, "key": s.key[len(ITEM_PREFIX):]}))
         elif s.key not in FORM_KEYS and (s.key not in fields or s.score > fields[s.key].score):
             fields[s.key] = s.to_field()
-    items = [{k: s.to_field() for k, s in row.items()} for row in group_rows(item_spans)]
+    items = [{k: s.to_field() for k, s in row.items()} for row in group_rows(item_spans, slope)]
     return fields, items
 
 

@@ -28,6 +28,7 @@ import paddle
 
 from data.document import Document, Field, Line, Pair, Page
 from data.normalize import normalize_value, parse_amount
+from models.decode import cluster_rows, page_slope
 from models.encoder import Encoder, EncoderConfig
 from models.heads import ExtractionHead, HeadConfig
 from models.tokenizer import Tokenizer
@@ -520,23 +521,19 @@ class Extractor:
         for key, f in doc.fields.items():
             if specs[key].type == "text":
                 self._join_bracket_tail(f, page, {ln for ln, _ in used})
-        # item rows: group item spans by their line's vertical centre
-        items = [s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs]
-        items.sort(key=lambda s: ((page.lines[s.line].box[1] + page.lines[s.line].box[3]) / 2,
-                                  page.lines[s.line].box[0]))
-        rows: list[tuple[float, float, dict[str, Field]]] = []
-        for s in items:
-            box = page.lines[s.line].box
-            centre, height = (box[1] + box[3]) / 2, max(1.0, box[3] - box[1])
-            key = s.key[6:]
-            f = self._make_field(key, item_specs[key], page, s)
-            if not f.raw:
-                continue
-            if rows and abs(centre - rows[-1][0]) < 0.6 * max(height, rows[-1][1]) and key not in rows[-1][2]:
-                rows[-1][2][key] = f
-            else:
-                rows.append((centre, height, {key: f}))
-        doc.items += [r[2] for r in rows]
+        # item rows: one per printed table row - cell centres clustered after taking out the page tilt
+        cells = [(s.key[6:], self._make_field(s.key[6:], item_specs[s.key[6:]], page, s)) for s in spans
+                 if s.key.startswith("items.") and s.key[6:] in item_specs]
+        cells = [(k, f) for k, f in cells if f.raw and f.box]
+        if cells:
+            quads = [ln.quad for ln in page.lines]
+            height = float(np.median([np.hypot(*(np.subtract(q[3], q[0]))) for q in quads]))
+            for idx in cluster_rows([(k, f.box) for k, f in cells], height, page_slope(quads)):
+                row: dict[str, Field] = {}
+                for k, f in (cells[j] for j in idx):      # same key twice in a row: longer text, then score
+                    if k not in row or (len(f.raw), f.score) > (len(row[k].raw), row[k].score):
+                        row[k] = f
+                doc.items.append(row)
 
     @staticmethod
     def _join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:

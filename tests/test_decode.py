@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from data.document import Line, box_to_quad
-from models.decode import bio_spans, doc_type, link_pairs, spans_to_fields
+from models.decode import Span, bio_spans, cluster_rows, doc_type, link_pairs, page_slope, spans_to_fields
 from models.heads import tag_labels
 from models.tokenizer import Tokenizer
 
@@ -83,6 +83,38 @@ def test_item_spans_group_into_rows_by_table_line(tok):
     assert [{k: f.value for k, f in row.items()} for row in items] == [
         {"name": "办公用品", "amount": "120.00"}, {"name": "打印纸", "amount": "35.50"}]
     assert items[1]["amount"].box == [600, 341, 670, 361]
+
+
+def test_item_cells_on_a_tilted_page_group_one_row_per_printed_row():
+    # page tilted ~2 degrees: across 1000 px a printed row climbs 35 px, more than the 26 px row pitch,
+    # so plain vertical overlap would cut rows apart; cells are given out of order
+    slope, pitch = -0.035, 26.0
+
+    def cell(key: str, text: str, x: float, row: int, dy: float = 0.0) -> Span:
+        y = 330 + row * pitch + slope * x + dy
+        return Span(key=f"items.{key}", text=text, score=0.9, box=[x, y - 9, x + 40, y + 9], page=0,
+                    first=0, last=0, span=[0, len(text)])
+
+    spans = [cell("tax", "156.44", 1120, 0), cell("name", "机油滤清器", 70, 0), cell("amount", "1203.36", 870, 0),
+             cell("quantity", "5", 620, 0, dy=2), cell("quantity", "52", 620, 0, dy=2),
+             cell("name", "布洛芬", 72, 1), cell("tax", "60.78", 1122, 1), cell("amount", "467.50", 872, 1, dy=-3),
+             cell("name", "打印机", 74, 2), cell("tax", "6537.37", 1124, 2)]
+    quads = [box_to_quad([0, 0, 1, 1])] + [[[0, 100], [800, 100 + 800 * slope], [800, 120 + 800 * slope], [0, 120]]] * 3
+    assert page_slope(quads) == pytest.approx(slope)
+    _, items = spans_to_fields(spans, slope=page_slope(quads))
+    assert [{k: f.value for k, f in row.items()} for row in items] == [
+        {"name": "机油滤清器", "quantity": "52", "amount": "1203.36", "tax": "156.44"},
+        {"name": "布洛芬", "amount": "467.50", "tax": "60.78"},
+        {"name": "打印机", "tax": "6537.37"}]
+    # without the tilt correction the same cells do not come out as three rows
+    assert len(spans_to_fields(spans)[1]) != 3
+
+
+def test_same_key_clearly_lower_starts_a_new_row():
+    # two names 0.6 line heights apart with nothing else: two rows; 0.1 apart: one row, left to right
+    boxes = [("name", [0, 100, 50, 120]), ("name", [0, 112, 50, 132]), ("amount", [200, 101, 250, 121])]
+    assert cluster_rows(boxes, 20.0) == [[0, 2], [1]]
+    assert cluster_rows([("name", [0, 100, 50, 120]), ("name", [60, 102, 90, 122])], 20.0) == [[0, 1]]
 
 
 def test_question_answer_links_become_pairs(tok):
