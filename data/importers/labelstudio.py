@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 
 from data.importers.jsonpos import find_array, iter_array
-from data.importers.records import (XFUND_LABELS, CorpusWriter, check_record, field_from_line,
-                                    find_image, make_line, pairs_from_links)
+from data.importers.records import (XFUND_LABELS, CorpusWriter, field_from_line, make_line,
+                                    pairs_from_links, write_checked)
 from data.importers.report import ImportReport
 
 IMAGE_KEYS = ("ocr", "image", "img", "url")
@@ -100,15 +100,6 @@ def import_labelstudio(src: Path, writer: CorpusWriter, report: ImportReport, do
                 except (ValueError, TypeError, KeyError) as e:
                     report.bad(path, lineno, str(e))
                     continue
-                image = find_image(name, *roots)
-                if image is None:
-                    report.bad(path, lineno, f"image {name!r} not found beside {path.name}")
-                    continue
-                errs = check_record({"image": name, **rec})
-                if errs:
-                    report.bad(path, lineno, "; ".join(errs[:3]))
-                    continue
-                writer.write({"image": writer.add_image(image), **rec})
-                report.records_written += 1
+                write_checked(writer, report, path, lineno, name, rec, roots)
         except json.JSONDecodeError as e:
             report.bad(path, e.lineno, f"not valid JSON ({e.msg}); tasks after this point are skipped")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from data.importers.records import (XFUND_LABELS, CorpusWriter, check_record, field_from_line,
-                                    find_image, image_size, make_line, pairs_from_links)
+from data.importers.records import (XFUND_LABELS, CorpusWriter, field_from_line, make_line,
+                                    pairs_from_links, write_checked)
 from data.importers.report import ImportReport
 
 NO_CLASS = {"", "none", "null", "ignore"}
@@ -71,14 +71,4 @@ def import_ppocrlabel(src: Path, writer: CorpusWriter, report: ImportReport, doc
                 except (ValueError, TypeError) as e:
                     report.bad(path, lineno, str(e))
                     continue
-                image = find_image(name, *roots)
-                if image is None:
-                    report.bad(path, lineno, f"image {name!r} not found under {path.parent}")
-                    continue
-                rec["width"], rec["height"] = image_size(image)
-                errs = check_record({"image": name, **rec})
-                if errs:
-                    report.bad(path, lineno, "; ".join(errs[:3]))
-                    continue
-                writer.write({"image": writer.add_image(image), **rec})
-                report.records_written += 1
+                write_checked(writer, report, path, lineno, name, rec, roots, size="always")

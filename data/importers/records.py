@@ -183,6 +183,25 @@ def find_image(name: str, *roots: Path) -> Path | None:
     return None
 
 
+def write_checked(writer: "CorpusWriter", report, path: Path, lineno: int, name: str,
+                  rec: dict[str, Any], roots: list[Path], size: str = "keep") -> None:
+    """The common tail of every importer: find the record's image under `roots`, take the page size
+    from the image (`size`: "keep" the record's, fill it when "missing", or "always"), check the
+    record and write it. A problem becomes a bad-record entry in `report`; nothing is raised."""
+    image = find_image(name, *roots)
+    if image is None:
+        report.bad(path, lineno, f"image {name!r} not found beside {path.name}")
+        return
+    if size == "always" or (size == "missing" and not (rec.get("width") and rec.get("height"))):
+        rec["width"], rec["height"] = image_size(image)
+    errs = check_record({"image": name, **rec})
+    if errs:
+        report.bad(path, lineno, "; ".join(errs[:3]))
+        return
+    writer.write({"image": writer.add_image(image), **rec})
+    report.records_written += 1
+
+
 class CorpusWriter:
     """Writes records to DIR/corpus.jsonl and copies each page image to DIR/images/ (unique names)."""
 

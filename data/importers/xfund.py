@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 from data.importers.jsonpos import find_array, iter_array
-from data.importers.records import (XFUND_LABELS, CorpusWriter, check_record, find_image, image_size,
-                                    make_line, pairs_from_links)
+from data.importers.records import XFUND_LABELS, CorpusWriter, make_line, pairs_from_links, write_checked
 from data.importers.report import ImportReport
 
 
@@ -48,17 +47,6 @@ def import_xfund(src: Path, writer: CorpusWriter, report: ImportReport, doc_type
                     continue
                 if doc_type:
                     rec["doc_type"] = doc_type
-                image = find_image(fname, *roots)
-                if image is None:
-                    report.bad(path, lineno, f"image {fname!r} not found beside {path.name}")
-                    continue
-                if not rec["width"] or not rec["height"]:
-                    rec["width"], rec["height"] = image_size(image)
-                errs = check_record({"image": fname, **rec})
-                if errs:
-                    report.bad(path, lineno, "; ".join(errs[:3]))
-                    continue
-                writer.write({"image": writer.add_image(image), **rec})
-                report.records_written += 1
+                write_checked(writer, report, path, lineno, fname, rec, roots, size="missing")
         except json.JSONDecodeError as e:
             report.bad(path, e.lineno, f"not valid XFUND JSON ({e.msg}); records after this point are skipped")
