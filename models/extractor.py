@@ -7,7 +7,7 @@ Steps per page: lines in reading order -> character tokens with line boxes in ov
 (models/tokenizer.py) -> encoder + extraction head -> per-character tag probabilities (each from the
 window where the character has most context) -> spans ->
 per field the best span of the page's doc type -> normalised value, box, validation (data/validate.py).
-Generic forms come out as question -> answer pairs from the link head, with a geometric fallback
+Generic forms come out as question -> answer pairs (models/form_pairs.py): the link head, with a geometric fallback
 (nearest question to the left on the row, else above) for an answer the link head leaves unclaimed.
 
 A model directory holds config.json, model_state.pdparams, vocab.txt, labels.json, schemas/*.yaml,
@@ -26,10 +26,11 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from data.document import Document, Field, Line, Pair, Page
+from data.document import Document, Field, Line, Page
 from data.normalize import normalize_value, parse_amount
 from models.decode import cluster_rows, page_slope
 from models.encoder import Encoder, EncoderConfig
+from models.form_pairs import decode_form
 from models.heads import ExtractionHead, HeadConfig
 from models.tokenizer import Tokenizer
 
@@ -239,31 +240,6 @@ def _extend_left(sp: Span, text: str | None, probs: np.ndarray, mass: np.ndarray
     while first < sp.start and text[first].isspace():
         first += 1
     sp.start = first
-
-
-def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
-                line_texts: list[str] | None = None, share: float = 0.6) -> list[Span]:
-    """Generic forms: a line whose characters mostly agree on one label (header/question/answer)
-    becomes one entity with that label, first to last visible character. XFUND-style forms label
-    whole lines, so a vote per line undoes a shaky first or last character. Lines without a clear
-    majority keep their per-character spans (a key and its value sharing one OCR line)."""
-    per_char = _spans(line_probs, tag_labels, allowed, line_texts)
-    out: list[Span] = []
-    for li, probs in enumerate(line_probs):
-        mine = [s for s in per_char if s.line == li]
-        visible = [ci for ci in range(len(probs)) if not np.isnan(probs[ci]).any()]
-        if not mine or not visible:
-            continue
-        votes: dict[str, int] = {}
-        for s in mine:
-            votes[s.key] = votes.get(s.key, 0) + sum(1 for ci in visible if s.start <= ci < s.end)
-        key, n = max(votes.items(), key=lambda kv: kv[1])
-        if n >= share * len(visible):
-            score = float(np.mean([s.score for s in mine if s.key == key]))
-            out.append(Span(key, li, visible[0], visible[-1] + 1, score))
-        else:
-            out += mine
-    return out
 
 
 # What a value of each parsed type looks like inside OCR text that may carry junk around it
@@ -479,8 +455,7 @@ class Extractor:
         doc.fields, doc.items, doc.pairs = {}, [], []
         for page, pred in zip(doc.pages, preds):
             if doc.doc_type == GENERIC:
-                spans = _form_spans(pred["probs"], self.tag_labels, allowed, [ln.text for ln in page.lines])
-                doc.pairs += self._pairs(page, spans, pred["link"])
+                doc.pairs += decode_form(page, pred, self.tag_labels, allowed)
             else:
                 schema = self.schemas[doc.doc_type]
                 free_text = {f.key for f in schema.fields if f.type == "text"}
@@ -593,48 +568,6 @@ class Extractor:
                 sp = fits[0]
                 doc.fields[missing[0]] = self._make_field(missing[0], specs[missing[0]], page,
                                                           Span(missing[0], sp.line, sp.start, sp.end, sp.score))
-
-    def _pairs(self, page: Page, spans: list[Span], link) -> list[Pair]:
-        qs = [s for s in spans if s.key == "question"]
-        ans = [s for s in spans if s.key == "answer"]
-        text = lambda s: _clean(page.lines[s.line].text[s.start:s.end])
-        pairs: list[Pair] = []
-        for a in ans:
-            if not text(a):
-                continue
-            best, best_score = None, 0.0
-            for q in qs:
-                score = link((q.line, q.start), (a.line, a.start))
-                if score is not None and score > best_score:
-                    best, best_score = q, score
-            prob = 1 / (1 + np.exp(-best_score)) if best is not None else 0.0
-            if best is None:
-                best = self._nearest_question(page, a, qs)
-                prob = 0.5
-            if best is None or not text(best):
-                continue
-            pairs.append(Pair(key=text(best), value=text(a), key_box=_char_box(page.lines[best.line], best.start, best.end),
-                              value_box=_char_box(page.lines[a.line], a.start, a.end),
-                              score=round(float(prob * min(a.score, best.score)), 4), page=page.index))
-        return pairs
-
-    @staticmethod
-    def _nearest_question(page: Page, a: Span, qs: list[Span]) -> Span | None:
-        ab = _char_box(page.lines[a.line], a.start, a.end)
-        h = max(1.0, ab[3] - ab[1])
-        best, best_d = None, float("inf")
-        for q in qs:
-            qb = _char_box(page.lines[q.line], q.start, q.end)
-            same_row = abs((qb[1] + qb[3]) / 2 - (ab[1] + ab[3]) / 2) < 0.6 * h
-            if same_row and qb[0] <= ab[0]:
-                d = ab[0] - qb[2]
-            elif qb[3] <= ab[1] + 0.3 * h and qb[0] < ab[2] and ab[0] < qb[2]:
-                d = 3 * (ab[1] - qb[3]) + 1000
-            else:
-                continue
-            if d < best_d:
-                best, best_d = q, d
-        return best
 
     def _validate(self, doc: Document) -> None:
         schema = self.schemas.get(doc.doc_type)

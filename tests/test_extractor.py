@@ -99,7 +99,7 @@ def test_spans_follow_key_mass_not_a_shaky_b():
 
 
 def test_form_lines_vote_on_one_label():
-    from models.extractor import _form_spans
+    from models.form_pairs import _form_spans
     labels = ["O", "B-question", "I-question", "B-answer", "I-answer"]
     line = [{"I-question": 0.6, "I-answer": 0.4}] + [{"I-answer": 0.9, "O": 0.1}] * 3
     spans = _form_spans([_probs(labels, line)], labels, np.ones(len(labels), bool))
