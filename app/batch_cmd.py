@@ -70,7 +70,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--draw", metavar="DIR",
                         help="also save each page with its OCR lines and fields drawn, as PNG in DIR")
     parser.add_argument("--type", dest="doc_type", metavar="T",
-                        help="document type for every file (e.g. vat_invoice; see data/schemas/); "
+                        help="document type for every file, one the model was trained on (its labels.json "
+                             "doc_types, e.g. vat_invoice); "
                              "default: detected per document")
     parser.add_argument("--model", dest="model_dir", metavar="DIR",
                         help="extraction model directory (default: the bundled models/default)")
@@ -235,13 +236,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"--model {args.model_dir}: no such directory; pass a model directory made by "
               "`python -m training export`, or leave --model out for the bundled default", file=sys.stderr)
         return 2
-    if args.doc_type:
-        from data.schemas import list_schemas
-        known = list_schemas()
-        if args.doc_type not in known:
-            print(f"--type {args.doc_type}: unknown document type; choose one of {', '.join(known)}",
-                  file=sys.stderr)
-            return 2
+    from app.model_types import UnknownTypeError, check_doc_type
+    try:
+        check_doc_type(args.doc_type, args.model_dir)    # the model's types, not every schema in the repo
+    except UnknownTypeError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     options = WorkerOptions(model_dir=args.model_dir, doc_type=args.doc_type, draw_dir=args.draw)
     try:
         summary = run_batch(args.inputs, args.out, workers=args.workers, csv_path=args.csv,

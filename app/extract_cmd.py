@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draw", metavar="DIR", help="write overlay images (boxes coloured by field) here")
     p.add_argument("--model", metavar="DIR", help="model directory (default: models/default)")
     p.add_argument("--type", dest="doc_type", metavar="T",
-                   help="document type to assume (e.g. vat_invoice); default: the model decides")
+                   help="document type to assume, one the model was trained on (its labels.json "
+                        "doc_types, e.g. vat_invoice); default: the model decides")
 
 
 def field_table(doc: Document) -> str:
@@ -59,8 +60,14 @@ def _draw(analysis, out_dir: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.model_types import UnknownTypeError, check_doc_type
     from app.pipeline import analyse_file
     from models.extractor import ModelDirError
+    try:
+        check_doc_type(args.doc_type, args.model)     # before any OCR: a typo should cost nothing
+    except UnknownTypeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     docs, failed = [], 0
     for path in args.files:
         try:

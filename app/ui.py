@@ -24,6 +24,7 @@ import streamlit as st  # noqa: E402
 
 from app import pipeline  # noqa: E402
 from app.batch_inputs import DOCUMENT_SUFFIXES  # noqa: E402
+from app.model_types import model_doc_types, model_type_label  # noqa: E402
 from app.ui_corrections import save_correction  # noqa: E402
 from app.ui_fields import (COL_KEY, EDITABLE, apply_edits, document_csv, error_in_words,  # noqa: E402
                            fields_frame, lines_frame, schema_label)
@@ -58,9 +59,12 @@ def model_choices() -> list[str]:
 
 
 @st.cache_data(show_spinner=False)
-def type_choices() -> list[str]:
-    from data.schemas import list_schemas
-    return list_schemas()
+def type_choices(model: str | None) -> dict[str, str]:
+    """{doc type: label} the selected model was trained on (its labels.json and schemas/), so a
+    retrained model's new type shows and types it never saw do not; none without a model."""
+    if model is None:
+        return {}
+    return {t: model_type_label(model, t) for t in model_doc_types(model)}
 
 
 def sidebar() -> tuple[str | None, str | None, str]:
@@ -72,9 +76,11 @@ def sidebar() -> tuple[str | None, str | None, str]:
     else:
         st.sidebar.selectbox("Model 模型", [OCR_ONLY], disabled=True)
         model = None
-    choice = st.sidebar.selectbox("Document type 文档类型", [AUTO] + type_choices(),
-                                  format_func=lambda t: t if t == AUTO else schema_label(t),
-                                  help="Automatic: the model decides and shows its confidence")
+    types = type_choices(model)
+    choice = st.sidebar.selectbox("Document type 文档类型", [AUTO] + list(types),
+                                  format_func=lambda t: types.get(t, t),
+                                  help="Automatic: the model decides and shows its confidence. "
+                                       "Listed: the types the selected model was trained on")
     corrections = st.sidebar.text_input("Save corrections to 纠正保存目录", DEFAULT_CORRECTIONS_DIR,
                                         help="Corrected pages are written here as a training corpus "
                                              "(corpus.jsonl + images/)")

@@ -159,3 +159,75 @@ def test_fields_frame_and_apply_edits_without_streamlit():
     assert changed == ["invoice_number"]
     assert out.fields["invoice_number"].valid is False and doc.fields["invoice_number"].valid is True
     assert any("invoice_number" in w for w in out.warnings)
+
+
+# --- the type chooser lists the SELECTED model's types ---------------------------------------------
+
+NEW_TYPE_SCHEMA = """name: parking_receipt
+label: 停车收据
+fields:
+  - key: plate
+    label: 车牌号
+  - key: fee
+    label: 金额
+    type: amount
+"""
+
+
+def model_dir_with_new_type(root: Path) -> Path:
+    """A model directory as `retrain` exports it after adding a type: the default's labels plus
+    parking_receipt, whose schema only this directory carries (weights are never loaded here)."""
+    from models.extractor import DEFAULT_MODEL_DIR
+    d = root / "retrained-v0001"
+    (d / "schemas").mkdir(parents=True)
+    cfg = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))
+    cfg["doc_types"] = cfg["doc_types"] + ["parking_receipt"]
+    (d / "config.json").write_text(json.dumps(cfg, ensure_ascii=False), encoding="utf-8")
+    (d / "labels.json").write_text(json.dumps({"tags": cfg["tag_labels"], "doc_types": cfg["doc_types"]}),
+                                   encoding="utf-8")
+    (d / "schemas" / "parking_receipt.yaml").write_text(NEW_TYPE_SCHEMA, encoding="utf-8")
+    (d / "model_state.pdparams").write_bytes(b"")
+    (d / "vocab.txt").write_text("[PAD]\n", encoding="utf-8")
+    return d
+
+
+@pytest.fixture()
+def two_models_app(monkeypatch, tmp_path):
+    import streamlit as st
+    from models import extractor
+    new = model_dir_with_new_type(tmp_path)
+    default = extractor.DEFAULT_MODEL_DIR.resolve()
+    monkeypatch.setattr(extractor, "find_model_dirs", lambda root=None: [default, new] if root is None else [])
+    CALLS.clear()
+    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
+    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    st.cache_data.clear()       # model_choices() is cached across AppTest runs in this process
+    at = AppTest.from_file(UI, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    yield at, default, new
+    st.cache_data.clear()
+
+
+def type_picker(at: AppTest):
+    return [s for s in at.sidebar.selectbox if s.label == "Document type 文档类型"][0]
+
+
+def test_type_chooser_lists_only_the_selected_models_types(two_models_app):
+    at, default, new = two_models_app
+    model_picker = [s for s in at.sidebar.selectbox if s.label == "Model 模型"][0]
+    assert model_picker.options == [default.name, new.name]
+    offered = type_picker(at).options[1:]
+    trained = json.loads((default / "labels.json").read_text(encoding="utf-8"))["doc_types"]
+    assert len(offered) == len(trained) and "增值税发票 (vat_invoice)" in offered
+    # the repo has schemas for these but the bundled model was never trained on them
+    assert not any("business_licence" in o or "train_ticket" in o for o in offered)
+    assert not any("parking_receipt" in o for o in offered)
+
+    model_picker.set_value(str(new)).run()
+    assert not at.exception
+    offered = type_picker(at).options
+    assert "停车收据 (parking_receipt)" in offered, "the retrained model's new type, labelled from its own schema"
+    type_picker(at).set_value("parking_receipt").run()
+    upload(at, ("inv.png", png_bytes()))
+    assert CALLS[-1]["doc_type"] == "parking_receipt"
