@@ -76,7 +76,22 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
                    help="gt: the corpus's own lines; real: PP-OCR on each page image")
     p.add_argument("--limit", type=int, help="evaluate only the first N pages of each doc type")
     p.add_argument("--given-type", action="store_true", help="tell the model the true doc type")
-    p.add_argument("--json", help="write the report here (default: MODEL/eval_<data>_<ocr>.json)")
+    p.add_argument("--json", help="write the report here (default: MODEL/eval_<data>_<ocr>.json, or "
+                                  "runs/eval/default_<data>_<ocr>.json for the bundled models/default, "
+                                  "which is tracked in git and must not change by evaluating it)")
+
+
+EVAL_DIR = Path("runs") / "eval"
+
+
+def default_report_path(model: str | Path, stem: str) -> Path:
+    """Where `evaluate` writes its report when --json is not given: beside the model, except for the
+    bundled models/default, whose files are tracked (its curated evals are committed on purpose)."""
+    from models.extractor import DEFAULT_MODEL_DIR
+    model = Path(model)
+    if model.resolve() == DEFAULT_MODEL_DIR.resolve():
+        return EVAL_DIR / f"{model.resolve().name}_{stem}.json"
+    return model / f"eval_{stem}.json"
 
 
 def _evaluate(a: argparse.Namespace) -> int:
@@ -87,7 +102,8 @@ def _evaluate(a: argparse.Namespace) -> int:
     if a.samples:
         res = evaluate_samples(a.model, a.samples)
         print(samples_table(res))
-        out = Path(a.json or Path(a.model) / "eval_samples.json")
+        out = Path(a.json or default_report_path(a.model, "samples"))
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(res, ensure_ascii=False, indent=1), encoding="utf-8")
         print(f"report written to {out}")
         return 0
@@ -112,7 +128,7 @@ def _evaluate(a: argparse.Namespace) -> int:
     cache = Path(a.data) / "ocr_cache.jsonl" if Path(a.data).is_dir() else None
     report, rows = evaluate_corpus(ex, records, a.ocr, cache, a.given_type)
     print(report.table())
-    out = Path(a.json or Path(a.model) / f"eval_{Path(a.data).name}_{a.ocr}.json")
+    out = Path(a.json or default_report_path(a.model, f"{Path(a.data).name}_{a.ocr}"))
     write_report(report, out, {"data": str(a.data), "ocr": a.ocr, "pages": rows})
     print(f"report written to {out}")
     return 0
