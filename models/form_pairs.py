@@ -1,22 +1,299 @@
-"""Generic forms: question -> answer pairs from the tag probabilities and the link head.
+"""Generic forms: key-value pairs from layout evidence and the model's question/answer tags.
 
 `decode_form(page, pred, tag_labels, allowed)` is what models/extractor.py calls for a page of a
-generic form: line-level entity spans (header/question/answer) from the per-character tags, then each
-answer is linked to the question the link head scores highest, with a geometric fallback (nearest
-question to the left on the row, else above) for an answer the link head leaves unclaimed.
+generic form. A small model's question/answer tags do not carry over to a form layout it never saw
+(or to a real scan), while a few layout facts hold on almost any form, so decoding leans on those
+and uses the tags as evidence where layout alone cannot decide:
+
+1. Pieces. Each OCR line splits at its key colons: "姓名：张三" is a key piece and a text piece;
+   "联系人：刘平地址：合肥" splits the middle run where the question tags (or a space) start the
+   second key; a short run between two colons with no value evidence ("电话：家中：0731...") joins
+   the two into one key.
+2. Keys. A piece ending in a colon is a key. A line without a colon is a key when it is more
+   key-like than the text it would take as its value (`key_score`: question vs answer tags, a key
+   noun at its end, no digits, short, not a sentence).
+3. Values. A key takes the text after its colon; else the nearest piece to its right on the same
+   row (tilt removed); else the line directly below it (overlapping, left-aligned or indented,
+   close). The candidate must not be a key, a header, a sentence, or empty ("$", check boxes).
+   Each value goes to one key: strongest evidence first.
+
+`_form_spans` (per-line majority tags) is kept for callers that want the model's own entity spans.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import numpy as np
 
-from data.document import Pair, Page
+from data.document import Page, Pair
+
+COLONS = "：:"
+# nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别 ...): lexical evidence that
+# holds across forms, used only to weigh a colon-less line or split a run of text before a colon
+KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级码")
+KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码", "账号", "性别", "部门", "职位", "单位",
+             "邮箱", "邮编", "传真", "金额", "备注", "学历", "民族", "籍贯", "年龄", "工号", "类型", "事由")
+SENTENCE = re.compile(r"[，。？！；,?!;]")
+NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
+
+PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
+TRUST = 0.4           # the model knows the page when this share of its lines is tagged question/answer ...
+OTHER = 0.7           # ... and then a colon line it tags "other" with this mass is no pair (编号：, notes)
+
+ROW_TOL = 0.5         # same row: deskewed centres within this x line height
+RIGHT_GAP = 8.0       # a value right of its key starts within this many line heights
+BELOW_GAP = 1.0       # a value below its key starts within this many line heights of the key's bottom
+LONG_KEY = 10         # keys longer than this take no value from the line below
+KEY_MIN = 0.3         # a colon-less line needs at least this key score to be a key
+KEY_MARGIN = 0.8      # ... and this much more than the text it takes as its value
+
+
+@dataclass
+class Piece:
+    """A run of one OCR line: a key (ended by a colon, or a colon-less line judged a key) or text."""
+    line: int
+    start: int
+    end: int
+    text: str                      # cleaned: no surrounding spaces or trailing colons
+    box: list[float]
+    colon_key: bool = False        # ended by a colon in the OCR text
+    value: "Piece | None" = None   # the text right after the colon on the same line, if any
+    used: bool = False
 
 
 def decode_form(page: Page, pred: dict, tag_labels: list[str], allowed: np.ndarray) -> list[Pair]:
     """The key-value pairs of one page; `pred` is `Extractor.predict_page`'s output."""
-    spans = _form_spans(pred["probs"], tag_labels, allowed, [ln.text for ln in page.lines])
-    return _pairs(page, spans, pred["link"])
+    masses = _label_masses(pred["probs"], tag_labels)
+    pieces = [p for li in range(len(page.lines)) for p in _split_line(page, li, masses[li])]
+    return _link(page, pieces, masses)
 
+
+# --- tags ------------------------------------------------------------------------------------------
+
+def _label_masses(line_probs: list[np.ndarray], tag_labels: list[str]) -> list[np.ndarray]:
+    """Per line, per character: [question, answer, header, other] probability mass (B + I), NaN
+    on characters the model did not see (whitespace)."""
+    cols = {k: [i for i, lab in enumerate(tag_labels) if lab in (f"B-{k}", f"I-{k}")]
+            for k in ("question", "answer", "header")}
+    out = []
+    for probs in line_probs:
+        if probs is None or not len(probs):
+            out.append(np.zeros((0, 4)))
+            continue
+        q, a, h = (probs[:, c].sum(1) if c else np.zeros(len(probs)) for c in cols.values())
+        out.append(np.stack([q, a, h, np.clip(1 - q - a - h, 0, 1)], 1))
+    return out
+
+
+def _mean_mass(mass: np.ndarray, start: int, end: int) -> np.ndarray:
+    seen = mass[start:end]
+    seen = seen[~np.isnan(seen).any(1)] if len(seen) else seen
+    return seen.mean(0) if len(seen) else np.zeros(4)
+
+
+# --- pieces ----------------------------------------------------------------------------------------
+
+def _key_colons(text: str) -> list[int]:
+    """Colon positions that end a key; a colon between digits (10:30) is part of a value."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch in COLONS and not (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()):
+            out.append(i)
+    return out
+
+
+def _second_key_start(text: str, lo: int, hi: int, mass: np.ndarray) -> int:
+    """Where the key before the colon at `hi` starts inside the run text[lo:hi] that follows an
+    earlier key's colon. Returns lo when the whole run belongs to the key (a compound key such as
+    电话：家中：), else the first character of the second key."""
+    run = text[lo:hi]
+    body = run.strip()
+    if not body:
+        return lo
+    first = lo + len(run) - len(run.lstrip())
+    gaps = [m.end() for m in re.finditer(r"\s+", body)]
+    if gaps:                       # OCR kept the space between the first value and the second key
+        return first + gaps[-1]
+    stripped = body
+    k = first + len(body)
+    while k > first and len(mass) > k - 1 and not np.isnan(mass[k - 1]).any() and mass[k - 1, 0] > mass[k - 1, 1]:
+        k -= 1
+    if first < k < first + len(body):    # the model tags a question run just before the colon
+        return k
+    if k == first:
+        return lo
+    for word in sorted(KEY_WORDS, key=len, reverse=True):
+        if stripped.endswith(word) and len(stripped) > len(word):
+            return first + len(stripped) - len(word)
+    if len(stripped) <= 4 and not any(c.isdigit() for c in stripped):
+        return lo                  # a short label between colons qualifies the first key
+    return first + len(body) - 2
+
+
+def _split_line(page: Page, li: int, mass: np.ndarray) -> list[Piece]:
+    from models.extractor import _char_box
+    line = page.lines[li]
+    text = line.text
+    colons = _key_colons(text)
+    out: list[Piece] = []
+
+    def piece(start: int, end: int, colon_key: bool = False) -> Piece | None:
+        raw = text[start:end]
+        lead = len(raw) - len(raw.lstrip())
+        start, end = start + lead, start + len(raw.rstrip())
+        clean = text[start:end].strip().rstrip(COLONS).strip()
+        if not clean:
+            return None
+        return Piece(li, start, end, clean, _char_box(line, start, end), colon_key)
+
+    key_start = 0
+    last_key: Piece | None = None
+    for n, c in enumerate(colons):
+        ks = key_start if n == 0 else _second_key_start(text, key_start, c, mass)
+        if last_key is not None and ks > key_start:
+            last_key.value = piece(key_start, ks)
+        if last_key is not None and ks == key_start and n > 0:
+            ks = last_key.start                      # compound key: 电话：家中：
+            out.remove(last_key)
+        k = piece(ks, c + 1, colon_key=True)
+        if k is not None:
+            out.append(k)
+        last_key = k
+        key_start = c + 1
+    rest = piece(key_start, len(text))
+    if last_key is not None:
+        last_key.value = rest
+    elif rest is not None:
+        out.append(rest)
+    return out
+
+
+# --- evidence --------------------------------------------------------------------------------------
+
+def key_score(text: str, tags: np.ndarray) -> float:
+    """How much a colon-less piece of text looks like a form key rather than a value (> 0: key).
+    `tags` is its mean [question, answer, header, other] mass."""
+    if SENTENCE.search(text):
+        return -3.0
+    s = 2.0 * float(tags[0] - tags[1])
+    if text.endswith(KEY_ENDINGS):
+        s += 0.8
+    if any(ch.isdigit() for ch in text):
+        s -= 1.0
+    if len(text) > 12:
+        s -= 1.5
+    return s
+
+
+def _is_value(p: Piece, mass: np.ndarray) -> bool:
+    if p.colon_key or NOT_A_VALUE.match(p.text) or PAGE_NUMBER.match(p.text):
+        return False
+    if SENTENCE.search(p.text) and len(p.text) > 8:     # instructions and notes, not answers
+        return False
+    return _mean_mass(mass, p.start, p.end)[2] < 0.5     # a header is nobody's value
+
+
+def _is_header(p: Piece, mass: np.ndarray) -> bool:
+    return _mean_mass(mass, p.start, p.end)[2] >= 0.5
+
+
+# --- linking ---------------------------------------------------------------------------------------
+
+def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pair]:
+    from models.decode import page_slope
+    slope = page_slope([ln.quad for ln in page.lines])
+
+    def centre(b: list[float]) -> float:       # deskewed vertical centre
+        return (b[1] + b[3]) / 2 - slope * (b[0] + b[2]) / 2
+
+    def top(b: list[float]) -> float:
+        return b[1] - slope * (b[0] + b[2]) / 2
+
+    def bottom(b: list[float]) -> float:
+        return b[3] - slope * (b[0] + b[2]) / 2
+
+    def height(b: list[float]) -> float:
+        return max(1.0, b[3] - b[1])
+
+    def tags(p: Piece) -> np.ndarray:
+        return _mean_mass(masses[p.line], p.start, p.end)
+
+    # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
+    # on a whole colon line is trusted: form furniture such as 编号：..., notes or amounts in words.
+    # On a page it does not know (a real scan) it tags nearly everything other, so that says nothing.
+    line_tags = [_mean_mass(m, 0, len(m)) for m in masses]
+    trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
+    other = {li for li, t in enumerate(line_tags) if trust >= TRUST and t[3] >= OTHER}
+    ks = {id(p): (9.0 if p.colon_key else key_score(p.text, tags(p))) for p in pieces}
+    free = [p for p in pieces if not p.colon_key]
+
+    def right_of(k: Piece) -> Piece | None:
+        h = height(k.box)
+        row = [p for p in free if p is not k and p.line != k.line
+               and abs(centre(p.box) - centre(k.box)) < ROW_TOL * max(h, height(p.box))
+               and p.box[0] >= k.box[2] - 0.5 * h]
+        row += [p for p in pieces if p.colon_key and p is not k and p.line != k.line
+                and abs(centre(p.box) - centre(k.box)) < ROW_TOL * max(h, height(p.box)) and p.box[0] >= k.box[2] - 0.5 * h]
+        if not row:
+            return None
+        p = min(row, key=lambda p: p.box[0])
+        return p if p.box[0] - k.box[2] <= RIGHT_GAP * h else None
+
+    def below(k: Piece) -> Piece | None:
+        cands = []
+        for p in pieces:
+            if p is k or p.line == k.line:
+                continue
+            h = max(height(k.box), height(p.box))
+            gap = top(p.box) - bottom(k.box)
+            overlap = p.box[0] < k.box[2] and k.box[0] < p.box[2]
+            if -0.3 * h <= gap and overlap and p.box[0] >= k.box[0] - h:
+                cands.append((gap, p))
+        if not cands:
+            return None
+        gap, p = min(cands, key=lambda c: c[0])
+        return p if gap <= BELOW_GAP * max(height(k.box), height(p.box)) else None
+
+    # candidate links (strength, key, value); strongest first, each piece used once
+    cands: list[tuple[float, Piece, Piece]] = []
+    for k in pieces:
+        if _is_header(k, masses[k.line]) or SENTENCE.search(k.text) or k.line in other:
+            continue
+        if k.colon_key and k.value is not None:
+            if _is_value(k.value, masses[k.line]):
+                cands.append((10.0, k, k.value))
+            continue
+        if not k.colon_key and ks[id(k)] < KEY_MIN:
+            continue
+        # a long prompt ending in a colon introduces a list or a table, not a value on the next line
+        looks = [("right", right_of(k))] + ([("below", below(k))] if len(k.text) <= LONG_KEY else [])
+        for where, v in looks:
+            if v is None or not _is_value(v, masses[v.line]) or v.colon_key:
+                continue
+            margin = ks[id(k)] - ks[id(v)]
+            if margin < KEY_MARGIN:
+                continue
+            cands.append((min(margin, 5.0) + (0.5 if where == "right" else 0.0), k, v))
+            break                                  # the nearest right piece wins over the line below
+    cands.sort(key=lambda c: -c[0])
+    pairs: list[Pair] = []
+    taken_keys: set[int] = set()
+    for strength, k, v in cands:
+        if id(k) in taken_keys or v.used or (not k.colon_key and k.used):
+            continue
+        taken_keys.add(id(k))
+        v.used = True
+        k.used = True
+        ocr = min(page.lines[k.line].score, page.lines[v.line].score)
+        conf = 1 / (1 + np.exp(-(strength - 1.0)))
+        pairs.append(Pair(key=k.text, value=v.text, key_box=k.box, value_box=v.box,
+                          score=round(float(conf * ocr), 4), page=page.index))
+    pairs.sort(key=lambda p: (p.key_box[1], p.key_box[0]))
+    return pairs
+
+
+# --- the model's own entity spans ------------------------------------------------------------------
 
 def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
                 line_texts: list[str] | None = None, share: float = 0.6) -> list:
@@ -42,48 +319,3 @@ def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np
         else:
             out += mine
     return out
-
-
-def _pairs(page: Page, spans: list, link) -> list[Pair]:
-    qs = [s for s in spans if s.key == "question"]
-    ans = [s for s in spans if s.key == "answer"]
-    from models.extractor import _char_box, _clean
-    text = lambda s: _clean(page.lines[s.line].text[s.start:s.end])
-    pairs: list[Pair] = []
-    for a in ans:
-        if not text(a):
-            continue
-        best, best_score = None, 0.0
-        for q in qs:
-            score = link((q.line, q.start), (a.line, a.start))
-            if score is not None and score > best_score:
-                best, best_score = q, score
-        prob = 1 / (1 + np.exp(-best_score)) if best is not None else 0.0
-        if best is None:
-            best = _nearest_question(page, a, qs)
-            prob = 0.5
-        if best is None or not text(best):
-            continue
-        pairs.append(Pair(key=text(best), value=text(a), key_box=_char_box(page.lines[best.line], best.start, best.end),
-                          value_box=_char_box(page.lines[a.line], a.start, a.end),
-                          score=round(float(prob * min(a.score, best.score)), 4), page=page.index))
-    return pairs
-
-
-def _nearest_question(page: Page, a, qs: list):
-    from models.extractor import _char_box
-    ab = _char_box(page.lines[a.line], a.start, a.end)
-    h = max(1.0, ab[3] - ab[1])
-    best, best_d = None, float("inf")
-    for q in qs:
-        qb = _char_box(page.lines[q.line], q.start, q.end)
-        same_row = abs((qb[1] + qb[3]) / 2 - (ab[1] + ab[3]) / 2) < 0.6 * h
-        if same_row and qb[0] <= ab[0]:
-            d = ab[0] - qb[2]
-        elif qb[3] <= ab[1] + 0.3 * h and qb[0] < ab[2] and ab[0] < qb[2]:
-            d = 3 * (ab[1] - qb[3]) + 1000
-        else:
-            continue
-        if d < best_d:
-            best, best_d = q, d
-    return best

@@ -1,0 +1,119 @@
+"""Generic-form key-value pair F1 through real OCR, per form layout, plus the real XFUND page.
+
+    python3 -m bench.form_pairs_bench --sets /tmp/forms_form_grid /tmp/forms_form_inline \
+        --heldout runs/default_work/heldout --xfund /work/shared/samples --json /tmp/form_pairs.json
+
+Each --sets folder is generator output (`python -m data.synth --type generic_form --layouts L ...`);
+its real-OCR pages are cached in <folder>/ocr_cache.jsonl, so only the first run pays for OCR.
+--heldout reads the training work dir's held-out corpus and only the generic_form pages already in
+its ocr_cache.jsonl (read-only: another run may be appending to it). --xfund OCRs the real form once
+into --xfund-cache. The table gives pair P/R/F1 per layout, scored as training/evaluate.py scores
+them (exact key and value after width/space/colon folding).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from data.corpus import corpus_from_synth_dir, read_corpus
+from data.document import Document, Page
+from training.evaluate import Counts, fold_text, gold_of, score_pairs
+
+FORM = "generic_form"
+
+
+def _cached_pages(cache: Path) -> dict[str, Page]:
+    pages: dict[str, Page] = {}
+    if cache.is_file():
+        for raw in cache.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                row = json.loads(raw)
+                pages[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+    return pages
+
+
+def load_set(folder: Path) -> list[tuple[dict, Page]]:
+    """(record, OCR'd page) for every page of a generator folder; OCRs what the cache lacks."""
+    from training.trainer import _rid, ocr_records
+    recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM]
+    pages = ocr_records(recs, folder / "ocr_cache.jsonl", desc=f"real OCR {folder.name}")
+    return [(r, pages[_rid(r)]) for r in recs if _rid(r) in pages]
+
+
+def load_heldout(work: Path) -> list[tuple[dict, Page]]:
+    recs = [r for r in read_corpus(work / "corpus.jsonl") if r.get("doc_type") == FORM]
+    pages = _cached_pages(work / "ocr_cache.jsonl")
+    return [(r, pages[str(r["id"])]) for r in recs if str(r.get("id")) in pages]
+
+
+def load_xfund(samples: Path, cache: Path) -> tuple[list[tuple[str, str]], Page]:
+    """The real XFUND form's gold pairs and its OCR'd page (as app.pipeline reads it), cached."""
+    gt = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
+    gold = [(p["key"], p["value"]) for p in gt["kv_pairs"]]
+    if cache.is_file():
+        return gold, Document.from_json(cache.read_text(encoding="utf-8")).pages[0]
+    from app.pipeline import analyse_file
+    doc = analyse_file(str(samples / gt["image"]), None, doc_type=FORM).document
+    cache.write_text(Document(pages=doc.pages).to_json(), encoding="utf-8")
+    return gold, doc.pages[0]
+
+
+def score(extractor, items: list[tuple[list[tuple[str, str]], Page]], show: bool = False) -> Counts:
+    total = Counts()
+    for gold, page in items:
+        doc = extractor.extract(Document(pages=[page]), doc_type=FORM)
+        pred = [(p.key, p.value) for p in doc.pairs]
+        total.add(score_pairs(gold, pred))
+        if show:
+            g = {(fold_text(k), fold_text(v)) for k, v in gold}
+            p = {(fold_text(k), fold_text(v)) for k, v in pred}
+            print("  missed:", sorted(g - p), "\n  wrong: ", sorted(p - g))
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.form_pairs_bench",
+                                 description="Pair P/R/F1 of generic forms through real OCR, per layout.")
+    ap.add_argument("--model", default="models/default", help="model directory (default models/default)")
+    ap.add_argument("--sets", nargs="*", default=[], help="generator output folders of generic_form pages")
+    ap.add_argument("--heldout", help="training work dir's held-out folder (corpus.jsonl + ocr_cache.jsonl)")
+    ap.add_argument("--xfund", help="the shared samples folder (scores xfund_zh_val_0)")
+    ap.add_argument("--xfund-cache", default="/tmp/xfund_zh_val_0.page.json",
+                    help="where the xfund page's OCR is kept between runs")
+    ap.add_argument("--show", action="store_true", help="print missed and wrong pairs per page")
+    ap.add_argument("--json", help="write the table as JSON here")
+    args = ap.parse_args(argv)
+
+    from models.extractor import Extractor
+    ex = Extractor.load(args.model)
+    groups: dict[str, list] = defaultdict(list)
+    for folder in args.sets:
+        for rec, page in load_set(Path(folder)):
+            groups[f"{rec.get('layout')} ({Path(folder).name})"].append((gold_of(rec, None)[2], page))
+    if args.heldout:
+        for rec, page in load_heldout(Path(args.heldout)):
+            groups[f"{rec.get('layout')} (heldout)"].append((gold_of(rec, None)[2], page))
+    if args.xfund:
+        gold, page = load_xfund(Path(args.xfund), Path(args.xfund_cache))
+        groups["xfund_zh_val_0 (real)"].append((gold, page))
+    if not groups:
+        print("nothing to score: give --sets, --heldout or --xfund", file=sys.stderr)
+        return 2
+    rows = {}
+    print(f"{'set':40s} {'pages':>5s} {'P':>6s} {'R':>6s} {'F1':>6s} {'pairs':>6s}")
+    for name, items in groups.items():
+        if args.show:
+            print(name)
+        c = score(ex, items, args.show)
+        rows[name] = {"pages": len(items), **c.as_dict()}
+        print(f"{name:40s} {len(items):5d} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.tp + c.fn:6d}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
