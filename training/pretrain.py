@@ -1,6 +1,7 @@
 """Domain adaptation: whole-word-masked MLM on a corpus' raw OCR text, through the pipeline engine.
 
     python -m training pretrain --corpus DIR --base MODEL --out DIR [--steps N] [--pipeline-stages S]
+    python -m training pretrain ... --resume      # after a kill: continue from OUT.ckpt/
 
 The encoder's block list gets an MLM head as its last block ([embeddings, layer_0..N-1, mlm_head]) and
 the pipeline engine (training/pipeline/engine.py) trains that list, so adaptation runs on the same
@@ -112,9 +113,39 @@ def heldout_loss(blocks: list[nn.Layer], batches: list[tuple[tuple, paddle.Tenso
     return float(np.mean(losses)) if losses else float("nan")
 
 
+def checkpoint_dir_for(out: str | Path) -> Path:
+    """Where pretrain keeps its checkpoint: beside the output, not in it (the output is a model dir)."""
+    out = Path(out)
+    return out.parent / f"{out.name}.ckpt"
+
+
+def save_checkpoint(step_fn: EngineStep, ckpt: Path, state: dict) -> None:
+    """Per-stage weights + optimizer + LR schedule + Paddle RNG (the engine's own checkpoint), then
+    the loop's state (step, losses, Python RNGs, window order) in state.json, written last: its
+    presence marks a whole checkpoint."""
+    step_fn.save(ckpt)
+    tmp = ckpt / "state.json.tmp"
+    tmp.write_text(json.dumps(state), encoding="utf-8")
+    tmp.replace(ckpt / "state.json")
+
+
+def _rng_state(rng: random.Random) -> list:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def _set_rng_state(rng: random.Random, saved: list) -> None:
+    rng.setstate((saved[0], tuple(saved[1]), saved[2]))
+
+
 def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int = 100, batch_size: int = 8,
-             lr: float = 5e-4, pipe: dict | None = None, seed: int = 0, max_len: int = 128) -> dict:
-    """Adapt `base`'s encoder with WWM MLM on `records`; write a model directory to `out`."""
+             lr: float = 5e-4, pipe: dict | None = None, seed: int = 0, max_len: int = 128,
+             checkpoint_every: int = 50, resume: bool = False, ckpt: str | Path | None = None) -> dict:
+    """Adapt `base`'s encoder with WWM MLM on `records`; write a model directory to `out`.
+
+    Every `checkpoint_every` steps (and at the end) the run is saved to `ckpt` (default OUT.ckpt);
+    with `resume` it continues from there with the same weights, optimizer, LR, RNGs and window order,
+    so a killed run finishes with the losses and weights an unbroken one would have had."""
     from models.extractor import save_model
     random.seed(seed)
     np.random.seed(seed)
@@ -137,19 +168,42 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     step = EngineStep(blocks, mlm_loss, sched, pipe or {})
     rows = max(step.micro_batches, step.usable_rows(batch_size))
     losses: list[float] = []
-    order: list = []
-    with tqdm(total=steps, desc=f"WWM MLM [{step.how}]", unit="step") as bar:
-        for _ in range(steps):
+    order: list[int] = []          # indices into `windows` still to visit this pass
+    done = 0
+    ckpt = Path(ckpt) if ckpt else checkpoint_dir_for(out)
+    if resume and (ckpt / "state.json").is_file():
+        saved = json.loads((ckpt / "state.json").read_text(encoding="utf-8"))
+        if saved.get("windows") != len(windows) or saved.get("steps") != steps:
+            raise SystemExit(f"the checkpoint in {ckpt} is of another run ({saved.get('windows')} windows, "
+                             f"{saved.get('steps')} steps; this one: {len(windows)}, {steps}); rerun with the "
+                             f"same corpus and --steps, or without --resume to start over")
+        step.load(ckpt)                       # weights, optimizer (with the LR schedule), Paddle RNG
+        done, losses, order = saved["step"], saved["losses"], saved["order"]
+        _set_rng_state(rng, saved["rng"])
+        _set_rng_state(eval_rng, saved["order_rng"])
+        if sched.last_epoch != done:          # the optimizer state normally restores it already
+            sched.last_epoch = done - 1
+            sched.step()
+        print(f"resuming WWM MLM at step {done} of {steps} from {ckpt}")
+    elif resume:
+        print(f"no checkpoint in {ckpt}: starting from step 0")
+    every = max(1, checkpoint_every)
+    with tqdm(total=steps, initial=done, desc=f"WWM MLM [{step.how}]", unit="step") as bar:
+        for done in range(done + 1, steps + 1):
             if len(order) < rows:
-                order = windows * max(1, -(-rows // len(windows)))
+                order = list(range(len(windows))) * max(1, -(-rows // len(windows)))
                 eval_rng.shuffle(order)
-            items, order = order[:rows], order[rows:]
+            items, order = [windows[i] for i in order[:rows]], order[rows:]
             items.sort(key=lambda x: x[1].end - x[1].start)
             inputs, labels = mlm_batch(items, vocab, rng)
             losses.append(round(step.train_step(inputs, labels), 5))
             sched.step()
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+            if done % every == 0 or done == steps:
+                save_checkpoint(step, ckpt, {"step": done, "steps": steps, "windows": len(windows),
+                                             "losses": losses, "order": order, "rng": _rng_state(rng),
+                                             "order_rng": _rng_state(eval_rng)})
     after = heldout_loss(blocks, eval_batches)
     save_model(model, cfg, vocab, out, half=False)
     paddle.save(head.state_dict(), str(out / "mlm_head.pdparams"))
@@ -173,13 +227,18 @@ def pretrain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--micro-batches", type=int, default=2)
     p.add_argument("--schedule", default="1f1b", choices=["gpipe", "1f1b", "zbh1"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint-every", type=int, default=50, metavar="N",
+                   help="save a checkpoint (OUT.ckpt/) every N steps and at the end")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the checkpoint in OUT.ckpt/ (same corpus and --steps): the same "
+                        "losses and weights as a run that was never stopped")
 
 
 def pretrain_main(a: argparse.Namespace) -> int:
     from data.corpus import read_corpus
     pretrain(read_corpus(a.corpus), a.base, a.out, a.steps, a.batch_size, a.lr,
              {"stages": a.pipeline_stages, "micro_batches": a.micro_batches, "schedule": a.schedule},
-             a.seed, a.max_len)
+             a.seed, a.max_len, a.checkpoint_every, a.resume)
     return 0
 
 
