@@ -169,9 +169,13 @@ def stage_split(corpus_dir: Path, work: Path, seed: int) -> dict:
 
 
 def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema_files: dict[str, Path],
-             work: Path, steps: int, batch_size: int, lr: float, pipe: dict, seed: int) -> dict:
+             work: Path, steps: int, batch_size: int, lr: float, pipe: dict, seed: int,
+             ocr_recs: list[dict] = (), ocr_repeat: int = 2) -> dict:
     """Fine-tune the (grown) base on the corpus through the trainer's step function (pipeline engine
-    where installed); checkpoints in work/checkpoint make it resumable."""
+    where installed); checkpoints in work/checkpoint make it resumable.
+
+    `ocr_recs` (training/ocr_labels.py) are the training pages as real OCR read them, labelled by
+    alignment; they join the mix `ocr_repeat` times each and get no synthetic noise (OCR's is real)."""
     import paddle
     from tqdm import tqdm
     from models.extractor import ExtractorConfig, save_model
@@ -198,10 +202,14 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
         state = json.loads((ckpt / "state.json").read_text())
         model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
         step_fn.load_optimizer_states(paddle.load(str(ckpt / "opt.pdopt")))
-        for _ in range(state["step"]):
-            sched.step()
+        sync_schedule(sched, state["step"])
         print(f"resuming the fine-tune at step {state['step']} from {ckpt}")
-    dataset = TrainingSet([gt_lines(r) for r in train_recs], vocab, {t: i for i, t in enumerate(tags)},
+    pages = [gt_lines(r) for r in train_recs]
+    for rec in ocr_recs:
+        page = gt_lines(rec)
+        page.source = "ocr"
+        pages += [page] * ocr_repeat
+    dataset = TrainingSet(pages, vocab, {t: i for i, t in enumerate(tags)},
                           {t: i for i, t in enumerate(types)}, cfg.max_len, NoiseConfig(), seed + state["step"])
     every = max(1, min(50, steps // 4))
     batches: list = []
@@ -226,7 +234,16 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     copy_schemas(schema_files, out)
     plot_losses(state["losses"], out / "loss.png")
     return {"steps": state["step"], "step_function": how, "losses": state["losses"], "notes": notes,
+            "pages": {"gt": len(train_recs), "ocr": len(ocr_recs), "ocr_repeat": ocr_repeat if ocr_recs else 0},
             "tag_labels": len(tags), "new_doc_types": [t for t in types if t not in base_cfg.doc_types]}
+
+
+def sync_schedule(sched, step: int) -> None:
+    """Put the LR schedule at `step` after a resume. The optimizer's saved state already carries it
+    (Paddle restores `LR_Scheduler` with the optimizer); stepping it again would skip ahead."""
+    if sched.last_epoch != step:
+        sched.last_epoch = step - 1
+        sched.step()
 
 
 def checkpoint(model, step_fn, state: dict, ckpt: Path) -> None:
@@ -271,11 +288,25 @@ def normalise_gold(records: list[dict], schema_files: dict[str, Path]) -> list[d
     return out
 
 
-def evaluate_model(model_dir: Path, records: list[dict], schema_files: dict[str, Path]) -> dict:
+def evaluate_model(model_dir: Path, records: list[dict], schema_files: dict[str, Path], ocr: str = "gt",
+                   cache: Path | None = None) -> dict:
+    """Held-out scores of a model: on the records' own lines ("gt") or through real PP-OCR of their
+    images ("real"; pages read once into `cache`, so base and new and a resumed run share one read)."""
     from models.extractor import Extractor
     from training.evaluate import evaluate_corpus
-    report, _ = evaluate_corpus(Extractor.load(model_dir), normalise_gold(records, schema_files), "gt")
+    report, _ = evaluate_corpus(Extractor.load(model_dir), normalise_gold(records, schema_files), ocr, cache)
     return report.as_dict()
+
+
+def stage_evaluate(base: Path, new: Path, heldout: list[dict], schema_files: dict[str, Path], eval_ocr: str,
+                   cache: Path) -> dict:
+    """base vs new on the held-out split: always on its own lines; with eval_ocr "real" also through
+    real OCR, which then decides the promotion (it is what users get)."""
+    out = {"base": evaluate_model(base, heldout, schema_files), "new": evaluate_model(new, heldout, schema_files)}
+    if eval_ocr == "real":
+        out["base_real"] = evaluate_model(base, heldout, schema_files, "real", cache)
+        out["new_real"] = evaluate_model(new, heldout, schema_files, "real", cache)
+    return out
 
 
 def field_f1(metrics: dict) -> dict[str, float]:
@@ -284,8 +315,11 @@ def field_f1(metrics: dict) -> dict[str, float]:
 
 # --- report ---------------------------------------------------------------------------------------
 
-def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: list[float]) -> None:
-    """report.md + report.json + loss.png + f1.png in the exported model directory."""
+def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: list[float],
+                 gt_lines: tuple[dict, dict] | None = None) -> None:
+    """report.md + report.json + loss.png + f1.png in the exported model directory. `base_m`/`new_m`
+    are the scores the promotion used; `gt_lines` the held-out pages' own-line scores when those were
+    real-OCR scores."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -304,14 +338,21 @@ def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: li
     fig.tight_layout()
     fig.savefig(out / "f1.png")
     plt.close(fig)
-    (out / "report.json").write_text(json.dumps({**summary, "base": base_m, "new": new_m},
+    extra = {"base_gt_lines": gt_lines[0], "new_gt_lines": gt_lines[1]} if gt_lines else {}
+    (out / "report.json").write_text(json.dumps({**summary, "base": base_m, "new": new_m, **extra},
                                                 ensure_ascii=False, indent=1), encoding="utf-8")
     rows = [f"# Retrain report: {out.name}", "",
             f"- corpus: `{summary['corpus']}` ({summary['split']['train']} train / "
             f"{summary['split']['heldout']} held-out pages, held out by {summary['split']['split_by']})",
             f"- base: `{summary['base']}`; adaptation (WWM MLM): {summary['pretrain'] or 'no'}",
             f"- fine-tune: {summary['finetune']['steps']} steps via {summary['finetune']['step_function']}",
-            f"- held-out field F1: base **{summary['base_f1']:.3f}**, new **{summary['new_f1']:.3f}**",
+            f"- held-out field F1 ({summary.get('judged_on', 'own lines')}): base **{summary['base_f1']:.3f}**, "
+            f"new **{summary['new_f1']:.3f}**",
+            *([f"- on the held-out pages' own lines: base {summary['gt_lines']['base_f1']:.3f}, "
+               f"new {summary['gt_lines']['new_f1']:.3f}"] if summary.get("gt_lines") else []),
+            *([f"- trained also on {summary['ocr_labels']['pages']} pages as real OCR read them "
+               f"({summary['ocr_labels']['labelled']}/{summary['ocr_labels']['values']} values aligned)"]
+              if summary.get("ocr_labels") else []),
             f"- latest pointer: {summary['promotion']}", "",
             "| field | base F1 | new F1 |", "| --- | ---: | ---: |"]
     rows += [f"| {k} | {bf.get(k, 0.0):.3f} | {nf.get(k, 0.0):.3f} |" for k in keys]
@@ -335,7 +376,8 @@ def read_page_with_ocr(path: Path):
 def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", fmt: str | None = None,
             schemas: list[str] = (), pretrain: bool = False, force: bool = False, steps: int = 300,
             batch_size: int = 8, lr: float = 3e-4, pretrain_steps: int = 100, pipe: dict | None = None,
-            seed: int = 0, command: str = "") -> Path:
+            seed: int = 0, command: str = "", eval_ocr: str = "gt", ocr_train: bool = False,
+            ocr_repeat: int = 2, ocr_cache: Path | None = None) -> Path:
     """Run every stage (skipping finished ones) and return the exported version directory."""
     from models.extractor import is_model_dir
     check_name(name)
@@ -348,7 +390,10 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     registry = ModelRegistry(out_root)
     key = run_key({"corpus": str(corpus.resolve()), "base": str(base.resolve()), "fmt": fmt, "schemas": list(schemas),
                    "pretrain": pretrain, "steps": steps, "bs": batch_size, "lr": lr, "pipe": pipe, "seed": seed,
-                   "name": name, "pretrain_steps": pretrain_steps})
+                   "name": name, "pretrain_steps": pretrain_steps,
+                   # only when set, so the work dirs of runs made before these options keep their key
+                   **({"eval_ocr": eval_ocr} if eval_ocr != "gt" else {}),
+                   **({"ocr_train": ocr_repeat} if ocr_train else {})})
     work = registry.root / ".work" / f"{name}-{key}"
     stages = Stages(work)
     print(f"work directory {work} (stages resume from here after a kill)")
@@ -364,22 +409,33 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     if pretrain:
         from training.pretrain import pretrain as run_pretrain
         adapted = stages.done("pretrain") or stages.finish("pretrain", run_pretrain(
-            [r for r in train_recs], base, work / "pretrained", steps=pretrain_steps, pipe=pipe, seed=seed))
+            [r for r in train_recs], base, work / "pretrained", steps=pretrain_steps, pipe=pipe, seed=seed,
+            resume=True))     # a killed adaptation continues from work/pretrained.ckpt
         start = work / "pretrained"
     else:
         adapted = None
+    ocr_cache = ocr_cache or work / "ocr_cache.jsonl"     # one PP-OCR read per page image, for every stage
+    ocr_recs: list[dict] = []
+    if ocr_train:
+        from training.ocr_labels import ocr_training_records
+        if not stages.done("ocr_labels"):
+            labelled, coverage = ocr_training_records(train_recs, ocr_cache)
+            write_corpus(labelled, work / "ocr_train")
+            stages.finish("ocr_labels", coverage)
+        ocr_recs = read_corpus(work / "ocr_train")
     tuned = stages.done("finetune") or stages.finish("finetune", finetune(
-        start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed))
-    evaluated = stages.done("evaluate") or stages.finish("evaluate", {
-        "base": evaluate_model(base, heldout, schema_files),
-        "new": evaluate_model(work / "finetuned", heldout, schema_files)})
+        start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat))
+    evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
+        base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
 
     done = stages.done("export")
     if done:
         print(f"already exported as {done['version']}")
         return Path(done["version"])
-    base_f1 = evaluated["base"]["overall_field"]["f1"]
-    new_f1 = evaluated["new"]["overall_field"]["f1"]
+    judged = "real" if "new_real" in evaluated else "gt"      # what the promotion and headline use
+    suffix = "_real" if judged == "real" else ""
+    base_f1 = evaluated["base" + suffix]["overall_field"]["f1"]
+    new_f1 = evaluated["new" + suffix]["overall_field"]["f1"]
     version = registry.reserve(name)
     import shutil
     for f in (work / "finetuned").iterdir():
@@ -397,9 +453,16 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     summary = {"corpus": str(corpus), "base": str(base), "version": version.name, "command": command,
                "import": imported, "split": split, "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
                "finetune": {k: v for k, v in tuned.items() if k != "losses"}, "base_f1": base_f1, "new_f1": new_f1,
-               "promoted": bool(better or force), "promotion": promotion, "seconds": round(time.time() - t0, 1)}
-    (version / "metrics.json").write_text(json.dumps(evaluated["new"], ensure_ascii=False, indent=1), encoding="utf-8")
-    write_report(version, summary, evaluated["base"], evaluated["new"], tuned["losses"])
+               "promoted": bool(better or force), "promotion": promotion, "seconds": round(time.time() - t0, 1),
+               "judged_on": "real PP-OCR of the held-out images" if judged == "real" else "the held-out pages' own lines",
+               "ocr_labels": stages.done("ocr_labels")}
+    if judged == "real":
+        summary["gt_lines"] = {"base_f1": evaluated["base"]["overall_field"]["f1"],
+                               "new_f1": evaluated["new"]["overall_field"]["f1"]}
+    (version / "metrics.json").write_text(json.dumps(evaluated["new" + suffix], ensure_ascii=False, indent=1),
+                                          encoding="utf-8")
+    write_report(version, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
+                 (evaluated["base"], evaluated["new"]) if judged == "real" else None)
     stages.finish("export", {"version": str(version)})
     print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}; latest {promotion}")
     print(f"model exported to {version} (report: {version / 'report.md'})")
@@ -423,13 +486,24 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline-stages", type=int, default=2, help="pipeline stages (pipeline engine, in one process)")
     p.add_argument("--micro-batches", type=int, default=2, help="micro-batches per step (divides --batch-size)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-ocr", choices=["gt", "real"], default="gt",
+                   help="gt: score base and new on the held-out pages' own lines; real: also through real "
+                        "PP-OCR of their images (read once, cached in the work dir), and promote on that")
+    p.add_argument("--ocr-train", action="store_true",
+                   help="also train on the training pages as real PP-OCR reads them (read once, cached), "
+                        "labelled by aligning each page's field values to the OCR lines")
+    p.add_argument("--ocr-repeat", type=int, default=2, help="with --ocr-train: times each OCR page joins the mix")
+    p.add_argument("--ocr-cache", type=Path,
+                   help="PP-OCR page cache (JSONL) to read and extend (default: WORK/ocr_cache.jsonl); runs "
+                        "on the same images can share one")
 
 
 def retrain_main(a: argparse.Namespace) -> int:
     pipe = {"stages": a.pipeline_stages, "micro_batches": a.micro_batches}
     retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
             a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
-            "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]))
+            "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+            a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache)
     return 0
 
 
