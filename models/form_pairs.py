@@ -37,15 +37,17 @@ KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码
 SENTENCE = re.compile(r"[，。？！；,?!;]")
 NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
 
+CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
 PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
 TRUST = 0.4           # the model knows the page when this share of its lines is tagged question/answer ...
 OTHER = 0.7           # ... and then a colon line it tags "other" with this mass is no pair (编号：, notes)
 
+OCR_MIN = 0.7         # a pair from a line OCR read less surely than this is more often wrong than right
 ROW_TOL = 0.5         # same row: deskewed centres within this x line height
 RIGHT_GAP = 8.0       # a value right of its key starts within this many line heights
 BELOW_GAP = 1.0       # a value below its key starts within this many line heights of the key's bottom
 LONG_KEY = 10         # keys longer than this take no value from the line below
-KEY_MIN = 0.3         # a colon-less line needs at least this key score to be a key
+KEY_MIN = 0.0         # a colon-less line needs at least this key score (with its row's) to be a key
 KEY_MARGIN = 0.8      # ... and this much more than the text it takes as its value
 
 
@@ -189,7 +191,9 @@ def key_score(text: str, tags: np.ndarray) -> float:
 def _is_value(p: Piece, mass: np.ndarray) -> bool:
     if p.colon_key or NOT_A_VALUE.match(p.text) or PAGE_NUMBER.match(p.text):
         return False
-    if SENTENCE.search(p.text) and len(p.text) > 8:     # instructions and notes, not answers
+    if SENTENCE.search(p.text) and len(p.text) >= 6:    # instructions and notes, not answers
+        return False
+    if CHOICES.match(p.text):                           # printed options (每周/每两周/每月), not an answer
         return False
     return _mean_mass(mass, p.start, p.end)[2] < 0.5     # a header is nobody's value
 
@@ -225,8 +229,15 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
     line_tags = [_mean_mass(m, 0, len(m)) for m in masses]
     trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
     other = {li for li, t in enumerate(line_tags) if trust >= TRUST and t[3] >= OTHER}
-    ks = {id(p): (9.0 if p.colon_key else key_score(p.text, tags(p))) for p in pieces}
     free = [p for p in pieces if not p.colon_key]
+    own = {id(p): float(np.clip(key_score(p.text, tags(p)), -3.0, 3.0)) for p in free}
+    # Row context: the keys of a printed row share it (a row of labels above a row of answers, a
+    # grid's label column), so a label the model misreads borrows from its row neighbours' scores.
+    ks = {id(p): 9.0 for p in pieces if p.colon_key}
+    for p in free:
+        mates = [own[id(o)] for o in free if o is not p and o.line != p.line
+                 and abs(centre(o.box) - centre(p.box)) < ROW_TOL * max(height(p.box), height(o.box))]
+        ks[id(p)] = own[id(p)] + (float(np.mean(mates)) if mates else 0.0)
 
     def right_of(k: Piece) -> Piece | None:
         h = height(k.box)
@@ -286,6 +297,8 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
         v.used = True
         k.used = True
         ocr = min(page.lines[k.line].score, page.lines[v.line].score)
+        if ocr < OCR_MIN or len(k.text) < 2:   # a misread or cut-off key (人, 门) makes a wrong pair
+            continue
         conf = 1 / (1 + np.exp(-(strength - 1.0)))
         pairs.append(Pair(key=k.text, value=v.text, key_box=k.box, value_box=v.box,
                           score=round(float(conf * ocr), 4), page=page.index))
