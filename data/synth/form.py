@@ -6,6 +6,10 @@ Layouts:
 - form_grid:   a ruled table, two question/answer cell pairs per row
 - form_inline: no table; "question：" then the answer over an underline, one or two per row
 - form_above:  boxes with the question in small type at the top and the answer below
+- form_sections: no boxes; section headings, "question：answer" close together (OCR often reads a
+  pair as one line), one question whose answer sits indented on the line below, an unticked
+  check-box question, a ruled table (header row, item names, empty or "￥" cells) and signature
+  lines: the parts of a real form that hold no pairs, around the ones that do
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ LAYOUTS: dict[str, dict] = {
     "form_grid": dict(fonts=["song", "hei"], cols=2),
     "form_inline": dict(fonts=["hei", "kai", "song"], cols=2),
     "form_above": dict(fonts=["hei", "song"], cols=3),
+    "form_sections": dict(fonts=["song", "hei", "fangsong"], cols=2),
 }
 
 Gen = Callable[[random.Random], str]
@@ -73,6 +78,8 @@ TEMPLATES: list[tuple[str, list[tuple[str, Gen]]]] = [
 
 
 def render_form(rng: random.Random, layout: str, decorations: bool = True) -> Canvas:
+    if layout == "form_sections":
+        return _render_sections(rng, decorations)
     p = LAYOUTS[layout]
     title, template = rng.choice(TEMPLATES)
     n = rng.randint(max(4, len(template) - 5), len(template))
@@ -133,4 +140,90 @@ def render_form(rng: random.Random, layout: str, decorations: bool = True) -> Ca
     c.text(x1 - 340, y + size * 2.4, "签字：", size, font, st.form_color, label="other")
     c.text(x1 - 120, y + size * 2.4, "第1页", size - 2, font, (60, 60, 60), label="other")
     c.crop_height(y + size * 2.4 + rng.uniform(40, 90))
+    return c
+
+
+SECTION_TABLES = [("费用明细", ["项目", "金额", "备注"], ["交通费", "住宿费", "餐费", "其他"]),
+                  ("家庭成员", ["称谓", "姓名", "工作单位"], ["父亲", "母亲", "配偶"]),
+                  ("材料清单", ["材料名称", "份数", "是否原件"], ["身份证复印件", "营业执照", "申请书"])]
+CHECK_QUESTIONS = [("是否同意", ["同意", "不同意"]), ("是否加急", ["是", "否"]),
+                   ("领取方式", ["自取", "邮寄", "电子版"])]
+
+
+def _render_sections(rng: random.Random, decorations: bool) -> Canvas:
+    """form_sections (see the module doc). Pairs: the filled "question：answer" rows and the
+    question answered on the line below; everything else is header or other."""
+    p = LAYOUTS["form_sections"]
+    title, template = rng.choice(TEMPLATES)
+    n = rng.randint(max(4, len(template) - 4), len(template))
+    font = rng.choice(p["fonts"])
+    size = rng.randint(18, 22)
+    value_font = rng.choice(["hei", "song", "kai"])
+    value_color = rng.choice([(20, 20, 20), (20, 40, 120), (85, 85, 92)])
+    W = rng.randint(1100, 1300)
+    c = Canvas(W, 2000, rng, decorations=decorations)
+    x0, x1 = 60.0, W - 60.0
+    c.text(W / 2, 36, title, size + 12, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header",
+           align="center")
+    c.text(W / 2, 36 + size * 2.3, rng.choice(["（请如实填写）", "（以下内容由申请人填写）"]), size - 2, font,
+           (60, 60, 60), label="header", align="center")
+    y = 36 + size * 4.6
+    c.text(x0, y, "一、基本信息", size + 2, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header")
+    y += size * 2.2
+    below_q = n - 1                                          # answered on the line below, indented
+    row_qs = list(range(below_q))
+    blank = set(rng.sample(row_qs, k=min(2, len(row_qs) // 4)))
+    half = (x1 - x0) / 2
+    for j, i in enumerate(row_qs):
+        question, gen = template[i]
+        col = j % 2
+        if col == 0 and j:
+            y += size * 2.0
+        qx = x0 + col * half
+        k = c.text(qx, y, question + "：", size, font, (20, 20, 20), label="question")
+        ax = c.lines[k].box[2] + size * rng.uniform(0.3, 0.9)
+        if i in blank:
+            c.hline(ax, qx + half - 40, y + size * 1.2, (90, 90, 90))
+            continue
+        v = c.text(ax, y, gen(rng), size, value_font, value_color, label="answer", max_width=qx + half - 40 - ax)
+        c.pair(k, v, question, c.lines[v].text)
+    y += size * 2.2
+    question, gen = template[below_q]
+    k = c.text(x0, y, question + "：", size, font, (20, 20, 20), label="question")
+    y += size * 1.6
+    v = c.text(x0 + size * 2, y, gen(rng), size, value_font, value_color, label="answer",
+               max_width=x1 - x0 - size * 2)
+    c.pair(k, v, question, c.lines[v].text)
+    y += size * 2.2
+    check_q, options = rng.choice(CHECK_QUESTIONS)           # printed choices, none ticked: no pair
+    k = c.text(x0, y, check_q + "：", size, font, (20, 20, 20), label="question")
+    ox = c.lines[k].box[2] + size
+    for opt in options:
+        o = c.text(ox, y, "□" + opt, size, font, (20, 20, 20), label="other")
+        ox = c.lines[o].box[2] + size * 1.5
+    y += size * 2.6
+    heading, cols, rows = rng.choice(SECTION_TABLES)
+    c.text(x0, y, "二、" + heading, size + 2, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header")
+    y += size * 2.0
+    col_w = (x1 - x0) / len(cols)
+    row_h = size * 2.0
+    used = rows[:rng.randint(2, len(rows))]
+    for r in range(len(used) + 1):
+        top = y + r * row_h
+        for ci in range(len(cols)):
+            c.rect([x0 + ci * col_w, top, x0 + (ci + 1) * col_w, top + row_h], (0, 0, 0), 1)
+        texty = top + row_h / 2 - size * 0.55
+        if r == 0:
+            for ci, name in enumerate(cols):
+                c.text(x0 + (ci + 0.5) * col_w, texty, name, size, font, (0, 0, 0), label="header", align="center")
+        else:
+            c.text(x0 + 10, texty, used[r - 1], size, font, (20, 20, 20), label="other")
+            if heading == "费用明细" and rng.random() < 0.7:
+                c.text(x0 + col_w + 10, texty, "￥", size, font, (20, 20, 20), label="other")
+    y += (len(used) + 1) * row_h + size * 1.5
+    sign = c.text(x0, y, "申请人签字：", size, font, (20, 20, 20), label="question")
+    c.hline(c.lines[sign].box[2] + 6, x0 + half - 60, y + size * 1.2, (90, 90, 90))
+    date_q = c.text(x0 + half, y, "日期：", size, font, (20, 20, 20), label="question")
+    c.text(c.lines[date_q].box[2] + size * 3, y, "年    月    日", size, font, (20, 20, 20), label="other")
+    c.crop_height(y + size * 1.2 + rng.uniform(40, 90))
     return c
