@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xfund", help="the shared samples folder (scores xfund_zh_val_0)")
     ap.add_argument("--xfund-cache", default="/tmp/xfund_zh_val_0.page.json",
                     help="where the xfund page's OCR is kept between runs")
+    ap.add_argument("--by-degrade", action="store_true",
+                    help="also score each set's pages by degradation level (none/light/heavy): heavy pages "
+                         "are often beyond OCR, which bounds recall whatever the decoding does")
     ap.add_argument("--show", action="store_true", help="print missed and wrong pairs per page")
     ap.add_argument("--json", help="write the table as JSON here")
     args = ap.parse_args(argv)
@@ -92,10 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[str, list] = defaultdict(list)
     for folder in args.sets:
         for rec, page in load_set(Path(folder)):
-            groups[f"{rec.get('layout')} ({Path(folder).name})"].append((gold_of(rec, None)[2], page))
+            name = f"{rec.get('layout')} ({Path(folder).name})"
+            groups[name].append((gold_of(rec, None)[2], page))
+            if args.by_degrade:
+                groups[f"{name} {rec.get('degrade')}"].append((gold_of(rec, None)[2], page))
     if args.heldout:
         for rec, page in load_heldout(Path(args.heldout)):
             groups[f"{rec.get('layout')} (heldout)"].append((gold_of(rec, None)[2], page))
+            if args.by_degrade:
+                groups[f"{rec.get('layout')} (heldout) {rec.get('degrade')}"].append((gold_of(rec, None)[2], page))
     if args.xfund:
         gold, page = load_xfund(Path(args.xfund), Path(args.xfund_cache))
         groups["xfund_zh_val_0 (real)"].append((gold, page))
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = {}
     print(f"{'set':40s} {'pages':>5s} {'P':>6s} {'R':>6s} {'F1':>6s} {'pairs':>6s}")
-    for name, items in groups.items():
+    for name, items in sorted(groups.items()):
         if args.show:
             print(name)
         c = score(ex, items, args.show)

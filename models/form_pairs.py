@@ -36,6 +36,9 @@ KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码
              "邮箱", "邮编", "传真", "金额", "备注", "学历", "民族", "籍贯", "年龄", "工号", "类型", "事由")
 SENTENCE = re.compile(r"[，。？！；,?!;]")
 NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
+BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
+# unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 (the box read as 口)
+CHECK_BOXES = re.compile(r"^([□☐☒■]|口(?=[\u4e00-\u9fff]{1,3}(口|$)))")
 
 CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
 PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
@@ -189,7 +192,9 @@ def key_score(text: str, tags: np.ndarray) -> float:
 
 
 def _is_value(p: Piece, mass: np.ndarray) -> bool:
-    if p.colon_key or NOT_A_VALUE.match(p.text) or PAGE_NUMBER.match(p.text):
+    if p.colon_key or NOT_A_VALUE.match(p.text) or PAGE_NUMBER.match(p.text) or BLANK_DATE.match(p.text):
+        return False
+    if CHECK_BOXES.match(p.text):
         return False
     if SENTENCE.search(p.text) and len(p.text) >= 6:    # instructions and notes, not answers
         return False
@@ -266,10 +271,19 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
         gap, p = min(cands, key=lambda c: c[0])
         return p if gap <= BELOW_GAP * max(height(k.box), height(p.box)) else None
 
+    def _options_row(v: Piece) -> bool:
+        """Printed choices after a question (□自取 □邮寄 with the boxes lost): the value has another
+        short, not key-like piece close to its right on the row."""
+        nxt = right_of(v)
+        return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
+                and nxt.box[0] - v.box[2] <= 3 * height(v.box) and ks[id(nxt)] < KEY_MIN)
+
     # candidate links (strength, key, value); strongest first, each piece used once
     cands: list[tuple[float, Piece, Piece]] = []
     for k in pieces:
         if _is_header(k, masses[k.line]) or SENTENCE.search(k.text) or k.line in other:
+            continue
+        if k.colon_key and k.value is not None and (CHECK_BOXES.match(k.value.text) or _options_row(k.value)):
             continue
         if k.colon_key and k.value is not None:
             if _is_value(k.value, masses[k.line]):
@@ -280,7 +294,9 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
         # a long prompt ending in a colon introduces a list or a table, not a value on the next line
         looks = [("right", right_of(k))] + ([("below", below(k))] if len(k.text) <= LONG_KEY else [])
         for where, v in looks:
-            if v is None or not _is_value(v, masses[v.line]) or v.colon_key:
+            if v is None or not _is_value(v, masses[v.line]) or v.colon_key or v.line in other:
+                continue
+            if where == "right" and _options_row(v):
                 continue
             margin = ks[id(k)] - ks[id(v)]
             if margin < KEY_MARGIN:
