@@ -32,8 +32,13 @@ def normalize_code(text: str) -> str:
 
 
 def normalize_text(text: str) -> str:
-    """Free text: trim whitespace and a leading colon left over from '名称：'."""
-    return to_halfwidth(text).strip().lstrip(":").strip()
+    """Free text: trim whitespace and a leading colon left over from '名称：'. A bracket opened near the
+    end and never closed gets its closing bracket: PP-OCR often drops a final full-width '）'
+    (电子发票（普通发票 -> 电子发票(普通发票))."""
+    s = to_halfwidth(text).strip().lstrip(":").strip()
+    if s.count("(") == s.count(")") + 1 and s.rfind("(") > s.rfind(")") and len(s) - s.rfind("(") > 2:
+        s += ")"
+    return s
 
 
 # --- dates ---------------------------------------------------------------------------------------
@@ -115,6 +120,8 @@ def parse_amount(text: str) -> Decimal | None:
     a minus sign (red-letter invoices print negative amounts)."""
     s = to_halfwidth(text)
     s = re.sub(r"[\s,¥$]|元|圆|RMB|CNY", "", s, flags=re.IGNORECASE)
+    # PP-OCR reads a small ¥ as V, Y, N or X; only before a figure with two decimals, so a code is not read as money
+    s = re.sub(r"^[VYNXvyx](?=-?\d[\d]*\.\d\d$)", "", s)
     if not re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)", s):
         return None
     try:
@@ -191,9 +198,45 @@ def _parse_integer_words(text: str) -> int | None:
     return total + section + number
 
 
-def parse_amount_words(text: str) -> Decimal | None:
+def parse_amount_words(text: str, ocr_tolerant: bool = True) -> Decimal | None:
     """大写金额 -> Decimal: 壹万贰仟叁佰肆拾伍圆陆角柒分 -> 12345.67; 肆佰壹拾贰圆整 -> 412.00;
-    also 元 for 圆, 正 for 整, a leading ⊗/ⓧ mark and 负/（负数） for negative amounts. None if unreadable."""
+    also 元 for 圆, 正 for 整, a leading ⊗/ⓧ mark and 负/（负数） for negative amounts. None if unreadable.
+    With `ocr_tolerant`, text that does not parse as printed gets one more reading that undoes what
+    OCR does to this line (see `_repair_amount_words`)."""
+    value = _parse_amount_words(text)
+    if value is None and ocr_tolerant:
+        repaired = _repair_amount_words(text)
+        if repaired is not None:
+            value = _parse_amount_words(repaired)
+    return value
+
+
+_WORD_CHARS = set(_UPPER_DIGITS) | set(_DIGIT_VALUE) | set(_SMALL_UNIT) | set(_BIG_UNIT) | set("圆元角分整正负")
+
+
+def _repair_amount_words(text: str) -> str | None:
+    """What PP-OCR does to a 大写 line, undone: 圆 read as a look-alike (回, 国, 园, 图 ...) or dropped.
+    Exactly one stray character may stand where 圆 goes (after the integer part, before the 角/分 part
+    or the end); a missing 圆 is put back before the digit of 角 (or of 分). Anything else stray: no
+    reading (None), so a garbled line is not turned into a confident wrong amount."""
+    s = re.sub(r"[\s⊗ⓧ×Ⓧ⨂]", "", to_halfwidth(text)).replace("人民币", "")
+    stray = [i for i, ch in enumerate(s) if ch not in _WORD_CHARS and ch not in "()（）"]
+    if len(stray) > 1:
+        return None
+    if stray:
+        i = stray[0]
+        if "圆" in s or "元" in s or not re.fullmatch(r"(?:零?.角)?(?:零?.分)?[整正]?", s[i + 1:]):
+            return None
+        return s[:i] + "圆" + s[i + 1:]
+    if "圆" in s or "元" in s:
+        return None
+    m = re.search(r"(.)角", s) or re.search(r"(.)分", s)
+    if not m or m.start() == 0:
+        return None
+    return s[:m.start()] + "圆" + s[m.start():]
+
+
+def _parse_amount_words(text: str) -> Decimal | None:
     s = re.sub(r"[\s⊗ⓧ×Ⓧ⨂]", "", to_halfwidth(text))
     s = s.replace("人民币", "")
     negative = False

@@ -274,7 +274,9 @@ def _plausible(spec, raw: str) -> bool:
 CODE_TYPES = ("code", "tax_id", "id_number", "credit_code")
 # What a whole value of a type looks like around a fragment the model found ("08" of 2023年07月08日,
 # "306531" of 031012306531): the fragment grows to the surrounding match when that reads as the type.
-GROW_SHAPES = {"date": TYPE_SHAPES["date"], "amount_words": r"[零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正]+",
+_WORDS = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正"
+# 大写: also across one stray character, where OCR read 圆 as 回/国 (data/normalize.py reads it back)
+GROW_SHAPES = {"date": TYPE_SHAPES["date"], "amount_words": rf"[{_WORDS}]+(?:[^\s:：{_WORDS}][{_WORDS}]+)?",
                **{t: r"[0-9A-Za-z]+" for t in CODE_TYPES}}
 
 
@@ -283,7 +285,7 @@ def _trim_to_type(sp: Span, spec, text: str) -> Span:
     colon segment (a long number OCR cut with a space, a date the model found only part of), else
     shrink it to the part that reads as the type (the first match of the type's shape or pattern)."""
     raw = _clean(text[sp.start:sp.end])
-    if _plausible(spec, raw):
+    if _plausible(spec, raw) and spec.type != "amount_words":
         return sp
     before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
     after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), len(text))
@@ -294,8 +296,10 @@ def _trim_to_type(sp: Span, spec, text: str) -> Span:
     grow = GROW_SHAPES.get(spec.type)
     for m in re.finditer(grow, seg) if grow else ():
         s0, e0 = before + 1 + m.start(), before + 1 + m.end()
-        if s0 < sp.end and sp.start < e0 and _plausible(spec, m.group()):
+        if s0 < sp.end and sp.start < e0 and _plausible(spec, m.group()) and len(m.group()) >= len(raw):
             return Span(sp.key, sp.line, s0, e0, sp.score, sp.alts)
+    if _plausible(spec, raw):        # 大写 that reads as it is and has no longer reading around it
+        return sp
     if spec.type in CODE_TYPES and raw.isalnum():
         return sp      # a clean run of letters and digits is the value as read, even off-pattern
     shape = spec.pattern if spec.pattern and spec.type == "code" else TYPE_SHAPES.get(spec.type)
@@ -352,6 +356,19 @@ def _strip_key_phrase(sp: Span, text: str, phrases: list[str]) -> Span:
             if i < len(body):
                 return Span(sp.key, sp.line, sp.start + i, sp.end, sp.score, sp.alts)
     return sp
+
+
+def _is_item_row(row: dict[str, Field], page_text: str) -> bool:
+    """Whether clustered cells make a goods row: it has a figure, and it is not the 合计 row (only
+    ¥-marked figures, no name). A lone name fragment is text the model half-tagged elsewhere."""
+    figures = [f for k, f in row.items() if k != "name" and re.search(r"\d", f.raw or "")]
+    if not figures:
+        return False
+
+    def yen(f: Field) -> bool:
+        before = page_text[:f.span[0]].rstrip(" ")[-1:] if f.span else ""
+        return (f.raw or "").lstrip()[:1] in ("¥", "￥") or before in ("¥", "￥")
+    return "name" in row or not all(yen(f) for f in figures)
 
 
 def _char_box(line: Line, start: int, end: int) -> list[float]:
@@ -508,13 +525,70 @@ class Extractor:
                 for k, f in (cells[j] for j in idx):      # same key twice in a row: longer text, then score
                     if k not in row or (len(f.raw), f.score) > (len(row[k].raw), row[k].score):
                         row[k] = f
-                doc.items.append(row)
+                if _is_item_row(row, "\n".join(ln.text for ln in page.lines)):
+                    doc.items.append(row)
+        self._fill_by_rules(doc, page, specs, schema)
+
+    def _fill_by_rules(self, doc: Document, page: Page, specs: dict, schema) -> None:
+        """A total the model did not tag at all, found by the arithmetic the invoice prints: the figure
+        of 价税合计 equals its 大写 words; a missing term of 合计金额 + 合计税额 = 价税合计 is their
+        difference; a missing 合计金额/税额 is the sum of the item rows. The page's figures are searched
+        for that exact value, and a field is filled only when exactly one figure not already taken fits."""
+        taken = [f.span for f in doc.fields.values() if f.span] + \
+                [f.span for row in doc.items for f in row.values() if f.span]
+        starts = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+        figures = []            # (value, line, start, end) of every money figure on the page
+        for li, ln in enumerate(page.lines):
+            for m in re.finditer(r"[¥￥VYNX]?" + TYPE_SHAPES["amount"], ln.text):
+                value = parse_amount(m.group())
+                a, b = int(starts[li]) + m.start(), int(starts[li]) + m.end()
+                if value is not None and "." in m.group() and not any(t[0] < b and a < t[1] for t in taken):
+                    figures.append((value, li, m.start(), m.end()))
+
+        def value_of(key: str):
+            f = doc.fields.get(key)
+            if f is None:
+                return None
+            return parse_amount(f.value) if specs[key].type == "amount" else \
+                (parse_amount(f.value) if specs[key].type == "amount_words" else None)
+
+        def fill(key: str, want) -> bool:
+            if key in doc.fields or key not in specs or specs[key].type != "amount" or want is None:
+                return False
+            fits = [(li, a, b) for v, li, a, b in figures if v == want]
+            if len(fits) != 1:
+                return False
+            li, a, b = fits[0]
+            doc.fields[key] = self._make_field(key, specs[key], page, Span(key, li, a, b, 0.5))
+            figures[:] = [fg for fg in figures if fg[1:] != fits[0]]
+            return True
+
+        for _ in range(3):       # one fill can make the next rule computable
+            changed = False
+            for rule in getattr(schema, "rules", []):
+                if rule.check == "words_match" and rule.words and rule.figure:
+                    changed |= fill(rule.figure, value_of(rule.words))
+                elif rule.check == "sum" and rule.equals:
+                    terms = list(rule.fields) + [rule.equals]
+                    missing = [k for k in terms if k not in doc.fields]
+                    known = {k: value_of(k) for k in terms if k in doc.fields}
+                    if len(missing) != 1 or None in known.values():
+                        continue
+                    parts = sum(v for k, v in known.items() if k != rule.equals)
+                    changed |= fill(missing[0], parts if missing[0] == rule.equals else known[rule.equals] - parts)
+                elif rule.check == "items_sum" and rule.equals and rule.item_field and doc.items:
+                    vals = [parse_amount(row[rule.item_field].value) for row in doc.items if rule.item_field in row]
+                    if vals and None not in vals and len(vals) == len(doc.items):
+                        changed |= fill(rule.equals, sum(vals))
+            if not changed:
+                break
 
     @staticmethod
     def _join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:
         """A free-text value that starts with an opening bracket (（朝阳区店）, （增值税专用发票）) lost its
-        head to a separate OCR line just left of it on the same row: prepend that line's text when
-        it holds no key (no colon) and no other field."""
+        head to a separate OCR line just left of it on the same row, or, for a title printed in two
+        stacked lines (电子发票 over （普通发票）), just above it and centred on it: prepend that line's
+        text when it holds no key (no colon) and no other field."""
         if not f.raw or f.raw[0] not in "（(" or f.span is None:
             return
         offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
@@ -527,9 +601,17 @@ class Extractor:
         for mi, m in enumerate(page.lines):
             mx0, my0, mx1, my1 = m.box
             g = x0 - mx1
-            if mi != li and mi not in used_lines and -0.3 * h <= g < gap and abs((my0 + my1) - (y0 + y1)) < h \
+            if mi != li and mi not in used_lines and -0.8 * h <= g < gap and abs((my0 + my1) - (y0 + y1)) < h \
                     and m.text.strip() and not any(c in COLONS for c in m.text):
                 best, gap = mi, g
+        if best is None:       # stacked: the nearest free line above whose centre sits over this line
+            cx, w, gap = (x0 + page.lines[li].box[2]) / 2, page.lines[li].box[2] - x0, 1.0 * h
+            for mi, m in enumerate(page.lines):
+                mx0, my0, mx1, my1 = m.box
+                g = y0 - my1
+                if mi != li and mi not in used_lines and -0.3 * h <= g < gap and abs((mx0 + mx1) / 2 - cx) < 0.3 * w \
+                        and m.text.strip() and not any(c in COLONS for c in m.text):
+                    best, gap = mi, g
         if best is None:
             return
         head = page.lines[best]

@@ -212,3 +212,48 @@ def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
     ex._fields(doc, page, [Span("buyer_name", 1, 0, 6, 0.9)])
     f = doc.fields["buyer_name"]
     assert f.raw == "盛达餐厅（朝阳区店）" and f.box[0] == 100 and f.span == [0, 11]
+
+
+def _lines_page(rows: list[tuple[str, list[float]]]) -> Page:
+    return Page(index=0, width=1300, height=800, lines=[Line(t, box_to_quad(b)) for t, b in rows])
+
+
+def test_a_title_printed_in_two_stacked_lines_is_joined(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    # einv_stacked: 电子发票 centred over （增值税专用发票）; OCR boxes of a split title also overlap on one row
+    page = _lines_page([("发票号码：19421166816495979415", [840, 24, 1081, 43]), ("电子发票", [560, 20, 690, 50]),
+                        ("（增值税专用发票）", [500, 56, 760, 88])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("title", 2, 0, 9, 0.9)])
+    assert doc.fields["title"].value == "电子发票(增值税专用发票)"
+    page = _lines_page([("电子发票", [410, 32, 546, 63]), ("（增值税专用发票）", [530, 32, 798, 64])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("title", 1, 0, 9, 0.9)])
+    assert doc.fields["title"].value == "电子发票(增值税专用发票)"
+
+
+def test_totals_the_model_missed_are_found_by_the_invoice_arithmetic(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    page = _lines_page([("合计", [80, 400, 130, 420]), ("￥18361.29", [700, 400, 800, 420]),
+                        ("￥2302.13", [1100, 400, 1190, 420]), ("价税合计（大写）", [80, 440, 250, 460]),
+                        ("贰万零陆佰陆拾叁回肆角贰分", [300, 440, 600, 460]), ("（小写）", [800, 440, 860, 460]),
+                        ("¥20663.42", [870, 440, 980, 460]), ("¥999.99", [870, 480, 980, 500])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    # the model tagged only the words (OCR read 圆 as 回) and the 合计 amount, and the tax as an item cell
+    ex._fields(doc, page, [Span("total_with_tax_in_words", 4, 0, 13, 0.9), Span("total_amount", 1, 1, 9, 0.9),
+                           Span("items.tax", 2, 1, 8, 0.8)])
+    assert doc.fields["total_with_tax_in_words"].value == "20663.42"
+    assert doc.fields["total_with_tax"].value == "20663.42" and doc.fields["total_with_tax"].box[0] >= 870
+    assert doc.fields["total_tax"].value == "2302.13"
+    assert doc.items == []          # a row of ¥ figures with no name is the 合计 row, not goods
+
+
+def test_an_amount_words_fragment_grows_across_a_misread_yuan():
+    from data.schemas import FieldSpec
+    from models.extractor import Span, _trim_to_type
+    spec = FieldSpec(key="total_with_tax_in_words", label="价税合计（大写）", type="amount_words")
+    text = "壹万伍仟伍佰零壹国肆角壹分"
+    sp = _trim_to_type(Span(spec.key, 0, 9, 13, 0.9), spec, text)               # only 肆角壹分 tagged
+    assert text[sp.start:sp.end] == text

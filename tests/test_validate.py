@@ -217,3 +217,25 @@ def test_missing_required_field_is_warned_not_invalid():
     valid, warnings = validate_fields(load_schema("id_card_front"), {"name": "张三"})
     assert valid["id_number"] is None
     assert any("missing id_number" in w for w in warnings)
+
+
+@pytest.mark.parametrize("words,figure", [("贰万零陆佰陆拾叁回肆角贰分", "20663.42"),   # 圆 read as 回
+                                          ("壹万伍仟伍佰零壹国肆角壹分", "15501.41"),   # ... as 国
+                                          ("陆仟零贰拾肆捌角捌分", "6024.88"),          # 圆 dropped
+                                          ("贰佰国整", "200.00")])
+def test_amount_words_as_ocr_misreads_them(words, figure):
+    assert str(parse_amount_words(words).quantize(Decimal('0.01'))) == figure
+    assert parse_amount_words(words, ocr_tolerant=False) is None
+
+
+@pytest.mark.parametrize("words", ["佰陆拾", "仟柒佰柒", "随任张佰陆拾型妈整", "壹佰叁拾", "贰回叁国肆角"])
+def test_garbled_amount_words_stay_unread(words):
+    assert parse_amount_words(words) is None
+
+
+def test_ocr_yen_lookalikes_and_dropped_brackets():
+    assert normalize_amount("V358.98") == "358.98" and normalize_amount("N100.63") == "100.63"
+    assert normalize_amount("N100") is None            # a code, not money
+    from data.normalize import normalize_text
+    assert normalize_text("电子发票（普通发票") == "电子发票(普通发票)"
+    assert normalize_text("方隆便利店(浦东新区店)") == "方隆便利店(浦东新区店)"
