@@ -236,13 +236,18 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
     other = {li for li, t in enumerate(line_tags) if trust >= TRUST and t[3] >= OTHER}
     free = [p for p in pieces if not p.colon_key]
     own = {id(p): float(np.clip(key_score(p.text, tags(p)), -3.0, 3.0)) for p in free}
-    # Row context: the keys of a printed row share it (a row of labels above a row of answers, a
-    # grid's label column), so a label the model misreads borrows from its row neighbours' scores.
-    ks = {id(p): 9.0 for p in pieces if p.colon_key}
-    for p in free:
-        mates = [own[id(o)] for o in free if o is not p and o.line != p.line
-                 and abs(centre(o.box) - centre(p.box)) < ROW_TOL * max(height(p.box), height(o.box))]
-        ks[id(p)] = own[id(p)] + (float(np.mean(mates)) if mates else 0.0)
+    # Row context: the keys of a printed row share it (a row of labels above a row of answers), so
+    # a label the model misreads borrows from its row neighbours' scores. Only as a lift (a row of
+    # answers says nothing against a key), and never from the piece it is being compared with.
+    rows = {id(p): [o for o in free if o is not p and o.line != p.line
+                    and abs(centre(o.box) - centre(p.box)) < ROW_TOL * max(height(p.box), height(o.box))]
+            for p in free}
+
+    def ks(p: Piece, other: Piece | None = None) -> float:
+        if p.colon_key:
+            return 9.0
+        mates = [own[id(o)] for o in rows[id(p)] if o is not other]
+        return own[id(p)] + (max(0.0, float(np.mean(mates))) if mates else 0.0)
 
     def right_of(k: Piece) -> Piece | None:
         h = height(k.box)
@@ -276,7 +281,7 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
         short, not key-like piece close to its right on the row."""
         nxt = right_of(v)
         return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
-                and nxt.box[0] - v.box[2] <= 3 * height(v.box) and ks[id(nxt)] < KEY_MIN)
+                and nxt.box[0] - v.box[2] <= 3 * height(v.box) and ks(nxt, v) < KEY_MIN)
 
     # candidate links (strength, key, value); strongest first, each piece used once
     cands: list[tuple[float, Piece, Piece]] = []
@@ -289,7 +294,7 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
             if _is_value(k.value, masses[k.line]):
                 cands.append((10.0, k, k.value))
             continue
-        if not k.colon_key and ks[id(k)] < KEY_MIN:
+        if not k.colon_key and ks(k) < KEY_MIN:
             continue
         # a long prompt ending in a colon introduces a list or a table, not a value on the next line
         looks = [("right", right_of(k))] + ([("below", below(k))] if len(k.text) <= LONG_KEY else [])
@@ -298,7 +303,7 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
                 continue
             if where == "right" and _options_row(v):
                 continue
-            margin = ks[id(k)] - ks[id(v)]
+            margin = ks(k, v) - ks(v, k)
             if margin < KEY_MARGIN:
                 continue
             cands.append((min(margin, 5.0) + (0.5 if where == "right" else 0.0), k, v))
