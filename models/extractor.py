@@ -21,7 +21,9 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import paddle
@@ -358,6 +360,21 @@ def _strip_key_phrase(sp: Span, text: str, phrases: list[str]) -> Span:
     return sp
 
 
+def _whole_cells(spans: list[Span], page: Page) -> list[Span]:
+    """Table cells are OCR lines of their own: an item span that covers part of a line no other item
+    span shares grows to the whole line when the rest holds no space (250ML cut from 250ML*24)."""
+    out = []
+    for sp in spans:
+        text = page.lines[sp.line].text
+        alone = sum(1 for o in spans if o.line == sp.line) == 1
+        body = text.strip()
+        if alone and body and " " not in body and "　" not in body and (sp.end - sp.start) < len(body):
+            a = text.index(body)
+            sp = Span(sp.key, sp.line, a, a + len(body), sp.score, sp.alts)
+        out.append(sp)
+    return out
+
+
 def _is_item_row(row: dict[str, Field], page_text: str) -> bool:
     """Whether clustered cells make a goods row: it has a figure, and it is not the 合计 row (only
     ¥-marked figures, no name). A lone name fragment is text the model half-tagged elsewhere."""
@@ -514,9 +531,13 @@ class Extractor:
             if specs[key].type == "text":
                 self._join_bracket_tail(f, page, {ln for ln, _ in used})
         # item rows: one per printed table row - cell centres clustered after taking out the page tilt
-        cells = [(s.key[6:], self._make_field(s.key[6:], item_specs[s.key[6:]], page, s)) for s in spans
-                 if s.key.startswith("items.") and s.key[6:] in item_specs]
+        item_spans = _whole_cells([s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs],
+                                  page)
+        cells = [(s.key[6:], self._make_field(s.key[6:], item_specs[s.key[6:]], page, s)) for s in item_spans]
         cells = [(k, f) for k, f in cells if f.raw and f.box]
+        for k, f in cells:      # 货物名称 is printed *类别*名称; OCR often drops the first star
+            if k == "name" and re.fullmatch(r"[^*\s][^*]*\*[^*]+", f.value or ""):
+                f.value = "*" + f.value
         if cells:
             quads = [ln.quad for ln in page.lines]
             height = float(np.median([np.hypot(*(np.subtract(q[3], q[0]))) for q in quads]))
@@ -527,7 +548,46 @@ class Extractor:
                         row[k] = f
                 if _is_item_row(row, "\n".join(ln.text for ln in page.lines)):
                     doc.items.append(row)
+            self._complete_item_rows(doc, page, item_specs, height)
         self._fill_by_rules(doc, page, specs, schema)
+
+    def _complete_item_rows(self, doc: Document, page: Page, item_specs: dict, height: float) -> None:
+        """A row's quantity or tax the model missed (a lone "1" is easy to miss) is the untaken figure
+        in the row's band that makes 数量 x 单价 = 金额 (or 金额 x 税率 = 税额) hold."""
+        taken = {tuple(f.span) for row in doc.items for f in row.values() if f.span} | \
+                {tuple(f.span) for f in doc.fields.values() if f.span}
+        starts = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+        for row in doc.items:
+            amount = parse_amount(row["amount"].value) if "amount" in row else None
+            if amount is None:
+                continue
+            ys = [(f.box[1] + f.box[3]) / 2 for f in row.values() if f.box]
+            want: dict[str, Any] = {}
+            price = parse_amount(row["unit_price"].value) if "unit_price" in row else None
+            if "quantity" not in row and "quantity" in item_specs and price:
+                want["quantity"] = lambda v: abs(v * price - amount) <= Decimal("0.01") * max(1, v)
+            rate = row["tax_rate"].value if "tax_rate" in row else None
+            if "tax" not in row and "tax" in item_specs and rate and rate.endswith("%"):
+                r = parse_amount(rate[:-1])
+                if r is not None:
+                    want["tax"] = lambda v: "." in str(v) and abs(v - amount * r / 100) <= Decimal("0.011")
+            for key, ok in want.items():
+                fits = []
+                for li, ln in enumerate(page.lines):
+                    text = ln.text.strip()
+                    cy = (ln.box[1] + ln.box[3]) / 2
+                    v = parse_amount(text)
+                    span = (int(starts[li]) + ln.text.index(text[0]), int(starts[li]) + ln.text.index(text[0]) + len(text)) \
+                        if text else None
+                    if v is not None and v > 0 and span not in taken and any(abs(cy - y) < 0.6 * height for y in ys) \
+                            and ok(v):
+                        fits.append((li, span))
+                if len(fits) == 1:
+                    li, span = fits[0]
+                    a = span[0] - int(starts[li])
+                    row[key] = self._make_field(key, item_specs[key], page, Span("items." + key, li, a,
+                                                                                 a + span[1] - span[0], 0.5))
+                    taken.add(span)
 
     def _fill_by_rules(self, doc: Document, page: Page, specs: dict, schema) -> None:
         """A total the model did not tag at all, found by the arithmetic the invoice prints: the figure

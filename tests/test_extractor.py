@@ -257,3 +257,23 @@ def test_an_amount_words_fragment_grows_across_a_misread_yuan():
     text = "壹万伍仟伍佰零壹国肆角壹分"
     sp = _trim_to_type(Span(spec.key, 0, 9, 13, 0.9), spec, text)               # only 肆角壹分 tagged
     assert text[sp.start:sp.end] == text
+
+
+def test_item_cells_grow_to_their_line_and_the_row_arithmetic_fills_a_missed_cell(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    y = [300, 320]
+    page = _lines_page([("运输服务*国内货物运输服务", [60, *y[:1], 300, y[1]]), ("250ML*24", [320, y[0], 400, y[1]]),
+                        ("次", [420, y[0], 440, y[1]]), ("3", [470, y[0], 480, y[1]]), ("83.77", [520, y[0], 600, y[1]]),
+                        ("251.31", [640, y[0], 720, y[1]]), ("9%", [760, y[0], 790, y[1]]),
+                        ("22.62", [820, y[0], 900, y[1]]), ("22.61", [820, 500, 900, 520])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    # the model cut the spec at its star and missed the quantity and the tax
+    ex._fields(doc, page, [Span("items.name", 0, 0, 13, 0.9), Span("items.spec", 1, 0, 5, 0.9),
+                           Span("items.unit", 2, 0, 1, 0.9), Span("items.unit_price", 4, 0, 5, 0.9),
+                           Span("items.amount", 5, 0, 6, 0.9), Span("items.tax_rate", 6, 0, 2, 0.9)])
+    [row] = doc.items
+    assert row["name"].value == "*运输服务*国内货物运输服务"
+    assert row["spec"].value == "250ML*24"
+    assert row["quantity"].value == "3" and row["quantity"].box[0] == 470
+    assert row["tax"].value == "22.62"          # 251.31 x 9% on the row; 22.61 lies in another row
