@@ -31,7 +31,7 @@ from data.document import Page, Pair
 COLONS = "：:"
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别 ...): lexical evidence that
 # holds across forms, used only to weigh a colon-less line or split a run of text before a colon
-KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级码")
+KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级")
 KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码", "账号", "性别", "部门", "职位", "单位",
              "邮箱", "邮编", "传真", "金额", "备注", "学历", "民族", "籍贯", "年龄", "工号", "类型", "事由")
 SENTENCE = re.compile(r"[，。？！；,?!;]")
@@ -43,7 +43,7 @@ CHECK_BOXES = re.compile(r"^([□☐☒■]|口(?=[\u4e00-\u9fff]{1,3}(口|$)))"
 CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
 PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
 TRUST = 0.4           # the model knows the page when this share of its lines is tagged question/answer ...
-OTHER = 0.7           # ... and then a colon line it tags "other" with this mass is no pair (编号：, notes)
+OTHER = 0.7           # ... and then a line it tags "other" with this mass holds no key or value (编号：...)
 
 OCR_MIN = 0.7         # a pair from a line OCR read less surely than this is more often wrong than right
 ROW_TOL = 0.5         # same row: deskewed centres within this x line height
@@ -68,7 +68,8 @@ class Piece:
 
 
 def decode_form(page: Page, pred: dict, tag_labels: list[str], allowed: np.ndarray) -> list[Pair]:
-    """The key-value pairs of one page; `pred` is `Extractor.predict_page`'s output."""
+    """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output.
+    `allowed` (the doc type's tag mask) is part of the extractor's call; form labels are always in it."""
     masses = _label_masses(pred["probs"], tag_labels)
     pieces = [p for li in range(len(page.lines)) for p in _split_line(page, li, masses[li])]
     return _link(page, pieces, masses)
@@ -192,9 +193,9 @@ def key_score(text: str, tags: np.ndarray) -> float:
 
 
 def _is_value(p: Piece, mass: np.ndarray) -> bool:
-    if p.colon_key or NOT_A_VALUE.match(p.text) or PAGE_NUMBER.match(p.text) or BLANK_DATE.match(p.text):
-        return False
-    if CHECK_BOXES.match(p.text):
+    """Could this text answer a question? Blank fills, page numbers, empty date templates, unticked
+    boxes, sentences, printed options and headers cannot."""
+    if p.colon_key or any(rx.match(p.text) for rx in (NOT_A_VALUE, PAGE_NUMBER, BLANK_DATE, CHECK_BOXES)):
         return False
     if SENTENCE.search(p.text) and len(p.text) >= 6:    # instructions and notes, not answers
         return False
@@ -209,114 +210,115 @@ def _is_header(p: Piece, mass: np.ndarray) -> bool:
 
 # --- linking ---------------------------------------------------------------------------------------
 
-def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pair]:
-    from models.decode import page_slope
-    slope = page_slope([ln.quad for ln in page.lines])
+class _Layout:
+    """Where pieces sit relative to each other, with the page tilt taken out (the median line
+    slope, as item rows use it), so a row that drifts across a skewed photo stays one row."""
 
-    def centre(b: list[float]) -> float:       # deskewed vertical centre
-        return (b[1] + b[3]) / 2 - slope * (b[0] + b[2]) / 2
+    def __init__(self, page: Page, pieces: list[Piece]):
+        from models.decode import page_slope
+        self.slope = page_slope([ln.quad for ln in page.lines])
+        self.pieces = pieces
 
-    def top(b: list[float]) -> float:
-        return b[1] - slope * (b[0] + b[2]) / 2
+    def _lift(self, b: list[float]) -> float:
+        return self.slope * (b[0] + b[2]) / 2
 
-    def bottom(b: list[float]) -> float:
-        return b[3] - slope * (b[0] + b[2]) / 2
+    def centre(self, p: Piece) -> float:
+        return (p.box[1] + p.box[3]) / 2 - self._lift(p.box)
 
-    def height(b: list[float]) -> float:
-        return max(1.0, b[3] - b[1])
+    @staticmethod
+    def height(p: Piece) -> float:
+        return max(1.0, p.box[3] - p.box[1])
 
-    def tags(p: Piece) -> np.ndarray:
-        return _mean_mass(masses[p.line], p.start, p.end)
+    def same_row(self, a: Piece, b: Piece) -> bool:
+        return a.line != b.line and abs(self.centre(a) - self.centre(b)) < ROW_TOL * max(self.height(a),
+                                                                                          self.height(b))
 
-    # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
-    # on a whole colon line is trusted: form furniture such as 编号：..., notes or amounts in words.
-    # On a page it does not know (a real scan) it tags nearly everything other, so that says nothing.
-    line_tags = [_mean_mass(m, 0, len(m)) for m in masses]
-    trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
-    other = {li for li, t in enumerate(line_tags) if trust >= TRUST and t[3] >= OTHER}
-    free = [p for p in pieces if not p.colon_key]
-    own = {id(p): float(np.clip(key_score(p.text, tags(p)), -3.0, 3.0)) for p in free}
-    # Row context: the keys of a printed row share it (a row of labels above a row of answers), so
-    # a label the model misreads borrows from its row neighbours' scores. Only as a lift (a row of
-    # answers says nothing against a key), and never from the piece it is being compared with.
-    rows = {id(p): [o for o in free if o is not p and o.line != p.line
-                    and abs(centre(o.box) - centre(p.box)) < ROW_TOL * max(height(p.box), height(o.box))]
-            for p in free}
+    def row_mates(self, p: Piece, among: list[Piece]) -> list[Piece]:
+        return [o for o in among if o is not p and self.same_row(o, p)]
 
-    def ks(p: Piece, other: Piece | None = None) -> float:
-        if p.colon_key:
-            return 9.0
-        mates = [own[id(o)] for o in rows[id(p)] if o is not other]
-        return own[id(p)] + (max(0.0, float(np.mean(mates))) if mates else 0.0)
-
-    def right_of(k: Piece) -> Piece | None:
-        h = height(k.box)
-        row = [p for p in free if p is not k and p.line != k.line
-               and abs(centre(p.box) - centre(k.box)) < ROW_TOL * max(h, height(p.box))
-               and p.box[0] >= k.box[2] - 0.5 * h]
-        row += [p for p in pieces if p.colon_key and p is not k and p.line != k.line
-                and abs(centre(p.box) - centre(k.box)) < ROW_TOL * max(h, height(p.box)) and p.box[0] >= k.box[2] - 0.5 * h]
+    def right_of(self, k: Piece) -> Piece | None:
+        """The nearest piece to the right of `k` on its row, if it starts close enough."""
+        h = self.height(k)
+        row = [p for p in self.pieces if p is not k and self.same_row(p, k) and p.box[0] >= k.box[2] - 0.5 * h]
         if not row:
             return None
         p = min(row, key=lambda p: p.box[0])
         return p if p.box[0] - k.box[2] <= RIGHT_GAP * h else None
 
-    def below(k: Piece) -> Piece | None:
-        cands = []
-        for p in pieces:
-            if p is k or p.line == k.line:
+    def below(self, k: Piece) -> Piece | None:
+        """The nearest line under `k` that overlaps it and starts at or right of its left edge."""
+        best, best_gap = None, float("inf")
+        for p in self.pieces:
+            if p.line == k.line:
                 continue
-            h = max(height(k.box), height(p.box))
-            gap = top(p.box) - bottom(k.box)
-            overlap = p.box[0] < k.box[2] and k.box[0] < p.box[2]
-            if -0.3 * h <= gap and overlap and p.box[0] >= k.box[0] - h:
-                cands.append((gap, p))
-        if not cands:
+            h = max(self.height(k), self.height(p))
+            gap = (p.box[1] - self._lift(p.box)) - (k.box[3] - self._lift(k.box))
+            overlaps = p.box[0] < k.box[2] and k.box[0] < p.box[2]
+            if gap >= -0.3 * h and overlaps and p.box[0] >= k.box[0] - h and gap < best_gap:
+                best, best_gap = p, gap
+        if best is None or best_gap > BELOW_GAP * max(self.height(k), self.height(best)):
             return None
-        gap, p = min(cands, key=lambda c: c[0])
-        return p if gap <= BELOW_GAP * max(height(k.box), height(p.box)) else None
+        return best
 
-    def _options_row(v: Piece) -> bool:
-        """Printed choices after a question (□自取 □邮寄 with the boxes lost): the value has another
-        short, not key-like piece close to its right on the row."""
-        nxt = right_of(v)
+
+def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pair]:
+    geo = _Layout(page, pieces)
+    # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
+    # on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a page
+    # it does not know (a real scan) it tags nearly everything other, and that says nothing.
+    line_tags = [_mean_mass(m, 0, len(m)) for m in masses]
+    trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
+    furniture = {li for li, t in enumerate(line_tags) if trust >= TRUST and t[3] >= OTHER}
+    free = [p for p in pieces if not p.colon_key]
+    own = {id(p): float(np.clip(key_score(p.text, _mean_mass(masses[p.line], p.start, p.end)), -3.0, 3.0))
+           for p in free}
+    # Row context: the labels of a printed row share it (a row of labels above a row of answers), so
+    # a label the model misreads borrows from its row neighbours. Only as a lift (a row of answers
+    # says nothing against a key), and never from the piece it is being weighed against.
+    mates = {id(p): geo.row_mates(p, free) for p in free}
+
+    def ks(p: Piece, versus: Piece | None = None) -> float:
+        if p.colon_key:
+            return 9.0
+        lift = [own[id(o)] for o in mates[id(p)] if o is not versus]
+        return own[id(p)] + (max(0.0, float(np.mean(lift))) if lift else 0.0)
+
+    def is_value(v: Piece) -> bool:
+        return not v.colon_key and v.line not in furniture and _is_value(v, masses[v.line])
+
+    def options_row(v: Piece) -> bool:
+        """Printed choices after a question (□自取 □邮寄 with the boxes lost): another short piece
+        that is no key follows the value closely on its row."""
+        nxt = geo.right_of(v)
         return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
-                and nxt.box[0] - v.box[2] <= 3 * height(v.box) and ks(nxt, v) < KEY_MIN)
+                and nxt.box[0] - v.box[2] <= 3 * geo.height(v) and ks(nxt, v) < KEY_MIN)
 
     # candidate links (strength, key, value); strongest first, each piece used once
     cands: list[tuple[float, Piece, Piece]] = []
     for k in pieces:
-        if _is_header(k, masses[k.line]) or SENTENCE.search(k.text) or k.line in other:
+        if _is_header(k, masses[k.line]) or SENTENCE.search(k.text) or k.line in furniture:
             continue
-        if k.colon_key and k.value is not None and (CHECK_BOXES.match(k.value.text) or _options_row(k.value)):
-            continue
-        if k.colon_key and k.value is not None:
-            if _is_value(k.value, masses[k.line]):
+        if k.colon_key and k.value is not None:          # 姓名：张三 on one line
+            if is_value(k.value) and not options_row(k.value):
                 cands.append((10.0, k, k.value))
             continue
         if not k.colon_key and ks(k) < KEY_MIN:
             continue
         # a long prompt ending in a colon introduces a list or a table, not a value on the next line
-        looks = [("right", right_of(k))] + ([("below", below(k))] if len(k.text) <= LONG_KEY else [])
+        looks = [("right", geo.right_of(k))] + ([("below", geo.below(k))] if len(k.text) <= LONG_KEY else [])
         for where, v in looks:
-            if v is None or not _is_value(v, masses[v.line]) or v.colon_key or v.line in other:
-                continue
-            if where == "right" and _options_row(v):
+            if v is None or not is_value(v) or (where == "right" and options_row(v)):
                 continue
             margin = ks(k, v) - ks(v, k)
-            if margin < KEY_MARGIN:
-                continue
-            cands.append((min(margin, 5.0) + (0.5 if where == "right" else 0.0), k, v))
-            break                                  # the nearest right piece wins over the line below
+            if margin >= KEY_MARGIN:
+                cands.append((min(margin, 5.0) + (0.5 if where == "right" else 0.0), k, v))
+                break                                # a value to the right wins over the line below
     cands.sort(key=lambda c: -c[0])
     pairs: list[Pair] = []
-    taken_keys: set[int] = set()
     for strength, k, v in cands:
-        if id(k) in taken_keys or v.used or (not k.colon_key and k.used):
+        if k.used or v.used:
             continue
-        taken_keys.add(id(k))
-        v.used = True
-        k.used = True
+        k.used = v.used = True
         ocr = min(page.lines[k.line].score, page.lines[v.line].score)
         if ocr < OCR_MIN or len(k.text) < 2:   # a misread or cut-off key (人, 门) makes a wrong pair
             continue
