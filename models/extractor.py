@@ -375,6 +375,33 @@ def _whole_cells(spans: list[Span], page: Page) -> list[Span]:
     return out
 
 
+def _to_segment_end(sp: Span, text: str, phrases: list[str]) -> Span:
+    """Free text after its own key phrase (支付方式：微信支付) runs to the end of that colon segment:
+    the model often stops a character or two early. Only when the text before the colon ends with one
+    of the field's key phrases and nothing after the span looks like another cell (a wide gap, a colon)."""
+    before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
+    if before < 0 or not phrases:
+        return sp
+    key = re.sub(r"\s+", "", text[:before])
+    rest = text[sp.end:]
+    if not any(key.endswith(ph) for ph in phrases) or not rest.strip() or any(c in COLONS for c in rest) \
+            or re.search(r"\s{2,}", rest.rstrip()):
+        return sp
+    return Span(sp.key, sp.line, sp.start, len(text.rstrip()), sp.score, sp.alts)
+
+
+def _drop_total_rows(doc: Document) -> None:
+    """A nameless row whose amount is the sum of the other rows' amounts is the 合计 line under the
+    table (a receipt prints it without ¥), not goods: drop it so the totals can claim it."""
+    def amount(row: dict[str, Field]):
+        return parse_amount(row["amount"].value) if "amount" in row else None
+    for row in list(doc.items):
+        others = [amount(r) for r in doc.items if r is not row]
+        if "name" not in row and amount(row) is not None and others and None not in others \
+                and sum(others) == amount(row):
+            doc.items.remove(row)
+
+
 def _is_item_row(row: dict[str, Field], page_text: str) -> bool:
     """Whether clustered cells make a goods row: it has a figure, and it is not the 合计 row (only
     ¥-marked figures, no name). A lone name fragment is text the model half-tagged elsewhere."""
@@ -519,6 +546,8 @@ class Extractor:
         header = [_trim_to_type(_strip_key_phrase(s, page.lines[s.line].text, phrases.get(s.key, [])),
                                 specs[s.key], page.lines[s.line].text) for s in header
                   if not _is_key_text(s, page.lines[s.line].text, every_phrase)]
+        header = [_to_segment_end(s, page.lines[s.line].text, phrases.get(s.key, []))
+                  if specs[s.key].type == "text" else s for s in header]
         # a value that reads as its type (a date that parses, an 18-character tax ID) beats a more
         # confident one that does not; among equals the most confident wins
         for s in sorted(header, key=lambda s: (not _plausible(specs[s.key], page.lines[s.line].text[s.start:s.end]),
@@ -548,6 +577,7 @@ class Extractor:
                         row[k] = f
                 if _is_item_row(row, "\n".join(ln.text for ln in page.lines)):
                     doc.items.append(row)
+            _drop_total_rows(doc)
             self._complete_item_rows(doc, page, item_specs, height)
         self._fill_by_rules(doc, page, specs, schema)
 
@@ -644,11 +674,39 @@ class Extractor:
                 break
 
     @staticmethod
+    def _join_bracket_below(f: Field, page: Page, used_lines: set[int]) -> None:
+        """The other half of a split name: 智融生活超市 then （朝阳区店） as a separate OCR line just right of
+        it, or stacked below it, the model tagging only the head. Such a line (one bracketed group, no
+        other field) right of the head on its row, or right below and centred on it, is appended."""
+        offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+        li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+        line = page.lines[li]
+        if f.span[1] - offsets[li] < len(line.text.rstrip()):
+            return        # the value does not end its line
+        x0, y0, x1, y1 = line.box
+        h, cx = max(1.0, y1 - y0), (x0 + x1) / 2
+        for mi, m in enumerate(page.lines):
+            body = m.text.strip()
+            below = -0.3 * h <= m.box[1] - y1 < 0.8 * h and \
+                abs((m.box[0] + m.box[2]) / 2 - cx) < 0.3 * max(x1 - x0, m.box[2] - m.box[0])
+            right = -0.8 * h <= m.box[0] - x1 < 1.5 * h and abs((m.box[1] + m.box[3]) - (y0 + y1)) < h
+            if mi != li and mi not in used_lines and (below or right) and \
+                    re.fullmatch(r"[（(][^（()）:：]{1,12}[）)]?", body):
+                f.raw = f.raw + body
+                f.value = normalize_value("text", f.raw) or f.raw
+                f.box = [min(f.box[0], m.box[0]), f.box[1], max(f.box[2], m.box[2]), max(f.box[3], m.box[3])]
+                if mi == li + 1:
+                    f.span = [f.span[0], int(offsets[mi]) + len(m.text.rstrip())]
+                return
+
+    @staticmethod
     def _join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:
         """A free-text value that starts with an opening bracket (（朝阳区店）, （增值税专用发票）) lost its
         head to a separate OCR line just left of it on the same row, or, for a title printed in two
         stacked lines (电子发票 over （普通发票）), just above it and centred on it: prepend that line's
         text when it holds no key (no colon) and no other field."""
+        if f.raw and f.raw[0] not in "（(" and f.span is not None:
+            Extractor._join_bracket_below(f, page, used_lines)
         if not f.raw or f.raw[0] not in "（(" or f.span is None:
             return
         offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])

@@ -277,3 +277,24 @@ def test_item_cells_grow_to_their_line_and_the_row_arithmetic_fills_a_missed_cel
     assert row["spec"].value == "250ML*24"
     assert row["quantity"].value == "3" and row["quantity"].box[0] == 470
     assert row["tax"].value == "22.62"          # 251.31 x 9% on the row; 22.61 lies in another row
+
+
+def test_free_text_after_its_key_phrase_runs_to_the_end_of_its_segment():
+    from models.extractor import Span, _to_segment_end
+    text = "支付方式：微信支付"
+    sp = _to_segment_end(Span("payment_method", 0, 5, 7, 0.9), text, ["支付方式"])     # only 微信
+    assert text[sp.start:sp.end] == "微信支付"
+    text = "收款人：李明  复核：王"                       # another cell follows: left alone
+    assert _to_segment_end(Span("payee", 0, 4, 5, 0.9), text, ["收款人"]).end == 5
+    assert _to_segment_end(Span("payee", 0, 4, 5, 0.9), "某某：李明", ["收款人"]).end == 5
+
+
+def test_a_name_takes_its_bracketed_branch_from_the_next_ocr_line(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    for tail_box in ([270, 37, 411, 61], [160, 66, 250, 90]):            # right on the row; stacked below
+        page = _lines_page([("智融生活超市", [130, 37, 282, 62]), ("（朝阳区店）", tail_box),
+                            ("地址：北京市朝阳区人民路409号", [30, 110, 305, 130])])
+        doc = Document(pages=[page], doc_type="vat_invoice")
+        ex._fields(doc, page, [Span("seller_name", 0, 0, 6, 0.9)])
+        assert doc.fields["seller_name"].value == "智融生活超市(朝阳区店)"
