@@ -37,8 +37,10 @@ KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码
 SENTENCE = re.compile(r"[，。？！；,?!;]")
 NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
 BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
-# unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 (the box read as 口)
-CHECK_BOXES = re.compile(r"^([□☐☒■]|口(?=[\u4e00-\u9fff]{1,3}(口|$)))")
+# unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 (the box read as 口) ...
+CHECK_BOXES = re.compile(r"^([□☐]|口(?=[\u4e00-\u9fff]{1,3}(口|$)))")
+# ... and a ticked one: the answer is the option after the tick (□男 ☑女 -> 女)
+TICKED = re.compile(r"[☑☒■√✓✔]\s*([^\s□☐☑☒■√✓✔口]+)")
 
 CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
 PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
@@ -148,7 +150,7 @@ def _split_line(page: Page, li: int, mass: np.ndarray) -> list[Piece]:
         raw = text[start:end]
         lead = len(raw) - len(raw.lstrip())
         start, end = start + lead, start + len(raw.rstrip())
-        clean = text[start:end].strip().rstrip(COLONS).strip()
+        clean = text[start:end].strip().rstrip(COLONS).strip().strip("_＿").lstrip("•●▪·").strip()
         if not clean:
             return None
         return Piece(li, start, end, clean, _char_box(line, start, end), colon_key)
@@ -195,7 +197,11 @@ def key_score(text: str, tags: np.ndarray) -> float:
 def _is_value(p: Piece, mass: np.ndarray) -> bool:
     """Could this text answer a question? Blank fills, page numbers, empty date templates, unticked
     boxes, sentences, printed options and headers cannot."""
-    if p.colon_key or any(rx.match(p.text) for rx in (NOT_A_VALUE, PAGE_NUMBER, BLANK_DATE, CHECK_BOXES)):
+    if p.colon_key:
+        return False
+    if TICKED.search(p.text):
+        return True
+    if any(rx.match(p.text) for rx in (NOT_A_VALUE, PAGE_NUMBER, BLANK_DATE, CHECK_BOXES)):
         return False
     if SENTENCE.search(p.text) and len(p.text) >= 6:    # instructions and notes, not answers
         return False
@@ -261,6 +267,17 @@ class _Layout:
         return best
 
 
+def _ticked_or_first(geo: _Layout, k: Piece) -> Piece | None:
+    """The piece right of `k`; where that starts a row of check-box options OCR read one by one
+    (□男 ☑女), the ticked option among them."""
+    first = p = geo.right_of(k)
+    while p is not None and (CHECK_BOXES.match(p.text) or TICKED.search(p.text)):
+        if TICKED.search(p.text):
+            return p
+        p = geo.right_of(p)
+    return first
+
+
 def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pair]:
     geo = _Layout(page, pieces)
     # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
@@ -289,6 +306,8 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
     def options_row(v: Piece) -> bool:
         """Printed choices after a question (□自取 □邮寄 with the boxes lost): another short piece
         that is no key follows the value closely on its row."""
+        if TICKED.search(v.text):
+            return False
         nxt = geo.right_of(v)
         return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
                 and nxt.box[0] - v.box[2] <= 3 * geo.height(v) and ks(nxt, v) < KEY_MIN)
@@ -305,7 +324,8 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
         if not k.colon_key and ks(k) < KEY_MIN:
             continue
         # a long prompt ending in a colon introduces a list or a table, not a value on the next line
-        looks = [("right", geo.right_of(k))] + ([("below", geo.below(k))] if len(k.text) <= LONG_KEY else [])
+        looks = [("right", _ticked_or_first(geo, k))]
+        looks += [("below", geo.below(k))] if len(k.text) <= LONG_KEY else []
         for where, v in looks:
             if v is None or not is_value(v) or (where == "right" and options_row(v)):
                 continue
@@ -323,7 +343,8 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
         if ocr < OCR_MIN or len(k.text) < 2:   # a misread or cut-off key (人, 门) makes a wrong pair
             continue
         conf = 1 / (1 + np.exp(-(strength - 1.0)))
-        pairs.append(Pair(key=k.text, value=v.text, key_box=k.box, value_box=v.box,
+        ticked = TICKED.search(v.text)
+        pairs.append(Pair(key=k.text, value=ticked.group(1) if ticked else v.text, key_box=k.box, value_box=v.box,
                           score=round(float(conf * ocr), 4), page=page.index))
     pairs.sort(key=lambda p: (p.key_box[1], p.key_box[0]))
     return pairs

@@ -89,6 +89,13 @@ def test_empty_fields_give_no_pair():
     assert _pairs(lines) == [("职位", "工程师")]
 
 
+def test_a_ticked_box_answers_and_fill_lines_are_trimmed():
+    lines = [("性别：", [100, 100, 160, 124]), ("□男", [180, 100, 220, 124]), ("☑女", [260, 100, 300, 124]),
+             ("婚否：□是 ☑否", [600, 100, 760, 124]),
+             ("姓名：__王芳__", [100, 160, 300, 184])]
+    assert sorted(_pairs(lines)) == [("姓名", "王芳"), ("婚否", "否"), ("性别", "女")]
+
+
 def test_table_headers_and_table_questions_are_not_pairs():
     lines = [("问题", [100, 100, 150, 130]), ("回答", [900, 100, 950, 130]),
              ("申请人的姓名", [100, 150, 250, 180]), ("第一债务人", [700, 150, 820, 180]),
