@@ -1,6 +1,7 @@
 """Retrain on a user's corpus: import -> (WWM adaptation) -> fine-tune -> base vs new -> versioned export.
 
     python -m training retrain --corpus DIR --base MODEL [--pretrain] [--force] [--out-root models/]
+                               [--eval-ocr real] [--ocr-train]
     python -m training import --format ours|ppocrlabel|xfund|labelstudio|csv --src PATH --out DIR
 
 A new document type is data: put its schema YAML in CORPUS/schemas/ (or pass --schema) beside labelled
@@ -11,6 +12,11 @@ Stages run in order and each leaves a marker in the work directory (<out-root>/r
 so a killed run started again with the same arguments skips finished stages and the fine-tune resumes
 from its last checkpoint. The export reserves a NEW version (<name>-v0001, -v0002, ...); `latest`
 moves to it only when its held-out F1 is not below the base's, unless --force.
+
+Real OCR is where a layout's headroom is: `--eval-ocr real` also scores base and new through PP-OCR
+of the held-out images (and promotes on that), and `--ocr-train` adds the training pages as OCR reads
+them, labelled by aligning each page's values (training/ocr_labels.py). Each image is read once into
+WORK/ocr_cache.jsonl (or --ocr-cache), shared by those stages and by a resumed run.
 """
 from __future__ import annotations
 
