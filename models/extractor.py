@@ -7,8 +7,8 @@ Steps per page: lines in reading order -> character tokens with line boxes in ov
 (models/tokenizer.py) -> encoder + extraction head -> per-character tag probabilities (each from the
 window where the character has most context) -> spans ->
 per field the best span of the page's doc type -> normalised value, box, validation (data/validate.py).
-Generic forms come out as question -> answer pairs (models/form_pairs.py): the link head, with a geometric fallback
-(nearest question to the left on the row, else above) for an answer the link head leaves unclaimed.
+Generic forms come out as question -> answer pairs (models/form_pairs.py): keys and values from page
+layout (colons, rows, the line below), with the model's question/answer/other tags as evidence.
 
 A model directory holds config.json, model_state.pdparams, vocab.txt, labels.json, schemas/*.yaml,
 metrics.json and provenance.json; `find_model_dirs` lists such directories for the UI's picker.
@@ -29,7 +29,7 @@ import numpy as np
 import paddle
 
 from data.document import Document, Field, Line, Page
-from data.normalize import normalize_value, parse_amount
+from data.normalize import normalize_value, parse_amount, to_halfwidth
 from models.decode import cluster_rows, page_slope
 from models.encoder import Encoder, EncoderConfig
 from models.form_pairs import decode_form
@@ -335,12 +335,39 @@ def _is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
     body = re.sub(r"\s+", "", _clean(text[sp.start:sp.end]))
     if len(body) >= 3 and any(len(ph) > len(body) and body in ph for ph in phrases):
         return True
+    # a long key OCR misread in one character (纳税人识刷) is still key text
+    if len(body) >= 6 and any(_near(body, ph[j:j + len(body)]) for ph in phrases
+                              for j in range(len(ph) - len(body) + 1)):
+        return True
     after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), None)
     if after is None:
         return False
     before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
     key_text = re.sub(r"\s+", "", text[before + 1:after])
-    return any(key_text.endswith(ph) for ph in phrases)
+    return any(key_text.endswith(ph) or (len(ph) >= 6 and _near(key_text[-len(ph):], ph)) for ph in phrases)
+
+
+def _near(a: str, b: str) -> bool:
+    """Same length and at most one character different: one OCR misreading apart."""
+    return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) <= 1
+
+
+def _snap_title(value: str, phrases: list[str]) -> str:
+    """A title OCR cut short (电子发票(增值 / 福建增值税电子普通) completed from the schema's titles: the
+    longest tail of the value (at least 4 characters) that begins exactly one known title is replaced by
+    that title; what stands before it (a province) stays. A complete or unknown title is kept."""
+    titles = {to_halfwidth(t) for t in phrases}
+    if not value or any(value.endswith(t) for t in titles):
+        return value
+    v = value[:-1] if value.endswith(")") and value.count("(") == value.count(")") else value
+    for i in range(len(v) - 3):
+        tail = v[i:]
+        fits = {t for t in titles if t.startswith(tail) and t != tail}
+        if len(fits) == 1:
+            return v[:i] + fits.pop()
+        if fits:
+            return value
+    return value
 
 
 def _strip_key_phrase(sp: Span, text: str, phrases: list[str]) -> Span:
@@ -559,6 +586,8 @@ class Extractor:
         for key, f in doc.fields.items():
             if specs[key].type == "text":
                 self._join_bracket_tail(f, page, {ln for ln, _ in used})
+        if "title" in doc.fields and getattr(schema, "title_phrases", None):
+            doc.fields["title"].value = _snap_title(doc.fields["title"].value, schema.title_phrases)
         # item rows: one per printed table row - cell centres clustered after taking out the page tilt
         item_spans = _whole_cells([s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs],
                                   page)
@@ -653,6 +682,19 @@ class Extractor:
             figures[:] = [fg for fg in figures if fg[1:] != fits[0]]
             return True
 
+        # the 小写 figure given to a term of the sum: when it equals the 大写 words and the figure they
+        # match is missing, it is that figure (the term is then found by the sum below)
+        for rule in getattr(schema, "rules", []):
+            if rule.check == "words_match" and rule.figure and rule.figure not in doc.fields and rule.words:
+                words = value_of(rule.words)
+                sums = [r for r in schema.rules if r.check == "sum" and r.equals == rule.figure]
+                for term in (k for r in sums for k in r.fields):
+                    if words is not None and value_of(term) == words and specs.get(term) and \
+                            specs[term].type == "amount":
+                        f = doc.fields.pop(term)
+                        doc.fields[rule.figure] = Field(**{**f.__dict__, "key": rule.figure,
+                                                           "label": specs[rule.figure].label})
+                        break
         for _ in range(3):       # one fill can make the next rule computable
             changed = False
             for rule in getattr(schema, "rules", []):

@@ -298,3 +298,35 @@ def test_a_name_takes_its_bracketed_branch_from_the_next_ocr_line(model_dir):
         doc = Document(pages=[page], doc_type="vat_invoice")
         ex._fields(doc, page, [Span("seller_name", 0, 0, 6, 0.9)])
         assert doc.fields["seller_name"].value == "智融生活超市(朝阳区店)"
+
+
+def test_a_title_cut_short_is_completed_from_the_schema_titles():
+    from models.extractor import _snap_title
+    einv = ["电子发票（增值税专用发票）", "电子发票（普通发票）"]
+    assert _snap_title("电子发票(增值)", einv) == "电子发票(增值税专用发票)"
+    assert _snap_title("电子发票(普通发", einv) == "电子发票(普通发票)"
+    vat = ["增值税专用发票", "增值税普通发票", "增值税电子普通发票", "增值税电子专用发票"]
+    assert _snap_title("福建增值税电子普通", vat) == "福建增值税电子普通发票"     # the province stays
+    assert _snap_title("福建增值税", vat) == "福建增值税"                       # four titles fit: no guess
+    assert _snap_title("某地增值税电子普通发票", vat) == "某地增值税电子普通发票"
+
+
+def test_a_key_misread_in_one_character_is_still_not_a_value():
+    from models.extractor import Span, _is_key_text
+    phrases = ["统一社会信用代码/纳税人识别号", "名称"]
+    text = "统一社会信用代码/纳税人识刷"
+    assert _is_key_text(Span("buyer_name", 0, 0, len(text), 0.9), text, phrases)
+    text = "南昌德晨教育科技有限责任公司"
+    assert not _is_key_text(Span("buyer_name", 0, 0, len(text), 0.9), text, phrases)
+
+
+def test_the_figure_given_to_a_sum_term_moves_to_the_total_its_words_match(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    page = _lines_page([("￥273682.62", [700, 400, 820, 420]), ("￥35578.74", [1050, 400, 1160, 420]),
+                        ("叁拾万玖仟贰佰陆拾壹圆叁角陆分", [300, 440, 600, 460]), ("（小写）￥309261.36", [800, 440, 1000, 460])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("total_amount", 3, 4, 14, 0.9), Span("total_tax", 1, 0, 9, 0.9),
+                           Span("total_with_tax_in_words", 2, 0, 15, 0.9)])
+    assert doc.fields["total_with_tax"].value == "309261.36"
+    assert doc.fields["total_amount"].value == "273682.62"
