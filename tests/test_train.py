@@ -46,6 +46,19 @@ def test_report_aggregates_by_type():
     assert d["field"]["recall"] == 0.5 and d["field"]["precision"] == 1.0 and d["doc_type_accuracy"] == 0.5
 
 
+def test_report_splits_by_degradation_level_with_pair_f1_for_forms():
+    r = Report()
+    r.add(PageScore("vat_invoice", score_fields({"a": "1"}, {"a": "1"})), "vat_invoice", "none")
+    r.add(PageScore("vat_invoice", score_fields({"a": "2"}, {"a": "3"})), "vat_invoice", "heavy")
+    r.add(PageScore("generic_form", {}, score_pairs([("姓名", "张三")], [("姓名：", "张三")])), "generic_form", "none")
+    d = r.as_dict()
+    assert d["by_degradation"]["none"]["f1_by_type"] == {"generic_form": 1.0, "vat_invoice": 1.0}
+    assert d["by_degradation"]["heavy"]["f1_by_type"] == {"vat_invoice": 0.0}
+    assert d["f1_by_type"]["vat_invoice"] == 0.5
+    table = r.table()
+    assert "F1 by degradation level" in table and "heavy" in table
+
+
 def test_noise_keeps_one_tag_per_character_and_values_whole():
     rng = random.Random(0)
     key, val = "发票号码：  ", "07099363"

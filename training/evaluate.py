@@ -109,8 +109,11 @@ class Report:
     pairs: dict[str, Counts] = field(default_factory=dict)                  # doc_type -> counts
     doc_type_correct: Counter = field(default_factory=Counter)
     pages: Counter = field(default_factory=Counter)
+    by_level: dict[str, "Report"] = field(default_factory=dict)            # degradation level -> report
 
-    def add(self, page: PageScore, predicted_type: str | None = None) -> None:
+    def add(self, page: PageScore, predicted_type: str | None = None, level: str | None = None) -> None:
+        if level is not None:      # generated pages carry their degradation level: none / light / heavy
+            self.by_level.setdefault(level, Report()).add(page, predicted_type)
         self.pages[page.doc_type] += 1
         self.doc_type_correct[page.doc_type] += int(predicted_type == page.doc_type)
         slot = self.by_field.setdefault(page.doc_type, {})
@@ -134,9 +137,21 @@ class Report:
             total.add(c)
         return total
 
+    def headline(self) -> dict[str, float]:
+        """One F1 per doc type: field F1, or pair F1 for a type scored by pairs (generic forms)."""
+        out = {}
+        for dt, c in self.type_totals().items():
+            use_pairs = dt in self.pairs and c.tp + c.fn + c.fp == 0
+            out[dt] = round((self.pairs[dt] if use_pairs else c).f1, 4)
+        return dict(sorted(out.items()))
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "overall_field": self.overall().as_dict(),
+            "f1_by_type": self.headline(),
+            "by_degradation": {lv: {"pages": sum(r.pages.values()), "f1_by_type": r.headline(),
+                                    "overall_field_f1": round(r.overall().f1, 4)}
+                               for lv, r in sorted(self.by_level.items())},
             "doc_types": {dt: {"pages": self.pages[dt],
                                "doc_type_accuracy": round(self.doc_type_correct[dt] / max(1, self.pages[dt]), 4),
                                "field": c.as_dict(),
@@ -159,6 +174,18 @@ class Report:
                             f"{c.tp + c.fn:5d}")
         o = self.overall()
         rows.append(f"{'ALL FIELDS':40s} {o.precision:6.3f} {o.recall:6.3f} {o.f1:6.3f} {o.tp + o.fn:5d}")
+        if self.by_level:
+            types = sorted(self.headline())
+            rows.append("")
+            rows.append("F1 by degradation level (field F1; generic_form: pair F1)")
+            rows.append(f"{'level':8s} {'pages':>5s} " + " ".join(f"{t[:13]:>13s}" for t in types) + f" {'all fields':>10s}")
+            for lv in [x for x in ("none", "light", "heavy") if x in self.by_level] + \
+                    sorted(x for x in self.by_level if x not in ("none", "light", "heavy")):
+                r = self.by_level[lv]
+                h = r.headline()
+                rows.append(f"{lv:8s} {sum(r.pages.values()):5d} " +
+                            " ".join(f"{h[t]:13.3f}" if t in h else f"{'-':>13s}" for t in types) +
+                            f" {r.overall().f1:10.3f}")
         return "\n".join(rows)
 
 
@@ -231,8 +258,8 @@ def evaluate_corpus(extractor, records: list[dict], ocr: str = "gt", cache: Path
         gf, gi, gp = gold_of(rec, schema)
         pf, pi, pp = pred_of(doc, schema)
         ps = PageScore(dt, score_fields(gf, pf, gi, pi), score_pairs(gp, pp) if dt == "generic_form" else None)
-        report.add(ps, doc.doc_type)
-        rows.append({"id": rec.get("id"), "doc_type": dt, "predicted_type": doc.doc_type,
+        report.add(ps, doc.doc_type, rec.get("degrade"))
+        rows.append({"id": rec.get("id"), "doc_type": dt, "predicted_type": doc.doc_type, "degrade": rec.get("degrade"),
                      "wrong": {k: [gf.get(k), pf.get(k)] for k in set(gf) | set(pf) if gf.get(k) != pf.get(k)}})
     return report, rows
 
