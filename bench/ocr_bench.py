@@ -85,6 +85,8 @@ ENGINES: dict[str, dict | None] = {
     "paddleocr": None,
     "ours_dense": {"det_limit_side_len": 1280},                         # dense small print (newspapers)
     "ours_prev": {"rec_bf16": False, "cpu_threads": 2},                 # defaults before 2026-12-03: fp32, 2 threads
+    "ours_blur": {"rec_crop_filter": "blur"},                           # Gaussian-smoothed line crops
+    "ours_degraded": {"rec_bf16": False, "rec_crop_filter": "blur"},    # best measured on heavy photos: fp32 + blur
 }
 RESULT_TAG = "@@page "        # worker stdout lines carrying a result; paddle may print its own lines too
 
@@ -232,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
     p.add_argument("--engines", default="ours,paddleocr",
                    help=f"comma-separated, run interleaved page by page: {', '.join(ENGINES)} "
-                        "(ours_dense = det 1280 px; ours_prev = the fp32, 2-thread defaults before bf16)")
+                        "(ours_dense = det 1280 px; ours_prev = the fp32, 2-thread defaults before bf16; "
+                        "ours_blur = blurred line crops; ours_degraded = fp32 + blurred crops, for heavily "
+                        "degraded low-resolution photos)")
     p.add_argument("--settings", default="{}", help="JSON of OCRSettings overrides for our engines")
     p.add_argument("--out", default="bench/results/ocr_bench.json", help="where to write the JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)

@@ -20,8 +20,8 @@ import cv2
 import numpy as np
 
 from data.document import Line, Page
-from models.ocr_det import DetParams, boxes_from_prob, det_input, order_quad, resize_for_det
-from models.ocr_rec import classify_angles, crop_line, recognise
+from models.ocr_det import UPSCALE_BELOW, DetParams, boxes_from_prob, det_input, order_quad, resize_for_det
+from models.ocr_rec import classify_angles, crop_line, filter_crop, recognise
 from models.ocr_runtime import ModelPaths, Predictor, cpu_has_bf16, load_charset
 
 
@@ -43,6 +43,12 @@ class OCRSettings:
     use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
+    det_upscale_below: int = UPSCALE_BELOW   # smaller pages are scaled up to this longer side for the detector
+    rec_interpolation: str = "linear"     # resize of a line crop to 48 px: linear, cubic, lanczos, area (linear
+                                          # measured best; sharper kernels amplify noise on degraded pages)
+    rec_crop_min_height: int = 0          # thinner lines are warped from the page straight to this height (0 = off)
+    rec_crop_filter: str = ""             # comma-separated per-crop filters (models/ocr_rec.CROP_FILTERS); "blur"
+                                          # helps heavily degraded low-resolution photos, hurts clean print a little
     drop_score: float = 0.5               # lines read with lower confidence are dropped
     small_image_pad: int = 64             # pages smaller than this get a white border so lines at the edge are found
 
@@ -103,13 +109,13 @@ class OCREngine:
         self.rec = Predictor(self.paths.rec, s.cpu_threads, s.enable_mkldnn, bf16=rec_bf16)
         self.charset = load_charset(self.paths.keys)
         self.det_params = DetParams(limit_side_len=s.det_limit_side_len, box_thresh=s.det_box_thresh,
-                                    unclip_ratio=s.det_unclip_ratio)
+                                    unclip_ratio=s.det_unclip_ratio, upscale_below=s.det_upscale_below)
 
     # --- stages -----------------------------------------------------------------------------------
     def detect(self, image: np.ndarray) -> list[np.ndarray]:
         """Line quads (4x2, clockwise from top-left) in the image's pixels."""
         h, w = image.shape[:2]
-        resized, sy, sx = resize_for_det(image, self.det_params.limit_side_len)
+        resized, sy, sx = resize_for_det(image, self.det_params.limit_side_len, self.det_params.upscale_below)
         prob = self.det(det_input(resized))[0, 0]
         return boxes_from_prob(prob, sy, sx, h, w, self.det_params)
 
@@ -127,7 +133,7 @@ class OCREngine:
             h, w = image.shape[:2]
             quads = [order_quad(_rotate_points(q, rotation, h, w)) for q in quads]
             image = cv2.rotate(image, _CV_ROTATE[rotation])
-        crops = [crop_line(image, q) for q in quads]
+        crops = [crop_line(image, q, self.settings.rec_crop_min_height) for q in quads]
         if self.cls is not None and crops:
             widest = sorted(range(len(crops)), key=lambda i: -crops[i].shape[1])[: self.settings.cls_vote_lines]
             votes = classify_angles([crops[i] for i in widest], self.cls, self.settings.cls_batch_num)
@@ -155,8 +161,11 @@ class OCREngine:
         t1 = time.perf_counter()
         image, quads, crops, rotation = self._orient(image, quads)
         t2 = time.perf_counter()
+        if self.settings.rec_crop_filter:
+            crops = [filter_crop(c, self.settings.rec_crop_filter) for c in crops]
         texts = recognise(crops, self.rec, self.charset, self.settings.rec_batch_num,
-                          self.settings.rec_batch_columns, self.settings.rec_min_width) if crops else []
+                          self.settings.rec_batch_columns, self.settings.rec_min_width,
+                          self.settings.rec_interpolation) if crops else []
         t3 = time.perf_counter()
         if timings is not None:
             for key, dt in (("det", t1 - t0), ("cls", t2 - t1), ("rec", t3 - t2)):

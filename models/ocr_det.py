@@ -16,7 +16,7 @@ import numpy as np
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(1, 1, 3)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 1, 3)
 
-UPSCALE_BELOW = 1200
+UPSCALE_BELOW = 1200          # pages whose longer side is under this are scaled up to it for the detector
 
 
 @dataclass(frozen=True)
@@ -27,14 +27,17 @@ class DetParams:
     unclip_ratio: float = 1.5
     min_side: float = 3.0         # boxes thinner than this (in map pixels) are noise
     max_candidates: int = 1000
+    upscale_below: int = UPSCALE_BELOW   # smaller pages are scaled up so their longer side is this
 
 
-def resize_for_det(image: np.ndarray, limit_side_len: int) -> tuple[np.ndarray, float, float]:
-    """Scale so the longer side is at most `limit_side_len`, both sides multiples of 32 (the net's stride)."""
+def resize_for_det(image: np.ndarray, limit_side_len: int, upscale_below: int = UPSCALE_BELOW
+                   ) -> tuple[np.ndarray, float, float]:
+    """Scale so the longer side is at most `limit_side_len`, both sides multiples of 32 (the net's stride);
+    a page whose longer side is under `upscale_below` is scaled up to that instead."""
     h, w = image.shape[:2]
     scale = min(1.0, limit_side_len / max(h, w))
-    if max(h, w) < UPSCALE_BELOW:   # small, low-resolution pages: the detector misses text under ~10 px
-        scale = UPSCALE_BELOW / max(h, w)
+    if max(h, w) < upscale_below:   # small, low-resolution pages: the detector misses text under ~10 px
+        scale = upscale_below / max(h, w)
     nh = max(32, int(round(h * scale / 32)) * 32)
     nw = max(32, int(round(w * scale / 32)) * 32)
     resized = cv2.resize(image, (nw, nh)) if (nh, nw) != (h, w) else image
