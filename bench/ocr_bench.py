@@ -135,14 +135,15 @@ def _next_result(proc: subprocess.Popen) -> dict:
     raise SystemExit(f"an OCR worker exited early (code {proc.wait()}); its error is printed above")
 
 
-def run_interleaved(names: list[str], images: list[str], settings_json: str) -> dict[str, dict]:
+def run_interleaved(names: list[str], images: list[str], settings_json: str, variants_json: str = "{}"
+                    ) -> dict[str, dict]:
     """One process per engine; page i goes to every engine before page i+1 goes to any."""
     procs = {}
     for name in names:
         threads = engine_threads(name, json.loads(settings_json or "{}"))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         procs[name] = subprocess.Popen([sys.executable, "-m", "bench.ocr_bench", "--worker", name,
-                                        "--settings", settings_json], cwd=ROOT, env=env, text=True,
+                                        "--settings", settings_json, "--variants", variants_json], cwd=ROOT, env=env, text=True,
                                        encoding="utf-8", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     results = {name: {"engine": name, "threads": engine_threads(name, json.loads(settings_json or "{}")),
                       "load_s": _next_result(proc)["load_s"], "wall_s": 0.0, "cpu_s": 0.0, "stages": {},
@@ -176,7 +177,7 @@ def _generate(kind: str, n: int, seed: int, out: Path) -> list[dict]:
     pages = []
     for gt_path in sorted(out.glob("*.json")):
         gt = json.loads(gt_path.read_text(encoding="utf-8"))
-        pages.append({"set": "clean" if kind == "none" else "degraded", "image": str(gt_path.with_suffix(".jpg")),
+        pages.append({"set": {"none": "clean", "light": "light", "heavy": "degraded"}[kind], "image": str(gt_path.with_suffix(".jpg")),
                       "gt": [(g["text"], g.get("box")) for g in gt["lines"]]})
     return pages
 
@@ -218,7 +219,7 @@ def _score(pages: list[dict], result: dict) -> dict:
 
 
 def _table(rows: list[dict]) -> str:
-    cols = ["engine", "pages", "cer_clean", "cer_degraded", "cer_real", "long_digit_cer", "long_numbers_exact",
+    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_degraded", "cer_real", "long_digit_cer", "long_numbers_exact",
             "threads", "pages_per_s", "cpu_s_per_page", "det_cpu_s", "cls_cpu_s", "rec_cpu_s", "peak_rss_mb", "load_s"]
     cols = [c for c in cols if any(c in r for r in rows)]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -229,6 +230,7 @@ def _table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--clean", type=int, default=3, help="generated clean VAT invoices (default 3)")
+    p.add_argument("--light", type=int, default=0, help="generated lightly degraded VAT invoices (default 0)")
     p.add_argument("--degraded", type=int, default=3, help="generated heavily degraded VAT invoices (default 3)")
     p.add_argument("--real", default="all", help="real sample pages: all, none or the first N (default all)")
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
@@ -238,9 +240,16 @@ def main(argv: list[str] | None = None) -> int:
                         "ours_blur = blurred line crops; ours_degraded = fp32 + blurred crops, for heavily "
                         "degraded low-resolution photos)")
     p.add_argument("--settings", default="{}", help="JSON of OCRSettings overrides for our engines")
+    p.add_argument("--variants", default="{}",
+                   help='JSON of extra engines, name -> OCRSettings overrides, usable in --engines, e.g. '
+                        '\'{"cubic": {"rec_interpolation": "cubic"}}\' --engines ours,cubic')
     p.add_argument("--out", default="bench/results/ocr_bench.json", help="where to write the JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    try:
+        ENGINES.update(json.loads(args.variants))
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"--variants is not valid JSON ({exc}); give e.g. '{{\"blur\": {{\"rec_crop_filter\": \"blur\"}}}}'")
     if args.worker:
         worker(args.worker, args.settings)
         return 0
@@ -252,11 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ocr_bench_") as tmp:
         tmpd = Path(tmp)
         pages = (_generate("none", args.clean, args.seed, tmpd / "clean")
+                 + _generate("light", args.light, args.seed + 2, tmpd / "light")
                  + _generate("heavy", args.degraded, args.seed + 1, tmpd / "degraded") + _real(args.real))
         if not pages:
             raise SystemExit("no pages to run; give --clean, --degraded or --real")
         load_before = os.getloadavg()[0]
-        results = run_interleaved(names, [pg["image"] for pg in pages], args.settings)
+        results = run_interleaved(names, [pg["image"] for pg in pages], args.settings, args.variants)
         load_after = os.getloadavg()[0]
         rows = [_score(pages, results[name]) for name in names]
     table = _table(rows)
