@@ -599,12 +599,13 @@ class Extractor:
         if cells:
             quads = [ln.quad for ln in page.lines]
             height = float(np.median([np.hypot(*(np.subtract(q[3], q[0]))) for q in quads]))
+            page_text = "\n".join(ln.text for ln in page.lines)
             for idx in cluster_rows([(k, f.box) for k, f in cells], height, page_slope(quads)):
                 row: dict[str, Field] = {}
                 for k, f in (cells[j] for j in idx):      # same key twice in a row: longer text, then score
                     if k not in row or (len(f.raw), f.score) > (len(row[k].raw), row[k].score):
                         row[k] = f
-                if _is_item_row(row, "\n".join(ln.text for ln in page.lines)):
+                if _is_item_row(row, page_text):
                     doc.items.append(row)
             _drop_total_rows(doc)
             self._complete_item_rows(doc, page, item_specs, height)
@@ -668,8 +669,8 @@ class Extractor:
             f = doc.fields.get(key)
             if f is None:
                 return None
-            return parse_amount(f.value) if specs[key].type == "amount" else \
-                (parse_amount(f.value) if specs[key].type == "amount_words" else None)
+            # both types hold a decimal string once normalised (大写 words included)
+            return parse_amount(f.value) if specs[key].type in ("amount", "amount_words") else None
 
         def fill(key: str, want) -> bool:
             if key in doc.fields or key not in specs or specs[key].type != "amount" or want is None:
