@@ -352,6 +352,40 @@ def _near(a: str, b: str) -> bool:
     return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) <= 1
 
 
+def _title_evidence(phrases: list[str], lines: list[str]) -> float:
+    """How much of one of the titles a page prints: the best share, over titles and lines, of a title's
+    characters found in order in one OCR line (longest common subsequence), so 增值税专用发 read for
+    增值税专用发票 still counts. 0 when the page prints nothing like any of them."""
+    best = 0.0
+    for ph in (to_halfwidth(t) for t in phrases):
+        for ln in lines:
+            prev = [0] * (len(ln) + 1)
+            for ch in ph:
+                cur = [0]
+                for j, c in enumerate(ln):
+                    cur.append(prev[j] + 1 if ch == c else max(prev[j + 1], cur[j]))
+                prev = cur
+            best = max(best, prev[-1] / len(ph))
+    return best
+
+
+TITLE_EVIDENCE = 0.5   # share of a required title a page must show for its type to be kept
+
+
+def _pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[str]) -> int:
+    """The classifier's most likely type whose title the page shows: a type whose schema says every
+    page prints one of its titles (title_required) is passed over when the page shows less than half
+    of every such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT
+    invoice because the classifier leaned that way). When no type passes, the most likely one stays."""
+    lines = [to_halfwidth(t) for t in lines]
+    for i in np.argsort(-probs, kind="stable"):
+        schema = schemas.get(types[i])
+        if schema is None or not schema.title_required or \
+                _title_evidence(schema.title_phrases, lines) >= TITLE_EVIDENCE:
+            return int(i)
+    return int(probs.argmax())
+
+
 def _snap_title(value: str, phrases: list[str]) -> str:
     """A title OCR cut short (电子发票(增值 / 福建增值税电子普通) completed from the schema's titles: the
     longest tail of the value (at least 4 characters) that begins exactly one known title is replaced by
@@ -531,7 +565,8 @@ class Extractor:
         if doc_type is None:
             total = sum((p["doc"] for p in preds), np.zeros(len(self.cfg.doc_types)))
             total = total / max(1e-9, total.sum())
-            best = int(total.argmax()) if len(total) else 0
+            texts = [ln.text for p in doc.pages for ln in p.lines]
+            best = _pick_type(total, self.cfg.doc_types, self.schemas, texts) if len(total) else 0
             doc.doc_type = self.cfg.doc_types[best] if self.cfg.doc_types else None
             doc.doc_type_score = round(float(total[best]), 4) if len(total) else None
         else:

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from data.document import Document, Line, Page, box_to_quad
+from data.schemas import load_schema
 from models.encoder import EncoderConfig
-from models.extractor import (Extractor, ExtractorConfig, ModelDirError, find_model_dirs, get_extractor,
-                              save_model)
+from models.extractor import (Extractor, ExtractorConfig, ModelDirError, _pick_type, _title_evidence,
+                              find_model_dirs, get_extractor, save_model)
 from models.heads import schema_field_keys, tag_labels
 from models.tokenizer import Tokenizer
 
@@ -330,3 +331,27 @@ def test_the_figure_given_to_a_sum_term_moves_to_the_total_its_words_match(model
                            Span("total_with_tax_in_words", 2, 0, 15, 0.9)])
     assert doc.fields["total_with_tax"].value == "309261.36"
     assert doc.fields["total_amount"].value == "273682.62"
+
+
+def test_title_evidence_tolerates_misreads_and_finds_no_title_on_a_form():
+    titles = load_schema("vat_invoice").title_phrases
+    assert _title_evidence(titles, ["北京增值税专用发票"]) == 1.0
+    assert _title_evidence(titles, ["增值税专用发", "No 123"]) == pytest.approx(6 / 7)
+    assert _title_evidence(titles, ["姓名：张三", "联系电话", "现住址"]) < 0.5
+    assert _title_evidence(titles, []) == 0.0
+
+
+def test_type_needs_its_printed_title_when_the_schema_says_so():
+    types = ["vat_invoice", "generic_form", "receipt", "id_card_front"]
+    schemas = {t: load_schema(t) for t in types}
+    assert schemas["vat_invoice"].title_required and not schemas["receipt"].title_required
+    probs = np.array([0.6, 0.3, 0.05, 0.05])
+    form = ["个人信息登记表", "姓名：张三", "联系电话：138 0000 0000", "现住址：北京市"]
+    assert types[_pick_type(probs, types, schemas, form)] == "generic_form"
+    invoice = ["北京增值税专用发票", "购买方", "名称：北京某某科技有限公司"]
+    assert types[_pick_type(probs, types, schemas, invoice)] == "vat_invoice"
+    # a receipt prints no fixed title, so it is never passed over for lack of one
+    assert types[_pick_type(np.array([0.1, 0.1, 0.7, 0.1]), types, schemas, ["好又多超市"])] == "receipt"
+    # no type passes: the most likely stays
+    only = ["vat_invoice", "id_card_front"]
+    assert only[_pick_type(np.array([0.8, 0.2]), only, schemas, ["姓名"])] == "vat_invoice"

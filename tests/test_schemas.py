@@ -83,6 +83,9 @@ def test_user_schema_file_loads(tmp_path):
     ("name: x\nlabel: y\nfields: [\n", "not valid YAML"),
     ("name: x\nfields: []\n", "label"),
     ("name: x\nlabel: y\nfields:\n  - {key: a, label: b, type: enum}\n", "choices"),
+    ("name: x\nlabel: y\ntitle_required: true\nfields:\n  - {key: a, label: b}\n", "title_phrases is empty"),
+    ("name: x\nlabel: y\ntitle_phrases: [t]\ntitle_required: 1\nfields:\n  - {key: a, label: b}\n",
+     "true or false"),
 ])
 def test_bad_user_schema_gives_clear_error(tmp_path, body, message):
     path = tmp_path / "bad.yaml"

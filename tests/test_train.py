@@ -59,6 +59,18 @@ def test_report_splits_by_degradation_level_with_pair_f1_for_forms():
     assert "F1 by degradation level" in table and "heavy" in table
 
 
+def test_form_taken_for_an_invoice_is_still_scored_by_pairs():
+    """Fields predicted on a form the classifier mistyped are false positives; the form's level
+    figure stays its pair F1 (it read 0.0 when those false positives switched it to field F1)."""
+    r = Report()
+    good = score_pairs([("姓名", "张三"), ("日期", "2024-01-02")], [("姓名", "张三"), ("日期", "2024-01-02")])
+    r.add(PageScore("generic_form", {}, good), "generic_form", "light")
+    r.add(PageScore("generic_form", score_fields({}, {"buyer_name": "联"}),
+                    score_pairs([("电话", "123"), ("地址", "北京")], [])), "vat_invoice", "light")
+    f1 = r.as_dict()["by_degradation"]["light"]["f1_by_type"]["generic_form"]
+    assert f1 == round(2 * 1.0 * 0.5 / 1.5, 4)
+
+
 def test_noise_keeps_one_tag_per_character_and_values_whole():
     rng = random.Random(0)
     key, val = "发票号码：  ", "07099363"

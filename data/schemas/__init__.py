@@ -74,6 +74,7 @@ class Schema:
     name: str                      # document type key, e.g. "vat_invoice"
     label: str                     # Chinese name, e.g. "增值税发票"
     title_phrases: list[str] = field(default_factory=list)   # titles that identify the type
+    title_required: bool = False   # every real page of the type prints one of title_phrases
     description: str = ""
     fields: list[FieldSpec] = field(default_factory=list)
     item_fields: list[FieldSpec] = field(default_factory=list)
@@ -204,11 +205,17 @@ def parse_schema(data: Any, source: str = "<memory>") -> Schema:
     for lab in line_labels:
         if lab not in LINE_LABELS:
             _fail(source, f"line label {lab!r} is not one of {', '.join(LINE_LABELS)}")
-    unknown = set(data) - {"name", "label", "title_phrases", "description", "fields", "items",
-                           "rules", "line_labels"}
+    unknown = set(data) - {"name", "label", "title_phrases", "title_required", "description", "fields",
+                           "items", "rules", "line_labels"}
     if unknown:
         _fail(source, f"unknown top-level setting(s) {sorted(unknown)}")
+    title_required = data.get("title_required", False)
+    if not isinstance(title_required, bool):
+        _fail(source, f"title_required must be true or false, got {title_required!r}")
+    if title_required and not data.get("title_phrases"):
+        _fail(source, "title_required is true but title_phrases is empty; list the titles the type prints")
     return Schema(name=name, label=label, title_phrases=list(data.get("title_phrases") or []),
+                  title_required=title_required,
                   description=str(data.get("description", "")).strip(), fields=fields,
                   item_fields=items, rules=rules, line_labels=line_labels, source=source)
 
