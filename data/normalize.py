@@ -158,8 +158,9 @@ def normalize_rate(text: str) -> str | None:
 
 _UPPER_DIGITS = "零壹贰叁肆伍陆柒捌玖"
 _DIGIT_VALUE = {c: i for i, c in enumerate(_UPPER_DIGITS)}
-# common variants and the small numerals some receipts print
-_DIGIT_VALUE.update({"〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+# common variants (参/參 for 叁, as many fonts and OCR give it; traditional 貳 陸) and the small
+# numerals some receipts print
+_DIGIT_VALUE.update({"参": 3, "參": 3, "貳": 2, "陸": 6, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
                      "七": 7, "八": 8, "九": 9, "元": None})  # placeholder removed below
 del _DIGIT_VALUE["元"]
 _SMALL_UNIT = {"拾": 10, "十": 10, "佰": 100, "百": 100, "仟": 1000, "千": 1000}
@@ -211,7 +212,7 @@ def parse_amount_words(text: str, ocr_tolerant: bool = True) -> Decimal | None:
     return value
 
 
-_WORD_CHARS = set(_UPPER_DIGITS) | set(_DIGIT_VALUE) | set(_SMALL_UNIT) | set(_BIG_UNIT) | set("圆元角分整正负")
+_WORD_CHARS = set(_UPPER_DIGITS) | set(_DIGIT_VALUE) | set(_SMALL_UNIT) | set(_BIG_UNIT) | set("圆圓元角分整正负")
 
 
 def _repair_amount_words(text: str) -> str | None:
@@ -225,10 +226,10 @@ def _repair_amount_words(text: str) -> str | None:
         return None
     if stray:
         i = stray[0]
-        if "圆" in s or "元" in s or not re.fullmatch(r"(?:零?.角)?(?:零?.分)?[整正]?", s[i + 1:]):
+        if "圆" in s or "圓" in s or "元" in s or not re.fullmatch(r"(?:零?.角)?(?:零?.分)?[整正]?", s[i + 1:]):
             return None
         return s[:i] + "圆" + s[i + 1:]
-    if "圆" in s or "元" in s:
+    if "圆" in s or "圓" in s or "元" in s:
         return None
     m = re.search(r"(.)角", s) or re.search(r"(.)分", s)
     if not m or m.start() == 0:
@@ -247,7 +248,7 @@ def _parse_amount_words(text: str) -> Decimal | None:
     s = s.rstrip("整正")
     if not s:
         return None
-    m = re.fullmatch(r"(?:(.*?)[圆元])?(?:零?(.)角)?(?:零?(.)分)?", s)
+    m = re.fullmatch(r"(?:(.*?)[圆圓元])?(?:零?(.)角)?(?:零?(.)分)?", s)
     if not m or not any(m.groups()):
         return None
     yuan_words, jiao, fen = m.groups()

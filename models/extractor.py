@@ -29,7 +29,8 @@ import numpy as np
 import paddle
 
 from data.document import Document, Field, Line, Page
-from data.normalize import normalize_value, parse_amount, to_halfwidth
+from data.normalize import normalize_code, normalize_value, parse_amount, to_halfwidth
+from data.validate import is_valid_id_number
 from models.decode import cluster_rows, page_slope
 from models.encoder import Encoder, EncoderConfig
 from models.form_pairs import decode_form
@@ -126,7 +127,8 @@ class Span:
 
 def _vote_alnum_runs(text: str | None, best: np.ndarray) -> np.ndarray:
     """A run of letters, digits and decimal points (a code, tax ID, amount) never changes field in
-    the middle: when most of its characters name a field, all of them take the most named one."""
+    the middle: when most of its characters name a field, all of them take the most named one, or the
+    field of the character the run is glued to when part of the run names it."""
     if not text:
         return best
     best = best.copy()
@@ -140,7 +142,11 @@ def _vote_alnum_runs(text: str | None, best: np.ndarray) -> np.ndarray:
             j += 1
         keyed = [int(k) for k in best[i:j] if k != 0]
         if j - i > 1 and len(keyed) * 2 >= j - i:
-            best[i:j] = max(set(keyed), key=keyed.count)
+            # a run glued to the value before it (合同号：HT2937 with HT tagged as that value) goes on
+            # with that value: the model's other field for the tail is a second reading, not a second
+            # value starting in the middle of a code
+            glued = int(best[i - 1]) if i > 0 and not text[i - 1].isspace() else 0
+            best[i:j] = glued if glued and glued in keyed else max(set(keyed), key=keyed.count)
         i = j
     return best
 
@@ -750,6 +756,23 @@ class Extractor:
                         changed |= fill(rule.equals, sum(vals))
             if not changed:
                 break
+        # an ID card's sex or birth date that OCR missed (a lone 男 is easy to miss) is printed inside a
+        # valid ID number too: taken from there, with no box of its own, and said in a warning
+        for rule in getattr(schema, "rules", []):
+            if rule.check not in ("id_sex", "id_birth") or len(rule.fields) != 2:
+                continue
+            id_key, key = rule.fields
+            if key in doc.fields or key not in specs or id_key not in doc.fields:
+                continue
+            number = normalize_code(doc.fields[id_key].value)
+            if not is_valid_id_number(number):
+                continue
+            value = ("男" if int(number[16]) % 2 else "女") if rule.check == "id_sex" else \
+                f"{number[6:10]}-{number[10:12]}-{number[12:14]}"
+            doc.fields[key] = Field(key=key, value=value, raw="", score=round(0.5 * doc.fields[id_key].score, 4),
+                                    box=None, page=page.index, label=specs[key].label)
+            doc.warnings.append(f"{specs[key].label} ({key}) was not read on the page; {value} is taken "
+                                f"from {specs[id_key].label} ({id_key})")
 
     @staticmethod
     def _join_bracket_below(f: Field, page: Page, used_lines: set[int]) -> None:

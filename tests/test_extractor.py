@@ -355,3 +355,38 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     # no type passes: the most likely stays
     only = ["vat_invoice", "id_card_front"]
     assert only[_pick_type(np.array([0.8, 0.2]), only, schemas, ["姓名"])] == "vat_invoice"
+
+
+def test_a_code_glued_to_a_value_goes_on_with_that_value():
+    """备注 合同号：HT29377841 with the digits tagged as a tax ID: the run stays in the remark (it was cut
+    to 合同号 when the tax ID reading, too short to be one, was dropped)."""
+    from models.extractor import _spans
+    labels = ["O", "B-remarks", "I-remarks", "B-seller_tax_id", "I-seller_tax_id"]
+    text = "合同号：HT29377841"
+    rows = [{"B-remarks": 0.7, "O": 0.3}] + [{"I-remarks": 0.95}] * 6 + [{"I-seller_tax_id": 0.7, "I-remarks": 0.3}] * 7
+    spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text])
+    assert [(s.key, text[s.start:s.end]) for s in spans] == [("remarks", text)]
+    # a run on its own (nothing glued before it) still takes the field most of it names
+    text2 = "HT29377841"
+    spans = _spans([_probs(labels, rows[4:])], labels, np.ones(len(labels), bool), [text2])
+    assert [(s.key, text2[s.start:s.end]) for s in spans] == [("seller_tax_id", text2)]
+
+
+def test_id_card_sex_and_birth_date_ocr_missed_come_from_a_valid_id_number(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    ex.schemas["id_card_front"] = load_schema("id_card_front")
+    page = _lines_page([("姓名", [50, 60, 100, 90]), ("毛飞宇", [150, 60, 220, 90]), ("性别", [50, 120, 100, 150]),
+                        ("民族", [260, 120, 300, 150]), ("汉", [350, 120, 380, 150]),
+                        ("公民身份号码", [50, 440, 170, 460]), ("340104199102167611", [240, 440, 520, 460])])
+    doc = Document(pages=[page], doc_type="id_card_front")
+    ex._fields(doc, page, [Span("name", 1, 0, 3, 0.9), Span("ethnicity", 4, 0, 1, 0.9),
+                           Span("id_number", 6, 0, 18, 0.9)])
+    assert doc.fields["sex"].value == "男" and doc.fields["sex"].box is None and doc.fields["sex"].raw == ""
+    assert doc.fields["birth_date"].value == "1991-02-16"
+    assert any("sex" in w and "id_number" in w for w in doc.warnings)
+    # an ID number that fails its check character gives nothing
+    bad = _lines_page([("公民身份号码", [50, 440, 170, 460]), ("340104199102167612", [240, 440, 520, 460])])
+    doc = Document(pages=[bad], doc_type="id_card_front")
+    ex._fields(doc, bad, [Span("id_number", 1, 0, 18, 0.9)])
+    assert "sex" not in doc.fields and "birth_date" not in doc.fields

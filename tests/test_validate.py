@@ -117,7 +117,8 @@ def test_amount_words_format_and_parse(figure, words):
 
 @pytest.mark.parametrize("words, figure", [
     ("⊗肆佰壹拾贰圆整", "412"), ("壹万贰仟叁佰肆拾伍元陆角柒分", "12345.67"), ("叁拾圆正", "30"),
-    ("拾万圆整", "100000"), ("负壹佰圆整", "-100"), ("壹佰圆零伍分", "100.05")])
+    ("拾万圆整", "100000"), ("负壹佰圆整", "-100"), ("壹佰圆零伍分", "100.05"),
+    ("陆仟陆佰玖拾参圆壹角柒分", "6693.17"), ("參拾貳圓陸角", "32.60")])
 def test_amount_words_variants_parse(words, figure):
     assert parse_amount_words(words) == Decimal(figure)
 
