@@ -327,7 +327,9 @@ def _rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span
     if colon < 0:
         return sp
     key_text = re.sub(r"\s+", "", text[:colon])
-    owners = [k for k, phs in phrases.items() if any(ph and key_text.endswith(ph) for ph in phs)]
+    owners = [k for k, phs in phrases.items() if any(ph and key_text.endswith(ph) for ph in phs)] or \
+        [k for k, phs in phrases.items()       # a long key misread in one character (纳税人只别号)
+         if any(len(ph) >= 5 and _near(key_text[-len(ph):], ph) for ph in phs)]
     if not owners or sp.key in owners:
         return sp
     best = max(owners, key=lambda k: sp.alts.get(k, 0.0))

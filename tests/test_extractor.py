@@ -164,6 +164,12 @@ def test_key_phrases_from_the_schema_fix_the_field_and_drop_key_text():
     sp = Span("seller_address_phone", 0, 7, len(text), 0.8,
               {"seller_address_phone": 0.5, "seller_tax_id": 0.3, "buyer_tax_id": 0.1})
     assert _rekey_by_phrase(sp, text, phrases).key == "seller_tax_id"
+    text = "纳税人只别号：91610113H375012B86"         # the key misread in one character still names it
+    sp = Span("buyer_address_phone", 0, 7, len(text), 0.9, {"buyer_address_phone": 0.9, "buyer_tax_id": 0.05})
+    assert _rekey_by_phrase(sp, text, phrases).key == "buyer_tax_id"
+    text = "开票入：小红"                           # a short key is not guessed at from one misread
+    sp = Span("payee", 0, 4, len(text), 0.9, {"payee": 0.9, "drawer": 0.05})
+    assert _rekey_by_phrase(sp, text, phrases).key == "payee"
     text = "开票人 小红"
     sp = _strip_key_phrase(Span("drawer", 0, 0, len(text), 0.8), text, phrases["drawer"])
     assert text[sp.start:sp.end] == "小红"
