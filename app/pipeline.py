@@ -144,6 +144,13 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
                      "message": f"{what} page {len(doc.pages) + 1} of {total} failed: {exc}"}
         return Analysis(doc, upright)
 
+    from models.ocr import POOR_READ, read_quality
+    for page in doc.pages:
+        quality = read_quality(page)
+        if quality is not None and quality < POOR_READ:
+            doc.warnings.append(f"page {page.index + 1} reads poorly (mean OCR confidence {quality:.2f}): the "
+                                f"image is too blurred, noisy or low-resolution for reliable values; check them "
+                                f"against the page or scan it again at a higher resolution")
     if extractor_available(model_dir):
         t0 = time.perf_counter()
         extractor = load_extractor(model_dir)   # installation problems raise: no document fixes them

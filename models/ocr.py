@@ -183,6 +183,17 @@ class OCREngine:
                     rotation=rotation)
 
 
+POOR_READ = 0.85   # mean recognition score below which a page is read too poorly to trust (bench/README.md)
+
+
+def read_quality(page: Page) -> float | None:
+    """Mean recognition score of a page's text lines (two or more characters), or None with fewer
+    than three such lines. Clean and lightly degraded pages read 0.95-1.0; a blurred, noisy, low-
+    resolution photo whose text OCR garbles reads ~0.7 (generated held-out pages, 2026-12-03)."""
+    scores = [ln.score for ln in page.lines if len(ln.text.strip()) >= 2 and ln.score is not None]
+    return round(float(np.mean(scores)), 4) if len(scores) >= 3 else None
+
+
 def _as_bgr(image: np.ndarray) -> np.ndarray:
     if image.ndim == 2:
         return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)

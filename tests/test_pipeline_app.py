@@ -67,3 +67,37 @@ def test_pdf_pages_are_all_read_with_timings_and_models_loaded_once(tmp_path):
     assert [p.text for p in again.pages] == [p.text for p in doc.pages]
     assert pipeline.ocr_engine() is pipeline.ocr_engine(), "the OCR engine is built once per process"
     assert Document.from_json(doc.to_json()) == doc
+
+
+def test_read_quality_is_the_mean_score_of_text_lines():
+    from data.document import Line, Page, box_to_quad
+    from models.ocr import read_quality
+
+    def page(scores):
+        return Page(index=0, width=100, height=100,
+                    lines=[Line(f"文字{i}", box_to_quad([0, i, 10, i + 1]), score=s) for i, s in enumerate(scores)]
+                    + [Line("1", box_to_quad([0, 0, 1, 1]), score=0.1)])      # one character: not counted
+    assert read_quality(page([0.9, 0.8, 0.7])) == 0.8
+    assert read_quality(page([0.9, 0.8])) is None
+
+
+def test_a_page_read_poorly_gets_a_warning_and_a_clean_one_does_not(monkeypatch):
+    from data.document import Line, Page, box_to_quad
+    from models.ocr import POOR_READ
+
+    class Engine:
+        def __init__(self, score):
+            self.score = score
+
+        def read(self, image, page_index=0, timings=None):
+            return Page(index=page_index, width=image.shape[1], height=image.shape[0],
+                        lines=[Line(f"第{i}行文字", box_to_quad([0, 10 * i, 50, 10 * i + 8]), score=self.score)
+                               for i in range(5)])
+    image = text_page(["发票号码 12345678"])
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    for score, warned in ((POOR_READ - 0.2, True), (0.99, False)):
+        monkeypatch.setattr(pipeline, "ocr_engine", lambda s=score: Engine(s))
+        doc = pipeline.process_bytes(buf.getvalue(), "p.png")
+        assert doc.error is None
+        assert any("page 1 reads poorly" in w for w in doc.warnings) is warned, doc.warnings
