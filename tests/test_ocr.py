@@ -186,3 +186,29 @@ def test_cli_bad_input_is_one_line_and_nonzero(tmp_path):
 def test_cli_help_lists_subcommands():
     proc = subprocess.run([sys.executable, "-m", "app", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "ocr" in proc.stdout
+
+
+def test_weak_lines_are_read_again_through_the_retry_filter_keeping_the_surer_reading(engine, monkeypatch):
+    """Lines under rec_retry_below go through recognition a second time on filtered crops; each keeps
+    whichever reading is more confident, and confident lines are not read again."""
+    import models.ocr as ocr_mod
+    first = {"增值税专用发票": ("增值税专用发票", 0.99), "发票号码：12345678": ("发票号码：1234S678", 0.62),
+             "价税合计：壹仟贰佰元整": ("价税合计：壹仟贰佰元整", 0.80)}
+    calls = []
+    real = ocr_mod.recognise
+
+    def fake(crops, *args, **kw):
+        truth = real(crops, *args, **kw)       # what the line really says (the real model on the crop)
+        calls.append(len(crops))
+        if len(calls) == 1:
+            return [first[t] for t, _ in truth]
+        return [("发票号码：12345678", 0.70) if t.startswith("发票号码") else (t, 0.75) for t, _ in truth]
+    monkeypatch.setattr(ocr_mod, "recognise", fake)
+    page = engine.read(_text_page(PAGE_LINES))
+    assert calls == [3, 2]                      # the 0.99 line is not read again
+    assert [(ln.text, ln.score) for ln in page.lines] == [
+        ("增值税专用发票", 0.99), ("发票号码：12345678", 0.7), ("价税合计：壹仟贰佰元整", 0.8)]
+    off = ocr_mod.OCREngine(OCRSettings(rec_retry_below=0.0))
+    calls.clear()
+    off.read(_text_page(PAGE_LINES))
+    assert calls == [3]

@@ -139,3 +139,36 @@ def test_background_ocr_shards_fold_into_the_cache_once(tmp_path):
     fold_ocr_shards(tmp_path)          # a second run adds nothing
     ids = [json.loads(r)["id"] for r in (tmp_path / "ocr_train.jsonl").read_text(encoding="utf-8").splitlines()]
     assert ids == ["p0", "p1", "p2"]
+
+
+def test_ocr_cache_rows_read_with_other_settings_are_read_again(tmp_path, monkeypatch):
+    import hashlib
+    import json
+
+    import cv2
+    import numpy as np
+
+    import models.ocr as ocr_mod
+    from data.document import Document, Line, Page, box_to_quad
+    from training.trainer import ocr_records
+    tag = hashlib.sha1(repr(ocr_mod.OCRSettings()).encode()).hexdigest()[:12]
+    recs = []
+    for i in range(2):
+        cv2.imwrite(str(tmp_path / f"p{i}.png"), np.full((20, 20, 3), 255, np.uint8))
+        recs.append({"id": f"p{i}", "image": str(tmp_path / f"p{i}.png")})
+
+    def page(text):
+        return Document(pages=[Page(0, 20, 20, [Line(text, box_to_quad([0, 0, 9, 9]))])]).to_dict()["pages"][0]
+    cache = tmp_path / "cache.jsonl"
+    cache.write_text(json.dumps({"id": "p0", "ocr": tag, "page": page("kept")}) + "\n" +
+                     json.dumps({"id": "p1", "page": page("stale, no settings tag")}) + "\n", encoding="utf-8")
+    read = []
+
+    class Engine:
+        def read(self, image):
+            read.append(image.shape)
+            return Page(0, 20, 20, [Line("fresh", box_to_quad([0, 0, 9, 9]))])
+    monkeypatch.setattr(ocr_mod, "get_engine", lambda: Engine())
+    pages = ocr_records(recs, cache)
+    assert len(read) == 1 and pages["p0"].lines[0].text == "kept" and pages["p1"].lines[0].text == "fresh"
+    assert ocr_records(recs, cache)["p1"].lines[0].text == "fresh" and len(read) == 1

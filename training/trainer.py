@@ -16,6 +16,7 @@ What a run does, in order (every step is resumable from the work directory):
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -103,16 +104,19 @@ def build_corpus(cfg: dict, work: Path) -> tuple[list[dict], list[dict]]:
 
 
 def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dict[str, Page]:
-    """OCR each record's image once; pages cached as JSONL under `cache` ({id, page})."""
+    """OCR each record's image once; pages cached as JSONL under `cache` ({id, ocr, page}). `ocr` names
+    the engine's settings: a row read with other settings (an older default) is read again."""
     import cv2
     from data.document import Document
-    from models.ocr import get_engine
+    from models.ocr import OCRSettings, get_engine
+    tag = hashlib.sha1(repr(OCRSettings()).encode()).hexdigest()[:12]
     done: dict[str, Page] = {}
     if cache.is_file():
         for raw in cache.read_text(encoding="utf-8").splitlines():
             if raw.strip():
                 row = json.loads(raw)
-                done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+                if row.get("ocr") == tag:
+                    done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
     todo = [r for r in records if _rid(r) not in done and r.get("image")]
     if todo:
         engine = get_engine()
@@ -124,7 +128,8 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
                     continue
                 page = engine.read(image)
                 done[_rid(rec)] = page
-                fh.write(json.dumps({"id": _rid(rec), "page": Document(pages=[page]).to_dict()["pages"][0]},
+                fh.write(json.dumps({"id": _rid(rec), "ocr": tag,
+                                     "page": Document(pages=[page]).to_dict()["pages"][0]},
                                     ensure_ascii=False) + "\n")
                 fh.flush()
     return done
