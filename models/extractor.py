@@ -380,12 +380,32 @@ def _title_evidence(phrases: list[str], lines: list[str]) -> float:
 TITLE_EVIDENCE = 0.5   # share of a required title a page must show for its type to be kept
 
 
+def _title_line(phrases: list[str], lines: list[str]) -> int:
+    """Length of the longest title a page prints as a title: a line holding the title exactly, with at
+    most four characters more (a province: 湖南增值税电子普通发票). 0 when there is none."""
+    best = 0
+    for ph in (re.sub(r"\s+", "", to_halfwidth(t)) for t in phrases):
+        if any(ph in ln and len(ln) <= len(ph) + 4 for ln in lines):
+            best = max(best, len(ph))
+    return best
+
+
 def _pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[str]) -> int:
-    """The classifier's most likely type whose title the page shows: a type whose schema says every
-    page prints one of its titles (title_required) is passed over when the page shows less than half
-    of every such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT
-    invoice because the classifier leaned that way). When no type passes, the most likely one stays."""
-    lines = [to_halfwidth(t) for t in lines]
+    """The document type from the classifier and the page's printed title.
+
+    A page that prints a type's title as its own line, read exactly (电子发票（增值税专用发票）), is that
+    type even when the classifier leaned elsewhere (a small, noisy photo taken for a generic form); with
+    several such types the longest title wins (an e-invoice's title holds a VAT invoice's). Otherwise
+    the classifier's most likely type whose title the page shows: a type whose schema says every page
+    prints one of its titles (title_required) is passed over when the page shows less than half of every
+    such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT invoice
+    because the classifier leaned that way). When no type passes, the most likely one stays."""
+    lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
+    titled = {i: _title_line(schemas[t].title_phrases, lines) for i, t in enumerate(types)
+              if schemas.get(t) is not None and schemas[t].title_required}
+    longest = max(titled.values(), default=0)
+    if longest:
+        return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
     for i in np.argsort(-probs, kind="stable"):
         schema = schemas.get(types[i])
         if schema is None or not schema.title_required or \

@@ -358,6 +358,15 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     assert types[_pick_type(probs, types, schemas, invoice)] == "vat_invoice"
     # a receipt prints no fixed title, so it is never passed over for lack of one
     assert types[_pick_type(np.array([0.1, 0.1, 0.7, 0.1]), types, schemas, ["好又多超市"])] == "receipt"
+    # a title printed as its own line wins over the classifier; an e-invoice's title holds a VAT one's
+    types3 = ["vat_invoice", "e_invoice", "generic_form"]
+    schemas3 = {t: load_schema(t) for t in types3}
+    lean_form = np.array([0.1, 0.2, 0.7])
+    assert types3[_pick_type(lean_form, types3, schemas3, ["电子发票（增值税专用发票）", "号4：19822"])] == "e_invoice"
+    assert types3[_pick_type(lean_form, types3, schemas3, ["湖南增值税电子普通发票", "人"])] == "vat_invoice"
+    # the title inside a longer line (a form's 发票类型 field) is no title line
+    assert types3[_pick_type(lean_form, types3, schemas3, ["发票类型：增值税专用发票（纸质）", "姓名"])] == \
+        "generic_form"
     # no type passes: the most likely stays
     only = ["vat_invoice", "id_card_front"]
     assert only[_pick_type(np.array([0.8, 0.2]), only, schemas, ["姓名"])] == "vat_invoice"
