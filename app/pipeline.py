@@ -151,6 +151,10 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
             doc.warnings.append(f"page {page.index + 1} reads poorly (mean OCR confidence {quality:.2f}): the "
                                 f"image is too blurred, noisy or low-resolution for reliable values; check them "
                                 f"against the page or scan it again at a higher resolution")
+        elif quality is None:
+            doc.warnings.append(f"page {page.index + 1}: almost no text was found ({len(page.lines)} line(s)); "
+                                f"if the page has text, it is too small or blurred to read: scan it again at a "
+                                f"higher resolution")
     if extractor_available(model_dir):
         t0 = time.perf_counter()
         extractor = load_extractor(model_dir)   # installation problems raise: no document fixes them

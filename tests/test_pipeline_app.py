@@ -86,13 +86,13 @@ def test_a_page_read_poorly_gets_a_warning_and_a_clean_one_does_not(monkeypatch)
     from models.ocr import POOR_READ
 
     class Engine:
-        def __init__(self, score):
-            self.score = score
+        def __init__(self, score, n=5):
+            self.score, self.n = score, n
 
         def read(self, image, page_index=0, timings=None):
             return Page(index=page_index, width=image.shape[1], height=image.shape[0],
                         lines=[Line(f"第{i}行文字", box_to_quad([0, 10 * i, 50, 10 * i + 8]), score=self.score)
-                               for i in range(5)])
+                               for i in range(self.n)])
     image = text_page(["发票号码 12345678"])
     buf = io.BytesIO()
     image.save(buf, format="PNG")
@@ -101,3 +101,7 @@ def test_a_page_read_poorly_gets_a_warning_and_a_clean_one_does_not(monkeypatch)
         doc = pipeline.process_bytes(buf.getvalue(), "p.png")
         assert doc.error is None
         assert any("page 1 reads poorly" in w for w in doc.warnings) is warned, doc.warnings
+        assert not any("almost no text" in w for w in doc.warnings)
+    monkeypatch.setattr(pipeline, "ocr_engine", lambda: Engine(0.99, n=1))
+    doc = pipeline.process_bytes(buf.getvalue(), "p.png")
+    assert any("page 1: almost no text was found (1 line(s))" in w for w in doc.warnings), doc.warnings
