@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                                     "layout the base held out, else the one it scores worst on)")
     p.add_argument("--n", type=int, default=48, help="pages in the generated corpus (about 20%% are held out)")
     p.add_argument("--seed", type=int, default=11, help="generator and retrain seed")
-    p.add_argument("--degrade", default="light", choices=["none", "light", "heavy", "mix"])
+    p.add_argument("--degrade", default="light", choices=["none", "light", "photo", "heavy", "mix"])
     p.add_argument("--steps", type=int, default=60, help="fine-tune steps")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=3e-4)

@@ -136,7 +136,8 @@ def test_paper_invoice_values_are_printed_off_the_form():
 @pytest.mark.parametrize("doc_type", ALL_TYPES)
 def test_ground_truth_is_self_consistent(doc_type):
     schema = load_schema(doc_type)
-    pages = [(lay, "none") for lay in list_layouts(doc_type)] + [(list_layouts(doc_type)[0], "heavy")]
+    pages = [(lay, "none") for lay in list_layouts(doc_type)] + [(list_layouts(doc_type)[0], "heavy"),
+                                                                 (list_layouts(doc_type)[-1], "photo")]
     for seed, (layout, level) in enumerate(pages):
         image, gt = generate(doc_type, seed, layout, level)
         assert set(gt) == GT_KEYS
@@ -258,3 +259,27 @@ def test_cli_rejects_bad_arguments(tmp_path, capsys):
     assert synth_main(["--type", "passport", "--n", "1", "--out", str(tmp_path)]) == 2
     assert "choose from" in capsys.readouterr().err
     assert synth_main(["--type", "vat_invoice", "--n", "1"]) == 2
+
+
+def test_photo_level_is_a_hand_held_photo_at_full_resolution_and_mix_never_draws_it():
+    """photo: the heavy level's tilt, shadow, blur, noise and JPEG without its shrinking, so text keeps
+    ~0.85-1.0 of its rendered height; heavy shrinks it to 0.5-0.85. mix draws none/light/heavy only."""
+    import numpy as np
+    clean, clean_gt = generate("vat_invoice", 8, "vat_electronic", "none")
+
+    def text_height(gt):
+        return float(np.median([np.hypot(*np.subtract(ln["quad"][3], ln["quad"][0]))     # tilt-free height
+                                for ln in gt["lines"] if len(ln["text"]) > 3]))
+    photo_ratio, heavy_ratio = [], []
+    for seed in range(8, 14):
+        _, ref = generate("vat_invoice", seed, "vat_electronic", "none")
+        _, ph = generate("vat_invoice", seed, "vat_electronic", "photo")
+        _, hv = generate("vat_invoice", seed, "vat_electronic", "heavy")
+        assert ph["degrade"] == "photo" and hv["degrade"] == "heavy"
+        photo_ratio.append(text_height(ph) / text_height(ref))
+        heavy_ratio.append(text_height(hv) / text_height(ref))
+    assert min(photo_ratio) > 0.8 and max(heavy_ratio) < 0.95 and np.mean(heavy_ratio) < np.mean(photo_ratio) - 0.15
+    a, a_gt = generate("vat_invoice", 8, "vat_electronic", "photo")
+    b, b_gt = generate("vat_invoice", 8, "vat_electronic", "photo")
+    assert _png_bytes(a) == _png_bytes(b) and a_gt == b_gt and _png_bytes(a) != _png_bytes(clean)
+    assert {generate("receipt", s, degrade="mix")[1]["degrade"] for s in range(30)} == {"none", "light", "heavy"}

@@ -112,7 +112,7 @@ class Report:
     by_level: dict[str, "Report"] = field(default_factory=dict)            # degradation level -> report
 
     def add(self, page: PageScore, predicted_type: str | None = None, level: str | None = None) -> None:
-        if level is not None:      # generated pages carry their degradation level: none / light / heavy
+        if level is not None:      # generated pages carry their degradation level: none / light / photo / heavy
             self.by_level.setdefault(level, Report()).add(page, predicted_type)
         self.pages[page.doc_type] += 1
         self.doc_type_correct[page.doc_type] += int(predicted_type == page.doc_type)
@@ -181,8 +181,8 @@ class Report:
             rows.append("")
             rows.append("F1 by degradation level (field F1; generic_form: pair F1)")
             rows.append(f"{'level':8s} {'pages':>5s} " + " ".join(f"{t[:13]:>13s}" for t in types) + f" {'all fields':>10s}")
-            for lv in [x for x in ("none", "light", "heavy") if x in self.by_level] + \
-                    sorted(x for x in self.by_level if x not in ("none", "light", "heavy")):
+            order = ("none", "light", "photo", "heavy")
+            for lv in [x for x in order if x in self.by_level] + sorted(x for x in self.by_level if x not in order):
                 r = self.by_level[lv]
                 h = r.headline()
                 rows.append(f"{lv:8s} {sum(r.pages.values()):5d} " +

@@ -28,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="base seed; page i uses a seed derived from it")
     p.add_argument("--out", help="output folder (created if missing)")
     p.add_argument("--degrade", default="none", choices=LEVELS,
-                   help="photo/scan degradation: none, light, heavy, or mix (a random level per page)")
+                   help="photo/scan degradation: none, light (careful scan or photo), photo (quick phone "
+                        "photo: tilt, shadow, blur, noise, JPEG), heavy (that photo at half to 0.85 the "
+                        "resolution: small print illegible), or mix (none/light/heavy at random per page)")
     p.add_argument("--layouts", default="",
                    help="comma-separated layout names to use in turn (default: random per page); "
                         "see --list. Leave some out to hold whole layouts out of training.")

@@ -5,8 +5,12 @@ into one homography, applied once to the image and to every ground-truth point, 
 in the final image's pixels. Photometric effects (shadow, blur, noise, JPEG) come after and move
 nothing.
 
-Levels: none (clean page), light (a careful scan or phone photo), heavy (a quick phone photo of a
-page on a desk), mix (per page: 30% none, 40% light, 30% heavy).
+Levels: none (clean page), light (a careful scan or phone photo), photo (a quick phone photo of a
+page on a desk: tilt, perspective, shadow, blur, noise, strong JPEG, at the resolution a phone or a
+forwarded chat image keeps, 0.85-1.0 of the render), heavy (the same photo shrunk to 0.5-0.85 of the
+render: on the invoice layouts characters of 6-9 px that people cannot read either), mix (per page:
+30% none, 40% light, 30% heavy; photo is not drawn by mix, so corpora generated before it existed
+stay byte-identical).
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-LEVELS = ("none", "light", "heavy", "mix")
+LEVELS = ("none", "light", "photo", "heavy", "mix")
 
 
 @dataclass
@@ -41,8 +45,8 @@ def _geometry(rng: random.Random, w: int, h: int, level: str) -> tuple[np.ndarra
         angle = rng.uniform(-2.0, 2.0)
         jitter = rng.uniform(0.0, 0.012)
         margin = rng.uniform(0.0, 0.03)
-    else:  # heavy
-        scale = rng.uniform(0.5, 0.85)
+    else:  # heavy, photo: the same hand-held geometry; photo keeps the page's resolution
+        scale = rng.uniform(0.5, 0.85) if level == "heavy" else rng.uniform(0.85, 1.0)
         angle = rng.uniform(-8.0, 8.0)
         jitter = rng.uniform(0.01, 0.05)
         margin = rng.uniform(0.02, 0.1)
@@ -95,22 +99,23 @@ def degrade(image: Image.Image, rng: random.Random, level: str) -> tuple[Image.I
     # photometric effects on uint8 with OpenCV's saturating arithmetic: a float copy of a
     # 1.5-megapixel page costs more than all the effects together
     np_rng = np.random.default_rng(rng.randrange(2 ** 32))
-    if level == "heavy" or rng.random() < 0.5:
+    hard = level in ("heavy", "photo")
+    if hard or rng.random() < 0.5:
         tint = (rng.uniform(0.85, 1.05), rng.uniform(0.85, 1.03), rng.uniform(0.8, 1.0), 0)
         arr = cv2.multiply(arr, tint)
-    if rng.random() < (0.6 if level == "heavy" else 0.2):
-        arr = _shadow(rng, arr, rng.uniform(0.15, 0.45 if level == "heavy" else 0.25))
-    if rng.random() < (0.7 if level == "heavy" else 0.3):
-        k = rng.choice((3, 5) if level == "heavy" else (3,))
-        arr = cv2.GaussianBlur(arr, (k, k), rng.uniform(0.5, 1.4 if level == "heavy" else 0.8))
-    sigma = rng.uniform(2, 12) if level == "heavy" else rng.uniform(0, 4)
+    if rng.random() < (0.6 if hard else 0.2):
+        arr = _shadow(rng, arr, rng.uniform(0.15, 0.45 if hard else 0.25))
+    if rng.random() < (0.7 if hard else 0.3):
+        k = rng.choice((3, 5) if hard else (3,))
+        arr = cv2.GaussianBlur(arr, (k, k), rng.uniform(0.5, 1.4 if hard else 0.8))
+    sigma = rng.uniform(2, 12) if hard else rng.uniform(0, 4)
     if sigma > 0.5:
         # a 256x256 tile of sensor noise repeated over the page: looks the same, costs far less
         tile = (np_rng.standard_normal((256, 256, 3), dtype=np.float32) * sigma).astype(np.int16)
         reps = (-(-arr.shape[0] // 256), -(-arr.shape[1] // 256), 1)
         noise = np.tile(tile, reps)[:arr.shape[0], :arr.shape[1]]
         arr = cv2.add(arr, noise, dtype=cv2.CV_16S).clip(0, 255).astype(np.uint8)
-    quality = rng.randint(35, 75) if level == "heavy" else rng.randint(70, 95)
+    quality = rng.randint(35, 75) if hard else rng.randint(70, 95)
     # RGB goes through as if it were BGR and comes back the same way: the artefacts are JPEG's
     # either way, and two channel flips of the whole page are saved
     ok, buf = cv2.imencode(".jpg", arr, [cv2.IMWRITE_JPEG_QUALITY, quality])
