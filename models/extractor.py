@@ -399,19 +399,25 @@ def _pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[s
     the classifier's most likely type whose title the page shows: a type whose schema says every page
     prints one of its titles (title_required) is passed over when the page shows less than half of every
     such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT invoice
-    because the classifier leaned that way). When no type passes, the most likely one stays."""
+    because the classifier leaned that way), unless the classifier gave it under a fifth of its first
+    choice's probability. When no type passes, the most likely one stays."""
     lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
-    titled = {i: _title_line(schemas[t].title_phrases, lines) for i, t in enumerate(types)
+    # a title OCR cut in two (电子发票 | （增值税专用发票）) is whole again in a line joined to the next
+    joined = lines + [a + b for a, b in zip(lines, lines[1:])]
+    titled = {i: _title_line(schemas[t].title_phrases, joined) for i, t in enumerate(types)
               if schemas.get(t) is not None and schemas[t].title_required}
     longest = max(titled.values(), default=0)
     if longest:
         return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
+    top = int(probs.argmax())
     for i in np.argsort(-probs, kind="stable"):
+        if probs[i] < 0.2 * probs[top]:
+            break           # the classifier gave the rest almost nothing: its first choice stands
         schema = schemas.get(types[i])
         if schema is None or not schema.title_required or \
                 _title_evidence(schema.title_phrases, lines) >= TITLE_EVIDENCE:
             return int(i)
-    return int(probs.argmax())
+    return top
 
 
 def _snap_title(value: str, phrases: list[str]) -> str:
@@ -828,9 +834,12 @@ class Extractor:
         head to a separate OCR line just left of it on the same row, or, for a title printed in two
         stacked lines (电子发票 over （普通发票）), just above it and centred on it: prepend that line's
         text when it holds no key (no colon) and no other field."""
-        if f.raw and f.raw[0] not in "（(" and f.span is not None:
+        # OCR may also cut a line just before the bracket and read the head's last character twice,
+        # once on each side (博锦面包房 | 房（玄武区店）): then that character is dropped from the tail
+        dup = len(f.raw) > 2 and f.raw[0] not in "（(" and f.raw[1] in "（(" and f.span is not None
+        if f.raw and f.raw[0] not in "（(" and f.span is not None and not dup:
             Extractor._join_bracket_below(f, page, used_lines)
-        if not f.raw or f.raw[0] not in "（(" or f.span is None:
+        if not f.raw or (f.raw[0] not in "（(" and not dup) or f.span is None:
             return
         offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
         li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
@@ -843,8 +852,11 @@ class Extractor:
             mx0, my0, mx1, my1 = m.box
             g = x0 - mx1
             if mi != li and mi not in used_lines and -0.8 * h <= g < gap and abs((my0 + my1) - (y0 + y1)) < h \
-                    and m.text.strip() and not any(c in COLONS for c in m.text):
+                    and m.text.strip() and not any(c in COLONS for c in m.text) \
+                    and (not dup or (g < 0.3 * h and m.text.strip().endswith(f.raw[0]))):
                 best, gap = mi, g
+        if best is None and dup:
+            return
         if best is None:       # stacked: the nearest free line above whose centre sits over this line
             cx, w, gap = (x0 + page.lines[li].box[2]) / 2, page.lines[li].box[2] - x0, 1.0 * h
             for mi, m in enumerate(page.lines):
@@ -856,7 +868,7 @@ class Extractor:
         if best is None:
             return
         head = page.lines[best]
-        f.raw = head.text.strip() + f.raw
+        f.raw = head.text.strip() + f.raw[1 if dup else 0:]
         f.value = normalize_value("text", f.raw) or f.raw
         f.box = [min(f.box[0], head.box[0]), min(f.box[1], head.box[1]), max(f.box[2], head.box[2]),
                  max(f.box[3], head.box[3])]

@@ -219,6 +219,18 @@ def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
     ex._fields(doc, page, [Span("buyer_name", 1, 0, 6, 0.9)])
     f = doc.fields["buyer_name"]
     assert f.raw == "盛达餐厅（朝阳区店）" and f.box[0] == 100 and f.span == [0, 11]
+    # OCR cut before the bracket and read the head's last character on both sides
+    page = _lines_page([("博锦面包房", [137, 40, 282, 66]), ("房（玄武区店）", [268, 40, 432, 66]),
+                        ("地址：南京市", [30, 93, 385, 114])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
+    assert doc.fields["buyer_name"].raw == "博锦面包房（玄武区店）"
+    # ... but not a neighbour that merely ends in another character, nor one a gap away
+    for head, box in (("博锦面包店", [137, 40, 282, 66]), ("博锦面包房", [100, 40, 230, 66])):
+        page = _lines_page([(head, box), ("房（玄武区店）", [268, 40, 432, 66])])
+        doc = Document(pages=[page], doc_type="vat_invoice")
+        ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
+        assert doc.fields["buyer_name"].raw == "房（玄武区店）"
 
 
 def _lines_page(rows: list[tuple[str, list[float]]]) -> Page:
@@ -364,6 +376,12 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     lean_form = np.array([0.1, 0.2, 0.7])
     assert types3[_pick_type(lean_form, types3, schemas3, ["电子发票（增值税专用发票）", "号4：19822"])] == "e_invoice"
     assert types3[_pick_type(lean_form, types3, schemas3, ["湖南增值税电子普通发票", "人"])] == "vat_invoice"
+    # a title OCR cut in two lines is joined again, and the longer title still wins
+    assert types3[_pick_type(np.array([0.6, 0.3, 0.1]), types3, schemas3, ["电子发票", "（增值税专用发票）", "号码"])] == \
+        "e_invoice"
+    # an invoice whose title OCR missed is not handed to a type the classifier gave almost nothing
+    assert types3[_pick_type(np.array([0.97, 0.02, 0.01]), types3, schemas3, ["发票代码：0420", "发票号码：8030"])] == \
+        "vat_invoice"
     # the title inside a longer line (a form's 发票类型 field) is no title line
     assert types3[_pick_type(lean_form, types3, schemas3, ["发票类型：增值税专用发票（纸质）", "姓名"])] == \
         "generic_form"
