@@ -336,6 +336,27 @@ def _rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span
     return Span(best, sp.line, sp.start, sp.end, sp.score, sp.alts)
 
 
+def _rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]]) -> Span:
+    """A value alone on its OCR line, whose key stands as a separate line to its left on the same row
+    (实收： ... 280.00 on a receipt), belongs to a field that key names: when the model named another
+    field, the value takes the one of the key's fields it gave most mass."""
+    line = page.lines[sp.line]
+    if line.text[:sp.start].strip() or line.text[sp.end:].strip():
+        return sp
+    x0, y0, _, y1 = line.box
+    h, cy = max(1.0, y1 - y0), (y0 + y1) / 2
+    left = [m for m in page.lines if m is not line and abs((m.box[1] + m.box[3]) / 2 - cy) < 0.5 * h
+            and m.box[2] <= x0 + 0.3 * h]
+    if not left:
+        return sp
+    key_text = re.sub(r"[\s:：]+", "", max(left, key=lambda m: m.box[2]).text)
+    owners = [k for k, phs in phrases.items() if key_text and any(ph and key_text.endswith(ph) for ph in phs)]
+    if not owners or sp.key in owners:
+        return sp
+    best = max(owners, key=lambda k: sp.alts.get(k, 0.0))
+    return Span(best, sp.line, sp.start, sp.end, sp.score, sp.alts)
+
+
 def _is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
     """Whether the span lies inside the key of a "key：value" (the text from the line start or the
     previous colon up to the next colon is some field's key phrase), or is itself a piece of a
@@ -637,7 +658,8 @@ class Extractor:
         item_specs = {f.key: f for f in schema.item_fields}
         phrases = {k: [re.sub(r"\s+", "", ph) for ph in f.key_phrases] for k, f in specs.items()}
         used: set[tuple[int, int]] = set()
-        header = [_rekey_by_phrase(s, page.lines[s.line].text, phrases) for s in spans if s.key in specs]
+        header = [_rekey_by_row(_rekey_by_phrase(s, page.lines[s.line].text, phrases), page, phrases)
+                  for s in spans if s.key in specs]
         every_phrase = [ph for phs in phrases.values() for ph in phs if ph]
         header = [_trim_to_type(_strip_key_phrase(s, page.lines[s.line].text, phrases.get(s.key, [])),
                                 specs[s.key], page.lines[s.line].text) for s in header

@@ -423,3 +423,17 @@ def test_id_card_sex_and_birth_date_ocr_missed_come_from_a_valid_id_number(model
     doc = Document(pages=[bad], doc_type="id_card_front")
     ex._fields(doc, bad, [Span("id_number", 1, 0, 18, 0.9)])
     assert "sex" not in doc.fields and "birth_date" not in doc.fields
+
+
+def test_a_value_alone_on_its_line_takes_the_field_its_key_on_the_row_names():
+    from models.extractor import Span, _rekey_by_row
+    phrases = {"paid_amount": ["实收", "实付"], "change": ["找零"], "total_amount": ["合计"]}
+    page = _lines_page([("合计：", [28, 365, 86, 393]), ("183.68", [427, 369, 500, 390]),
+                        ("实收：", [28, 401, 82, 426]), ("280.00", [433, 404, 500, 423]),
+                        ("找零：", [27, 436, 82, 461]), ("96.32", [444, 438, 501, 458]),
+                        ("支付方式：现金 找零 5.00", [30, 474, 400, 494])])
+    sp = _rekey_by_row(Span("paid_amount", 5, 0, 5, 0.9, {"paid_amount": 0.8, "change": 0.1}), page, phrases)
+    assert sp.key == "change"
+    assert _rekey_by_row(Span("paid_amount", 3, 0, 6, 0.9), page, phrases).key == "paid_amount"
+    # a value sharing its line with other text is left to the phrase rule
+    assert _rekey_by_row(Span("paid_amount", 6, 14, 18, 0.9), page, phrases).key == "paid_amount"
