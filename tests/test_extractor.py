@@ -379,9 +379,13 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     # a title OCR cut in two lines is joined again, and the longer title still wins
     assert types3[_pick_type(np.array([0.6, 0.3, 0.1]), types3, schemas3, ["电子发票", "（增值税专用发票）", "号码"])] == \
         "e_invoice"
-    # an invoice whose title OCR missed is not handed to a type the classifier gave almost nothing
-    assert types3[_pick_type(np.array([0.97, 0.02, 0.01]), types3, schemas3, ["发票代码：0420", "发票号码：8030"])] == \
-        "vat_invoice"
+    # an invoice whose title OCR missed (a seal over it) keeps its type by the keys it prints ...
+    keys = ["发票代码：0420", "发票号码：8030", "开票日期：2024年", "校验码：1234", "机器编号：5", "名称：北京",
+            "纳税人识别号：9111", "地址、电话：北京", "开户行及账号：中国银行", "收款人：张", "复核：李", "开票人：王"]
+    assert types3[_pick_type(np.array([0.97, 0.02, 0.01]), types3, schemas3, keys)] == "vat_invoice"
+    # ... which a form with the word 发票 in it does not
+    assert types3[_pick_type(np.array([0.97, 0.01, 0.02]), types3, schemas3, ["发票号码：8030", "姓名：张三"])] == \
+        "generic_form"
     # the title inside a longer line (a form's 发票类型 field) is no title line
     assert types3[_pick_type(lean_form, types3, schemas3, ["发票类型：增值税专用发票（纸质）", "姓名"])] == \
         "generic_form"
@@ -437,3 +441,27 @@ def test_a_value_alone_on_its_line_takes_the_field_its_key_on_the_row_names():
     assert _rekey_by_row(Span("paid_amount", 3, 0, 6, 0.9), page, phrases).key == "paid_amount"
     # a value sharing its line with other text is left to the phrase rule
     assert _rekey_by_row(Span("paid_amount", 6, 14, 18, 0.9), page, phrases).key == "paid_amount"
+
+
+def test_a_name_glued_to_its_tax_id_and_a_name_scattered_over_three_fields_stay_one_name():
+    from models.extractor import _spans
+    labels = ["O", "B-buyer_name", "I-buyer_name", "B-seller_name", "I-seller_name", "B-items.name", "I-items.name",
+              "B-buyer_tax_id", "I-buyer_tax_id", "B-buyer_bank_account", "I-buyer_bank_account"]
+    free = {"buyer_name", "seller_name", "buyer_bank_account"}
+    fits = lambda k, t: k != "buyer_tax_id" or len(t) == 18          # noqa: E731 (a tax ID reads as 18 characters)
+    # OCR read 名称 and 统一社会信用代码 as one line: the code keeps its field, the name votes without it
+    text = "新晟中医疗器械股份有限公司91460106676TLLL10U"
+    rows = [{"I-buyer_name": 0.9}, {"O": 0.4, "I-buyer_name": 0.3}, {"B-buyer_bank_account": 0.7, "I-buyer_name": 0.2}] + \
+        [{"I-buyer_name": 0.9}] * 3 + [{"I-items.name": 0.5, "O": 0.3}] + [{"I-buyer_name": 0.95}] * 6 + \
+        [{"I-buyer_tax_id": 0.95}] * 18
+    spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text], free, fits)
+    assert [(s.key, text[s.start:s.end]) for s in spans] == [("buyer_name", "新晟中医疗器械股份有限公司"),
+                                                           ("buyer_tax_id", "91460106676TLLL10U")]
+    # no field holds half the characters: the one with most probability mass takes the name
+    text = "武汉美越物流有限公司"
+    rows = [{"B-buyer_name": 0.47, "B-seller_name": 0.2}, {"I-buyer_name": 0.95}, {"B-items.name": 0.58, "B-buyer_name": 0.36},
+            {"I-items.name": 0.37, "O": 0.29}, {"I-items.name": 0.9}, {"I-seller_name": 0.58, "I-buyer_name": 0.17},
+            {"I-seller_name": 0.47, "I-buyer_name": 0.45}, {"I-seller_name": 0.57, "I-buyer_name": 0.28},
+            {"I-seller_name": 0.63, "I-buyer_name": 0.15}, {"I-buyer_name": 0.79, "I-seller_name": 0.2}]
+    spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text], free, fits)
+    assert [(s.key, text[s.start:s.end]) for s in spans] == [("buyer_name", text)]
