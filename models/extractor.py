@@ -535,6 +535,18 @@ def _to_segment_end(sp: Span, text: str, phrases: list[str]) -> Span:
     return Span(sp.key, sp.line, sp.start, len(text.rstrip()), sp.score, sp.alts)
 
 
+def _through_colon(sp: Span, text: str, others: list[Span]) -> Span:
+    """Free text that is itself "label：content" (备注 项目：电气设备服务, 合同号：HT...) and of which the
+    model tagged only the label: a span that starts its line and stops at a colon, followed by text
+    with no colon and no other field's span, runs to the end of the line. (A label that is some field's
+    key phrase never gets here: key text is dropped before.)"""
+    rest = text[sp.end + 1:] if sp.end < len(text) and text[sp.end] in COLONS else ""
+    if not rest.strip() or text[:sp.start].strip() or any(c in COLONS for c in rest) or \
+            any(o is not sp and o.line == sp.line and o.start > sp.end for o in others):
+        return sp
+    return Span(sp.key, sp.line, sp.start, len(text.rstrip()), sp.score, sp.alts)
+
+
 def _drop_total_rows(doc: Document) -> None:
     """A nameless row whose amount is the sum of the other rows' amounts is the 合计 line under the
     table (a receipt prints it without ¥), not goods: drop it so the totals can claim it."""
@@ -697,6 +709,8 @@ class Extractor:
                   if not _is_key_text(s, page.lines[s.line].text, every_phrase)]
         header = [_to_segment_end(s, page.lines[s.line].text, phrases.get(s.key, []))
                   if specs[s.key].type == "text" else s for s in header]
+        header = [_through_colon(s, page.lines[s.line].text, header) if specs[s.key].type == "text" else s
+                  for s in header]
         # a value that reads as its type (a date that parses, an 18-character tax ID) beats a more
         # confident one that does not; among equals the most confident wins
         for s in sorted(header, key=lambda s: (not _plausible(specs[s.key], page.lines[s.line].text[s.start:s.end]),

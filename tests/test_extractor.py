@@ -465,3 +465,15 @@ def test_a_name_glued_to_its_tax_id_and_a_name_scattered_over_three_fields_stay_
             {"I-seller_name": 0.63, "I-buyer_name": 0.15}, {"I-buyer_name": 0.79, "I-seller_name": 0.2}]
     spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text], free, fits)
     assert [(s.key, text[s.start:s.end]) for s in spans] == [("buyer_name", text)]
+
+
+def test_a_remark_that_is_itself_label_and_content_runs_through_its_colon():
+    from models.extractor import Span, _through_colon
+    text = "项目：电气设备服务"
+    sp = _through_colon(Span("remarks", 0, 0, 2, 0.9), text, [])
+    assert text[sp.start:sp.end] == text
+    # not when another field's value follows on the line, nor when the span does not start the line
+    other = Span("drawer", 0, 5, 9, 0.9)
+    assert _through_colon(Span("remarks", 0, 0, 2, 0.9), text, [other]).end == 2
+    assert _through_colon(Span("remarks", 0, 1, 2, 0.9), text, []).end == 2
+    assert _through_colon(Span("remarks", 0, 0, 2, 0.9), "项目：a：b", []).end == 2
