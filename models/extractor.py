@@ -385,6 +385,12 @@ def _is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
     if len(body) >= 6 and any(_near(body, ph[j:j + len(body)]) for ph in phrases
                               for j in range(len(ph) - len(body) + 1)):
         return True
+    # ... and a line that is a long key (8+ characters) misread in several: two thirds of the key's
+    # characters in order, the line no more than two longer (核一北会信期代码/的税人职别号)
+    whole = re.sub(r"[\s:：]+", "", to_halfwidth(text))
+    if body and body in whole and any(len(ph) >= 8 and abs(len(whole) - len(ph)) <= 2 and
+                                      _title_evidence([ph], [whole]) >= 2 / 3 for ph in phrases):
+        return True
     after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), None)
     if after is None:
         return False

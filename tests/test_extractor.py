@@ -173,6 +173,9 @@ def test_key_phrases_from_the_schema_fix_the_field_and_drop_key_text():
     text = "开票人 小红"
     sp = _strip_key_phrase(Span("drawer", 0, 0, len(text), 0.8), text, phrases["drawer"])
     assert text[sp.start:sp.end] == "小红"
+    text = "核一北会信期代码/的税人职别号"           # a long key misread in five characters is key text still
+    assert _is_key_text(Span("buyer_name", 0, 0, 3, 0.9), text, ["统一社会信用代码/纳税人识别号"])
+    assert not _is_key_text(Span("buyer_name", 0, 0, 3, 0.9), "永顺（南昌）酒店管理有限公司", ["统一社会信用代码/纳税人识别号"])
     text = "开户行及账号：中国银行深圳支行"
     assert _is_key_text(Span("seller_bank_account", 0, 1, 3, 0.9), text, ["开户行及账号"])
     assert not _is_key_text(Span("seller_bank_account", 0, 7, len(text), 0.9), text, ["开户行及账号"])
