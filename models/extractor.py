@@ -29,11 +29,12 @@ import numpy as np
 import paddle
 
 from data.document import Document, Field, Line, Page
-from data.normalize import normalize_code, normalize_value, parse_amount, to_halfwidth
+from data.normalize import format_amount_words, normalize_code, normalize_value, parse_amount, to_halfwidth
 from data.validate import is_valid_id_number
 from models.decode import cluster_rows, page_slope
 from models.encoder import Encoder, EncoderConfig
 from models.form_pairs import decode_form
+from models.ocr_eval import edit_distance
 from models.heads import ExtractionHead, HeadConfig
 from models.tokenizer import Tokenizer
 
@@ -857,6 +858,21 @@ class Extractor:
                         changed |= fill(rule.equals, sum(vals))
             if not changed:
                 break
+        # 大写 words OCR misread past reading (贰拾贰万壹仟叁佰参拾壹圆柒角攻分): when they are within one
+        # character in eight of the words for the 小写 figure printed beside them, they say that figure
+        for rule in getattr(schema, "rules", []):
+            if rule.check != "words_match" or rule.words not in doc.fields or rule.figure not in doc.fields:
+                continue
+            words, figure = doc.fields[rule.words], value_of(rule.figure)
+            if parse_amount(words.value) is not None or figure is None or figure < 0:
+                continue
+            read = re.sub(r"[\s⊗ⓧ×Ⓧ⨂()（）]|人民币", "", words.raw)
+            expected = format_amount_words(figure)
+            if read and edit_distance(read, expected) <= max(1, len(expected) // 8):
+                words.value = normalize_value("amount", str(figure)) or str(figure)
+                doc.warnings.append(f"{words.label} ({rule.words}) read as {words.raw}: taken as the words for "
+                                    f"{rule.figure} {figure}, which differ from it in "
+                                    f"{edit_distance(read, expected)} character(s)")
         # an ID card's sex or birth date that OCR missed (a lone 男 is easy to miss) is printed inside a
         # valid ID number too: taken from there, with no box of its own, and said in a warning
         for rule in getattr(schema, "rules", []):

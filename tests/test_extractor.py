@@ -480,3 +480,22 @@ def test_a_remark_that_is_itself_label_and_content_runs_through_its_colon():
     assert _through_colon(Span("remarks", 0, 0, 2, 0.9), text, [other]).end == 2
     assert _through_colon(Span("remarks", 0, 1, 2, 0.9), text, []).end == 2
     assert _through_colon(Span("remarks", 0, 0, 2, 0.9), "项目：a：b", []).end == 2
+
+
+def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_words(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    rows = [("价税合计（大写）", [80, 440, 250, 460]), ("贰拾贰万壹仟叁佰参拾壹圆柒角攻分", [300, 440, 600, 460]),
+            ("（小写）", [800, 440, 860, 460]), ("¥221331.79", [870, 440, 980, 460])]
+    page = _lines_page(rows)
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("total_with_tax_in_words", 1, 0, 16, 0.9), Span("total_with_tax", 3, 0, 10, 0.9)])
+    words = doc.fields["total_with_tax_in_words"]
+    assert words.value == "221331.79" and words.raw == "贰拾贰万壹仟叁佰参拾壹圆柒角攻分"
+    assert any("total_with_tax_in_words" in w and "2 character(s)" in w for w in doc.warnings)
+    # words that are another amount, or only a piece of one, stay as read
+    for text in ("贰拾贰万壹仟叁佰参拾壹圆柒角攻分伍", "肆万"):
+        page = _lines_page([rows[0], (text, [300, 440, 600, 460]), rows[2], rows[3]])
+        doc = Document(pages=[page], doc_type="vat_invoice")
+        ex._fields(doc, page, [Span("total_with_tax_in_words", 1, 0, len(text), 0.9), Span("total_with_tax", 3, 0, 10, 0.9)])
+        assert doc.fields["total_with_tax_in_words"].value != "221331.79"
