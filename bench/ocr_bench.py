@@ -177,7 +177,8 @@ def _generate(kind: str, n: int, seed: int, out: Path) -> list[dict]:
     pages = []
     for gt_path in sorted(out.glob("*.json")):
         gt = json.loads(gt_path.read_text(encoding="utf-8"))
-        pages.append({"set": {"none": "clean", "light": "light", "heavy": "degraded"}[kind], "image": str(gt_path.with_suffix(".jpg")),
+        pages.append({"set": {"none": "clean", "light": "light", "photo": "photo", "heavy": "degraded"}[kind],
+                      "image": str(gt_path.with_suffix(".jpg")),
                       "gt": [(g["text"], g.get("box")) for g in gt["lines"]]})
     return pages
 
@@ -219,7 +220,8 @@ def _score(pages: list[dict], result: dict) -> dict:
 
 
 def _table(rows: list[dict]) -> str:
-    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_degraded", "cer_real", "long_digit_cer", "long_numbers_exact",
+    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_photo", "cer_degraded", "cer_real", "long_digit_cer",
+            "long_numbers_exact",
             "threads", "pages_per_s", "cpu_s_per_page", "det_cpu_s", "cls_cpu_s", "rec_cpu_s", "peak_rss_mb", "load_s"]
     cols = [c for c in cols if any(c in r for r in rows)]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -231,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--clean", type=int, default=3, help="generated clean VAT invoices (default 3)")
     p.add_argument("--light", type=int, default=0, help="generated lightly degraded VAT invoices (default 0)")
+    p.add_argument("--photo", type=int, default=0, help="generated VAT invoices at the 'photo' level: hand-held "
+                   "phone photos at full resolution (default 0)")
     p.add_argument("--degraded", type=int, default=3, help="generated heavily degraded VAT invoices (default 3)")
     p.add_argument("--real", default="all", help="real sample pages: all, none or the first N (default all)")
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
@@ -262,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         tmpd = Path(tmp)
         pages = (_generate("none", args.clean, args.seed, tmpd / "clean")
                  + _generate("light", args.light, args.seed + 2, tmpd / "light")
+                 + _generate("photo", args.photo, args.seed + 3, tmpd / "photo")
                  + _generate("heavy", args.degraded, args.seed + 1, tmpd / "degraded") + _real(args.real))
         if not pages:
             raise SystemExit("no pages to run; give --clean, --degraded or --real")
