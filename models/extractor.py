@@ -300,7 +300,7 @@ def _plausible(spec, raw: str) -> bool:
 CODE_TYPES = ("code", "tax_id", "id_number", "credit_code")
 # What a whole value of a type looks like around a fragment the model found ("08" of 2023年07月08日,
 # "306531" of 031012306531): the fragment grows to the surrounding match when that reads as the type.
-_WORDS = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正"
+_WORDS = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正参參貳陸圓"    # with the variants data/normalize.py reads
 # 大写: also across one stray character, where OCR read 圆 as 回/国 (data/normalize.py reads it back)
 GROW_SHAPES = {"date": TYPE_SHAPES["date"], "amount_words": rf"[{_WORDS}]+(?:[^\s:：{_WORDS}][{_WORDS}]+)?",
                **{t: r"[0-9A-Za-z]+" for t in CODE_TYPES}}
@@ -311,7 +311,8 @@ def _trim_to_type(sp: Span, spec, text: str) -> Span:
     colon segment (a long number OCR cut with a space, a date the model found only part of), else
     shrink it to the part that reads as the type (the first match of the type's shape or pattern)."""
     raw = _clean(text[sp.start:sp.end])
-    if _plausible(spec, raw) and spec.type != "amount_words":
+    # a date cut inside its day (2025-05-2|113:05:18, a time glued on) reads as a date too: dates grow
+    if _plausible(spec, raw) and spec.type not in ("amount_words", "date"):
         return sp
     before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
     after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), len(text))
@@ -858,13 +859,21 @@ class Extractor:
                         changed |= fill(rule.equals, sum(vals))
             if not changed:
                 break
-        # 大写 words OCR misread past reading (贰拾贰万壹仟叁佰参拾壹圆柒角攻分): when they are within one
-        # character in eight of the words for the 小写 figure printed beside them, they say that figure
+        # 大写 words OCR misread (贰拾贰万壹仟叁佰参拾壹圆柒角攻分): when they are within one character in
+        # eight of the words for the 小写 figure printed beside them, they say that figure
         for rule in getattr(schema, "rules", []):
             if rule.check != "words_match" or rule.words not in doc.fields or rule.figure not in doc.fields:
                 continue
             words, figure = doc.fields[rule.words], value_of(rule.figure)
-            if parse_amount(words.value) is not None or figure is None or figure < 0:
+            if figure is None or figure < 0:
+                continue
+            said = parse_amount(words.value)
+            # words that read as another amount are taken for a misreading only when the figure is
+            # borne out by the invoice's sum (合计金额 + 合计税额 = 价税合计): then OCR, not the invoice, erred
+            summed = [r for r in schema.rules if r.check == "sum" and r.equals == rule.figure and
+                      all(k in doc.fields for k in r.fields) and
+                      sum((value_of(k) or Decimal("NaN")) for k in r.fields) == figure]
+            if said is not None and (said == figure or not summed):
                 continue
             read = re.sub(r"[\s⊗ⓧ×Ⓧ⨂()（）]|人民币", "", words.raw)
             expected = format_amount_words(figure)
@@ -924,7 +933,8 @@ class Extractor:
         stacked lines (电子发票 over （普通发票）), just above it and centred on it: prepend that line's
         text when it holds no key (no colon) and no other field."""
         # OCR may also cut a line just before the bracket and read the head's last character twice,
-        # once on each side (博锦面包房 | 房（玄武区店）): then that character is dropped from the tail
+        # once on each side (博锦面包房 | 房（玄武区店）, or misread the second time when the two boxes
+        # overlap: 云睿烘焙坊 | 市（西城区店）): then that character is dropped from the tail
         dup = len(f.raw) > 2 and f.raw[0] not in "（(" and f.raw[1] in "（(" and f.span is not None
         if f.raw and f.raw[0] not in "（(" and f.span is not None and not dup:
             Extractor._join_bracket_below(f, page, used_lines)
@@ -942,7 +952,7 @@ class Extractor:
             g = x0 - mx1
             if mi != li and mi not in used_lines and -0.8 * h <= g < gap and abs((my0 + my1) - (y0 + y1)) < h \
                     and m.text.strip() and not any(c in COLONS for c in m.text) \
-                    and (not dup or (g < 0.3 * h and m.text.strip().endswith(f.raw[0]))):
+                    and (not dup or (g < 0.3 * h and m.text.strip().endswith(f.raw[0])) or g < -0.3 * h):
                 best, gap = mi, g
         if best is None and dup:
             return

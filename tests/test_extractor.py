@@ -202,6 +202,9 @@ def test_a_fragment_grows_to_the_whole_value_of_its_type():
     text = "开票日期：2023年07月08日"
     sp = _trim_to_type(Span("issue_date", 0, 13, 15, 0.9), date, text)          # only "08" found
     assert text[sp.start:sp.end] == "2023年07月08日"
+    text = "日期：2025-05-2113:05:18"                     # a time glued on: 2025-05-2 is a date too
+    sp = _trim_to_type(Span("issue_date", 0, 3, 12, 0.9), date, text)
+    assert text[sp.start:sp.end] == "2025-05-21"
     code = FieldSpec(key="invoice_code", label="发票代码", type="code", pattern=r"\d{10}|\d{12}")
     text = "发票代码：031012306531"
     sp = _trim_to_type(Span("invoice_code", 0, 11, 17, 0.9), code, text)        # "306531"
@@ -228,8 +231,13 @@ def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
     doc = Document(pages=[page], doc_type="vat_invoice")
     ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
     assert doc.fields["buyer_name"].raw == "博锦面包房（玄武区店）"
+    # boxes that overlap by a third of the line height read the same ink twice, even when misread
+    page = _lines_page([("云睿烘焙坊", [144, 39, 275, 63]), ("市（西城区店）", [264, 39, 409, 63])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
+    assert doc.fields["buyer_name"].raw == "云睿烘焙坊（西城区店）"
     # ... but not a neighbour that merely ends in another character, nor one a gap away
-    for head, box in (("博锦面包店", [137, 40, 282, 66]), ("博锦面包房", [100, 40, 230, 66])):
+    for head, box in (("博锦面包店", [137, 40, 266, 66]), ("博锦面包房", [100, 40, 230, 66])):
         page = _lines_page([(head, box), ("房（玄武区店）", [268, 40, 432, 66])])
         doc = Document(pages=[page], doc_type="vat_invoice")
         ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
@@ -278,6 +286,9 @@ def test_an_amount_words_fragment_grows_across_a_misread_yuan():
     spec = FieldSpec(key="total_with_tax_in_words", label="价税合计（大写）", type="amount_words")
     text = "壹万伍仟伍佰零壹国肆角壹分"
     sp = _trim_to_type(Span(spec.key, 0, 9, 13, 0.9), spec, text)               # only 肆角壹分 tagged
+    assert text[sp.start:sp.end] == text
+    text = "柒万玖仟伍佰陆拾参圆贰角参分"                                       # 参 read for 叁
+    sp = _trim_to_type(Span(spec.key, 0, 0, 12, 0.9), spec, text)               # the model stopped at 角
     assert text[sp.start:sp.end] == text
 
 
@@ -493,6 +504,18 @@ def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_w
     words = doc.fields["total_with_tax_in_words"]
     assert words.value == "221331.79" and words.raw == "贰拾贰万壹仟叁佰参拾壹圆柒角攻分"
     assert any("total_with_tax_in_words" in w and "2 character(s)" in w for w in doc.warnings)
+    # words reading as another amount, one character off, give way to a figure the sum bears out
+    near = [("合计", [80, 400, 130, 420]), ("￥200000.00", [700, 400, 800, 420]), ("￥21331.79", [1100, 400, 1190, 420]),
+            rows[0], ("贰拾贰万壹仟叁佰叁拾壹圆柒角叁分", [300, 440, 600, 460]), rows[2], rows[3]]
+    for bears_out in (True, False):
+        page = _lines_page(near if bears_out else near[3:])
+        o = 3 if bears_out else 0
+        spans = [Span("total_with_tax_in_words", 1 + o, 0, 16, 0.9), Span("total_with_tax", 3 + o, 0, 10, 0.9)]
+        if bears_out:
+            spans += [Span("total_amount", 1, 0, 10, 0.9), Span("total_tax", 2, 0, 9, 0.9)]
+        doc = Document(pages=[page], doc_type="vat_invoice")
+        ex._fields(doc, page, spans)
+        assert doc.fields["total_with_tax_in_words"].value == ("221331.79" if bears_out else "221331.73")
     # words that are another amount, or only a piece of one, stay as read
     for text in ("贰拾贰万壹仟叁佰参拾壹圆柒角攻分伍", "肆万"):
         page = _lines_page([rows[0], (text, [300, 440, 600, 460]), rows[2], rows[3]])
