@@ -496,6 +496,37 @@ def _snap_title(value: str, phrases: list[str]) -> str:
     return value
 
 
+def _complete_title(f: Field, page: Page, phrases: list[str]) -> None:
+    """A title the model tagged only in part (电子发 of 电子发票 | （增值税专用发票）, OCR's two lines on one
+    row or stacked) is the printed title it belongs to: its line, alone or joined to the line before or
+    after it, holds a known title exactly, with at most four characters more before it (a province)."""
+    if f.span is None:
+        return
+    titles = sorted({re.sub(r"\s+", "", to_halfwidth(t)) for t in phrases}, key=len, reverse=True)
+    cur = re.sub(r"\s+", "", to_halfwidth(f.value or ""))
+    if not cur or any(cur.endswith(t) for t in titles):
+        return
+    offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+    li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+
+    def near(a: Line, b: Line) -> bool:         # on one row, or b stacked right under a
+        h = max(1.0, a.box[3] - a.box[1], b.box[3] - b.box[1])
+        return abs((a.box[1] + a.box[3]) - (b.box[1] + b.box[3])) < h or -0.3 * h <= b.box[1] - a.box[3] < 1.5 * h
+    for lo, hi in ((li, li), (li, li + 1), (li - 1, li)):
+        if lo < 0 or hi >= len(page.lines) or (hi > lo and not near(page.lines[lo], page.lines[hi])):
+            continue
+        joined = "".join(re.sub(r"\s+", "", to_halfwidth(page.lines[k].text)) for k in range(lo, hi + 1))
+        for t in titles:
+            k = joined.find(t)
+            if 0 <= k <= 4 and cur in joined[:k + len(t)]:
+                f.value = f.raw = joined[:k + len(t)]
+                boxes = [page.lines[i].box for i in range(lo, hi + 1)]
+                f.box = [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                         max(b[3] for b in boxes)]
+                f.span = [int(offsets[lo]), int(offsets[hi] + len(page.lines[hi].text))]
+                return
+
+
 def _strip_key_phrase(sp: Span, text: str, phrases: list[str]) -> Span:
     """A value that begins with its own key phrase (a span grown left over 开票人 on a line without a
     colon) starts after the phrase and any spaces or colon that follow it."""
@@ -543,16 +574,30 @@ def _to_segment_end(sp: Span, text: str, phrases: list[str]) -> Span:
     return Span(sp.key, sp.line, sp.start, len(text.rstrip()), sp.score, sp.alts)
 
 
-def _through_colon(sp: Span, text: str, others: list[Span]) -> Span:
-    """Free text that is itself "label：content" (备注 项目：电气设备服务, 合同号：HT...) and of which the
-    model tagged only the label: a span that starts its line and stops at a colon, followed by text
-    with no colon and no other field's span, runs to the end of the line. (A label that is some field's
-    key phrase never gets here: key text is dropped before.)"""
-    rest = text[sp.end + 1:] if sp.end < len(text) and text[sp.end] in COLONS else ""
-    if not rest.strip() or text[:sp.start].strip() or any(c in COLONS for c in rest) or \
-            any(o is not sp and o.line == sp.line and o.start > sp.end for o in others):
-        return sp
-    return Span(sp.key, sp.line, sp.start, len(text.rstrip()), sp.score, sp.alts)
+def _through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
+    """Free text that is itself "label：content" (备注 项目：餐饮管理服务) of which the label was taken and
+    the content was not (the model gave 餐饮管理 to a company name that lost elsewhere): a value that
+    starts its line and ends at a colon runs to the end of the line, when the rest has no colon and no
+    chosen value. (A label that is some field's key phrase never gets here: key text is dropped.)"""
+    if f.span is None:
+        return
+    offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+    li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+    line, base = page.lines[li], int(offsets[li])
+    a, b = f.span[0] - base, f.span[1] - base
+    text = line.text
+    colon = b - 1 if text[b - 1:b] in tuple(COLONS) else b if text[b:b + 1] in tuple(COLONS) else None
+    if colon is None or text[:a].strip():
+        return
+    end = len(text.rstrip())
+    rest = text[colon + 1:end]
+    if not rest.strip() or any(c in COLONS for c in rest) or \
+            any(t != f.span and t[0] < base + end and base + colon < t[1] for t in taken):
+        return
+    f.raw = _clean(text[a:end])
+    f.value = normalize_value("text", f.raw) or f.raw
+    f.box = _char_box(line, a, end)
+    f.span = [base + a, base + end]
 
 
 def _drop_total_rows(doc: Document) -> None:
@@ -717,8 +762,6 @@ class Extractor:
                   if not _is_key_text(s, page.lines[s.line].text, every_phrase)]
         header = [_to_segment_end(s, page.lines[s.line].text, phrases.get(s.key, []))
                   if specs[s.key].type == "text" else s for s in header]
-        header = [_through_colon(s, page.lines[s.line].text, header) if specs[s.key].type == "text" else s
-                  for s in header]
         # a value that reads as its type (a date that parses, an 18-character tax ID) beats a more
         # confident one that does not; among equals the most confident wins
         for s in sorted(header, key=lambda s: (not _plausible(specs[s.key], page.lines[s.line].text[s.start:s.end]),
@@ -730,7 +773,9 @@ class Extractor:
         for key, f in doc.fields.items():
             if specs[key].type == "text":
                 self._join_bracket_tail(f, page, {ln for ln, _ in used})
+                _through_colon(f, page, [g.span for g in doc.fields.values() if g is not f and g.span])
         if "title" in doc.fields and getattr(schema, "title_phrases", None):
+            _complete_title(doc.fields["title"], page, schema.title_phrases)
             doc.fields["title"].value = _snap_title(doc.fields["title"].value, schema.title_phrases)
         # item rows: one per printed table row - cell centres clustered after taking out the page tilt
         item_spans = _whole_cells([s for s in spans if s.key.startswith("items.") and s.key[6:] in item_specs],

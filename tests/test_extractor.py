@@ -482,16 +482,20 @@ def test_a_name_glued_to_its_tax_id_and_a_name_scattered_over_three_fields_stay_
 
 
 def test_a_remark_that_is_itself_label_and_content_runs_through_its_colon():
-    from models.extractor import Span, _through_colon
-    text = "项目：电气设备服务"
-    sp = _through_colon(Span("remarks", 0, 0, 2, 0.9), text, [])
-    assert text[sp.start:sp.end] == text
-    # not when another field's value follows on the line, nor when the span does not start the line
-    other = Span("drawer", 0, 5, 9, 0.9)
-    assert _through_colon(Span("remarks", 0, 0, 2, 0.9), text, [other]).end == 2
-    assert _through_colon(Span("remarks", 0, 1, 2, 0.9), text, []).end == 2
-    assert _through_colon(Span("remarks", 0, 0, 2, 0.9), "项目：a：b", []).end == 2
+    from models.extractor import _through_colon
+    from data.document import Field
 
+    def remark(text, start, end, taken=()):
+        page = _lines_page([("备", [50, 440, 70, 460]), (text, [92, 460, 243, 477])])
+        f = Field("remarks", text[start:end], text[start:end], span=[2 + start, 2 + end], box=[0, 0, 1, 1])
+        _through_colon(f, page, list(taken))
+        return f.raw
+    assert remark("项目：餐饮管理服务", 0, 3) == "项目：餐饮管理服务"        # the colon tagged with the label
+    assert remark("项目：餐饮管理服务", 0, 2) == "项目：餐饮管理服务"        # the colon left out
+    # not when a chosen value stands in the rest, the value does not start its line, or more colons follow
+    assert remark("项目：餐饮管理服务", 0, 3, [[5, 9]]) == "项目："
+    assert remark("甲项目：餐饮管理服务", 1, 4) == "项目："
+    assert remark("项目：a：b", 0, 3) == "项目："
 
 def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_words(model_dir):
     from models.extractor import Span
@@ -522,3 +526,24 @@ def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_w
         doc = Document(pages=[page], doc_type="vat_invoice")
         ex._fields(doc, page, [Span("total_with_tax_in_words", 1, 0, len(text), 0.9), Span("total_with_tax", 3, 0, 10, 0.9)])
         assert doc.fields["total_with_tax_in_words"].value != "221331.79"
+
+
+def test_a_title_tagged_in_part_becomes_the_printed_title_it_belongs_to():
+    from data.document import Field
+    from models.extractor import _complete_title
+    phrases = load_schema("e_invoice").title_phrases
+
+    def title(rows, line, start, end):
+        page = _lines_page(rows)
+        offset = sum(len(t) + 1 for t, _ in rows[:line])
+        f = Field("title", rows[line][0][start:end], rows[line][0][start:end], span=[offset + start, offset + end])
+        _complete_title(f, page, phrases)
+        return f.value
+    row = [("发票号码：123", [890, 28, 1146, 45]), ("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [571, 34, 819, 61])]
+    assert title(row, 1, 0, 3) == "电子发票(增值税专用发票)"                  # OCR's two lines on one row
+    stacked = [("电子发票", [560, 20, 690, 50]), ("（普通发票）", [540, 55, 710, 85])]
+    assert title(stacked, 0, 0, 3) == "电子发票(普通发票)"
+    # lines far apart are not one title, and a page without a known title keeps what was tagged
+    apart = [("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [571, 400, 819, 428])]
+    assert title(apart, 0, 0, 3) == "电子发"
+    assert title([("电子发单", [467, 33, 585, 61])], 0, 0, 3) == "电子发"
