@@ -368,7 +368,12 @@ def _rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]]) -> Span:
             and m.box[2] <= x0 + 0.3 * h]
     if not left:
         return sp
-    key_text = re.sub(r"[\s:：]+", "", max(left, key=lambda m: m.box[2]).text)
+    key_line = max(left, key=lambda m: m.box[2])
+    # a key that waits for its value ends with a colon, or stands close: a label without a colon far to
+    # the left is another column's (an e-invoice prints its labels above the values)
+    if not key_line.text.rstrip().endswith(tuple(COLONS)) and x0 - key_line.box[2] > 2 * h:
+        return sp
+    key_text = re.sub(r"[\s:：]+", "", key_line.text)
     owners = [k for k, phs in phrases.items() if key_text and any(ph and key_text.endswith(ph) for ph in phs)]
     if not owners or sp.key in owners:
         return sp

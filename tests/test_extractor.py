@@ -453,6 +453,11 @@ def test_a_value_alone_on_its_line_takes_the_field_its_key_on_the_row_names():
     sp = _rekey_by_row(Span("paid_amount", 5, 0, 5, 0.9, {"paid_amount": 0.8, "change": 0.1}), page, phrases)
     assert sp.key == "change"
     assert _rekey_by_row(Span("paid_amount", 3, 0, 6, 0.9), page, phrases).key == "paid_amount"
+    # a label without a colon far to the left belongs to another column (stacked e-invoice labels)
+    stacked = _lines_page([("名称", [93, 215, 117, 231]), ("统一社会信用代码/纳税人识别号", [399, 220, 590, 241]),
+                           ("和腾（石家庄）化工有限公司", [677, 214, 887, 237])])
+    sp = Span("seller_name", 2, 0, 13, 0.9, {"seller_name": 0.6, "seller_tax_id": 0.1})
+    assert _rekey_by_row(sp, stacked, {"seller_name": ["名称"], "seller_tax_id": ["纳税人识别号"]}).key == "seller_name"
     # a value sharing its line with other text is left to the phrase rule
     assert _rekey_by_row(Span("paid_amount", 6, 14, 18, 0.9), page, phrases).key == "paid_amount"
 
