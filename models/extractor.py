@@ -435,7 +435,8 @@ def _title_line(phrases: list[str], lines: list[str]) -> int:
     """Length of the longest title a page prints as a title: a line holding the title exactly, with at
     most four characters more (a province: 湖南增值税电子普通发票). 0 when there is none."""
     best = 0
-    for ph in (re.sub(r"\s+", "", to_halfwidth(t)) for t in phrases):
+    lines = [re.sub(r"[()]", "", ln) for ln in lines]        # OCR drops a bracket now and then
+    for ph in (re.sub(r"[\s()]+", "", to_halfwidth(t)) for t in phrases):
         if any(ph in ln and len(ln) <= len(ph) + 4 for ln in lines):
             best = max(best, len(ph))
     return best
@@ -787,9 +788,13 @@ class Extractor:
                                   page)
         cells = [(s.key[6:], self._make_field(s.key[6:], item_specs[s.key[6:]], page, s)) for s in item_spans]
         cells = [(k, f) for k, f in cells if f.raw and f.box]
-        for k, f in cells:      # 货物名称 is printed *类别*名称; OCR often drops the first star
-            if k == "name" and re.fullmatch(r"[^*\s][^*]*\*[^*]+", f.value or ""):
-                f.value = "*" + f.value
+        for k, f in cells:      # 货物名称 is printed *类别*名称; OCR often drops the first star, or reads
+            if k != "name":     # the second as a quotation mark (会议服务“会议费)
+                continue
+            value = re.sub(r"(?<=[\u4e00-\u9fff])[“”\"＊※](?=[\u4e00-\u9fff])", "*", f.value or "", count=1)
+            if re.fullmatch(r"[^*\s][^*]*\*[^*]+", value):
+                value = "*" + value
+            f.value = value
         if cells:
             quads = [ln.quad for ln in page.lines]
             height = float(np.median([np.hypot(*(np.subtract(q[3], q[0]))) for q in quads]))

@@ -310,6 +310,12 @@ def test_item_cells_grow_to_their_line_and_the_row_arithmetic_fills_a_missed_cel
     assert row["spec"].value == "250ML*24"
     assert row["quantity"].value == "3" and row["quantity"].box[0] == 470
     assert row["tax"].value == "22.62"          # 251.31 x 9% on the row; 22.61 lies in another row
+    # the second star read as a quotation mark, the first dropped; a spec's star between digits stays
+    page.lines[0].text = "会议服务“会议费"
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("items.name", 0, 0, 8, 0.9), Span("items.spec", 1, 0, 8, 0.9),
+                           Span("items.amount", 5, 0, 6, 0.9)])
+    assert doc.items[0]["name"].value == "*会议服务*会议费" and doc.items[0]["spec"].value == "250ML*24"
 
 
 def test_free_text_after_its_key_phrase_runs_to_the_end_of_its_segment():
@@ -390,6 +396,9 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     lean_form = np.array([0.1, 0.2, 0.7])
     assert types3[_pick_type(lean_form, types3, schemas3, ["电子发票（增值税专用发票）", "号4：19822"])] == "e_invoice"
     assert types3[_pick_type(lean_form, types3, schemas3, ["湖南增值税电子普通发票", "人"])] == "vat_invoice"
+    # ... also when OCR dropped its closing bracket
+    assert types3[_pick_type(np.array([0.9, 0.05, 0.05]), types3, schemas3, ["电子发票", "（增值税专用发票", "号码"])] == \
+        "e_invoice"
     # a title OCR cut in two lines is joined again, and the longer title still wins
     assert types3[_pick_type(np.array([0.6, 0.3, 0.1]), types3, schemas3, ["电子发票", "（增值税专用发票）", "号码"])] == \
         "e_invoice"
