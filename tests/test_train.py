@@ -172,3 +172,14 @@ def test_ocr_cache_rows_read_with_other_settings_are_read_again(tmp_path, monkey
     pages = ocr_records(recs, cache)
     assert len(read) == 1 and pages["p0"].lines[0].text == "kept" and pages["p1"].lines[0].text == "fresh"
     assert ocr_records(recs, cache)["p1"].lines[0].text == "fresh" and len(read) == 1
+
+
+def test_extract_levels_bench_uses_the_layouts_the_bundled_model_never_saw():
+    import json
+    from pathlib import Path
+
+    from bench.extract_levels_bench import heldout_layouts
+    prov = json.loads(Path("models/default/provenance.json").read_text(encoding="utf-8"))
+    got = heldout_layouts(Path("models/default"))
+    assert sorted(f"{t}/{lay}" for t, lays in got.items() for lay in lays) == \
+        sorted(prov["heldout_layouts"] + ["generic_form/form_sections"])
