@@ -179,7 +179,8 @@ def test_extract_levels_bench_uses_the_layouts_the_bundled_model_never_saw():
     from pathlib import Path
 
     from bench.extract_levels_bench import heldout_layouts
-    prov = json.loads(Path("models/default/provenance.json").read_text(encoding="utf-8"))
-    got = heldout_layouts(Path("models/default"))
+    model = Path(__file__).resolve().parents[1] / "models" / "default"
+    prov = json.loads((model / "provenance.json").read_text(encoding="utf-8"))
+    got = heldout_layouts(model)
     assert sorted(f"{t}/{lay}" for t, lays in got.items() for lay in lays) == \
         sorted(prov["heldout_layouts"] + ["generic_form/form_sections"])
