@@ -225,23 +225,20 @@ def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
     ex._fields(doc, page, [Span("buyer_name", 1, 0, 6, 0.9)])
     f = doc.fields["buyer_name"]
     assert f.raw == "盛达餐厅（朝阳区店）" and f.box[0] == 100 and f.span == [0, 11]
-    # OCR cut before the bracket and read the head's last character on both sides
-    page = _lines_page([("博锦面包房", [137, 40, 282, 66]), ("房（玄武区店）", [268, 40, 432, 66]),
-                        ("地址：南京市", [30, 93, 385, 114])])
-    doc = Document(pages=[page], doc_type="vat_invoice")
-    ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
-    assert doc.fields["buyer_name"].raw == "博锦面包房（玄武区店）"
-    # boxes that overlap by a third of the line height read the same ink twice, even when misread
-    page = _lines_page([("云睿烘焙坊", [144, 39, 275, 63]), ("市（西城区店）", [264, 39, 409, 63])])
-    doc = Document(pages=[page], doc_type="vat_invoice")
-    ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
-    assert doc.fields["buyer_name"].raw == "云睿烘焙坊（西城区店）"
-    # ... but not a neighbour that merely ends in another character, nor one a gap away
-    for head, box in (("博锦面包店", [137, 40, 266, 66]), ("博锦面包房", [100, 40, 230, 66])):
-        page = _lines_page([(head, box), ("房（玄武区店）", [268, 40, 432, 66])])
+
+    def name(rows):         # the model tagged the second OCR line (7 characters) as the name
+        page = _lines_page(rows)
         doc = Document(pages=[page], doc_type="vat_invoice")
         ex._fields(doc, page, [Span("buyer_name", 1, 0, 7, 0.9)])
-        assert doc.fields["buyer_name"].raw == "房（玄武区店）"
+        return doc.fields["buyer_name"].raw
+    # OCR cut before the bracket and read the head's last character on both sides
+    assert name([("博锦面包房", [137, 40, 282, 66]), ("房（玄武区店）", [268, 40, 432, 66]),
+                 ("地址：南京市", [30, 93, 385, 114])]) == "博锦面包房（玄武区店）"
+    # boxes that overlap by a third of the line height read the same ink twice, even when misread
+    assert name([("云睿烘焙坊", [144, 39, 275, 63]), ("市（西城区店）", [264, 39, 409, 63])]) == "云睿烘焙坊（西城区店）"
+    # ... but not a neighbour that merely ends in another character, nor one a gap away
+    for head, box in (("博锦面包店", [137, 40, 266, 66]), ("博锦面包房", [100, 40, 230, 66])):
+        assert name([(head, box), ("房（玄武区店）", [268, 40, 432, 66])]) == "房（玄武区店）"
 
 
 def _lines_page(rows: list[tuple[str, list[float]]]) -> Page:
