@@ -34,8 +34,8 @@ from data.validate import is_valid_id_number
 from models.decode import cluster_rows, page_slope
 from models.encoder import Encoder, EncoderConfig
 from models.form_pairs import decode_form
-from models.ocr_eval import edit_distance
 from models.heads import ExtractionHead, HeadConfig
+from models.ocr_eval import edit_distance
 from models.tokenizer import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
@@ -925,9 +925,9 @@ class Extractor:
             said = parse_amount(words.value)
             # words that read as another amount are taken for a misreading only when the figure is
             # borne out by the invoice's sum (合计金额 + 合计税额 = 价税合计): then OCR, not the invoice, erred
-            summed = [r for r in schema.rules if r.check == "sum" and r.equals == rule.figure and
-                      all(k in doc.fields for k in r.fields) and
-                      sum((value_of(k) or Decimal("NaN")) for k in r.fields) == figure]
+            terms = [[value_of(k) if k in doc.fields else None for k in r.fields]
+                     for r in schema.rules if r.check == "sum" and r.equals == rule.figure]
+            summed = [t for t in terms if t and None not in t and sum(t) == figure]
             if said is not None and (said == figure or not summed):
                 continue
             read = re.sub(r"[\s⊗ⓧ×Ⓧ⨂()（）]|人民币", "", words.raw)
