@@ -580,6 +580,22 @@ def _to_segment_end(sp: Span, text: str, phrases: list[str]) -> Span:
     return Span(sp.key, sp.line, sp.start, len(text.rstrip()), sp.score, sp.alts)
 
 
+def _whole_line(sp: Span, text: str, others: list[Span], phrases: list[str]) -> Span:
+    """A free-text value alone on its OCR line (a name under its stacked label: 白兰华) of which the
+    model tagged at least half but not all is the whole line, when the line has no colon, no other
+    field's value and no key phrase beside the value."""
+    body = text.strip()
+    lead = len(text) - len(text.lstrip())
+    if not body or any(c in COLONS for c in text) or (sp.start, sp.end) == (lead, lead + len(body)) or \
+            any(o.line == sp.line and o.key != sp.key for o in others):
+        return sp
+    rest = re.sub(r"\s+", "", text[:sp.start] + text[sp.end:])
+    if 2 * len(re.sub(r"\s+", "", text[sp.start:sp.end])) < len(re.sub(r"\s+", "", body)) or \
+            any(ph and ph in rest for ph in phrases):
+        return sp
+    return Span(sp.key, sp.line, lead, lead + len(body), sp.score, sp.alts)
+
+
 def _through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
     """Free text that is itself "label：content" (备注 项目：餐饮管理服务) of which the label was taken and
     the content was not (the model gave 餐饮管理 to a company name that lost elsewhere): a value that
@@ -768,6 +784,8 @@ class Extractor:
                   if not _is_key_text(s, page.lines[s.line].text, every_phrase)]
         header = [_to_segment_end(s, page.lines[s.line].text, phrases.get(s.key, []))
                   if specs[s.key].type == "text" else s for s in header]
+        header = [_whole_line(s, page.lines[s.line].text, header, every_phrase) if specs[s.key].type == "text"
+                  else s for s in header]
         # a value that reads as its type (a date that parses, an 18-character tax ID) beats a more
         # confident one that does not; among equals the most confident wins
         for s in sorted(header, key=lambda s: (not _plausible(specs[s.key], page.lines[s.line].text[s.start:s.end]),
@@ -895,6 +913,24 @@ class Extractor:
                         doc.fields[rule.figure] = Field(**{**f.__dict__, "key": rule.figure,
                                                            "label": specs[rule.figure].label})
                         break
+        # a total the sum contradicts (价税合计 read as 2.00 beside ￥10493960.17): when the terms add up to
+        # exactly one free figure on the page and the 大写 words do not stand by the value taken, that
+        # figure is the total
+        for rule in getattr(schema, "rules", []):
+            if rule.check != "sum" or not rule.equals or rule.equals not in doc.fields or \
+                    specs.get(rule.equals) is None or specs[rule.equals].type != "amount":
+                continue
+            parts = [value_of(k) if k in doc.fields else None for k in rule.fields]
+            total = value_of(rule.equals)
+            if not parts or None in parts or total is None or sum(parts) == total:
+                continue
+            words = [value_of(r.words) for r in schema.rules if r.check == "words_match" and r.figure == rule.equals
+                     and r.words in doc.fields]
+            if total in words:
+                continue
+            old = doc.fields.pop(rule.equals)
+            if not fill(rule.equals, sum(parts)):
+                doc.fields[rule.equals] = old
         for _ in range(3):       # one fill can make the next rule computable
             changed = False
             for rule in getattr(schema, "rules", []):

@@ -558,3 +558,27 @@ def test_a_title_tagged_in_part_becomes_the_printed_title_it_belongs_to():
     apart = [("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [571, 400, 819, 428])]
     assert title(apart, 0, 0, 3) == "电子发"
     assert title([("电子发单", [467, 33, 585, 61])], 0, 0, 3) == "电子发"
+
+
+def test_a_name_alone_on_its_line_is_the_whole_line():
+    from models.extractor import Span, _whole_line
+    phrases = ["开票人", "复核", "收款人"]
+    assert _whole_line(Span("drawer", 0, 0, 2, 0.9), "白兰华", [], phrases).end == 3
+    # not with a colon, a key phrase beside it, another field's value on the line, or under half tagged
+    assert _whole_line(Span("drawer", 0, 4, 6, 0.9), "开票人：白兰华", [], phrases).end == 6
+    assert _whole_line(Span("drawer", 0, 0, 3, 0.9), "白兰华 复核", [], phrases).end == 3
+    other = Span("payee", 0, 4, 6, 0.9)
+    assert _whole_line(Span("drawer", 0, 0, 3, 0.9), "白兰华 李四", [other], phrases).end == 3
+    assert _whole_line(Span("drawer", 0, 0, 1, 0.9), "白兰华", [], phrases).end == 1
+
+
+def test_a_total_the_invoice_sum_contradicts_is_the_one_figure_the_sum_gives(model_dir):
+    from models.extractor import Span
+    ex = Extractor.load(model_dir)
+    page = _lines_page([("合计", [80, 400, 130, 420]), ("￥9627426.75", [700, 400, 800, 420]),
+                        ("￥866533.42", [1100, 400, 1190, 420]), ("（小写）", [800, 440, 860, 460]),
+                        ("￥10493960.17", [870, 440, 990, 460]), ("2.00", [870, 600, 910, 620])])
+    doc = Document(pages=[page], doc_type="vat_invoice")
+    ex._fields(doc, page, [Span("total_amount", 1, 0, 11, 0.9), Span("total_tax", 2, 0, 10, 0.9),
+                           Span("total_with_tax", 5, 0, 4, 0.9)])
+    assert doc.fields["total_with_tax"].value == "10493960.17" and doc.fields["total_with_tax"].box[0] == 870
