@@ -512,8 +512,8 @@ def _complete_title(f: Field, page: Page, phrases: list[str]) -> None:
     cur = re.sub(r"\s+", "", to_halfwidth(f.value or ""))
     if not cur or any(cur.endswith(t) for t in titles):
         return
-    offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
-    li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+    offsets = _line_starts(page)
+    li = _line_of(offsets, f.span[0])
 
     def near(a: Line, b: Line) -> bool:         # on one row, or b stacked right under a
         h = max(1.0, a.box[3] - a.box[1], b.box[3] - b.box[1])
@@ -603,8 +603,8 @@ def _through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
     chosen value. (A label that is some field's key phrase never gets here: key text is dropped.)"""
     if f.span is None:
         return
-    offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
-    li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+    offsets = _line_starts(page)
+    li = _line_of(offsets, f.span[0])
     line, base = page.lines[li], int(offsets[li])
     a, b = f.span[0] - base, f.span[1] - base
     text = line.text
@@ -657,6 +657,16 @@ def _char_box(line: Line, start: int, end: int) -> list[float]:
 
 def _clean(text: str) -> str:
     return text.strip().strip(":：").strip()
+
+
+def _line_starts(page: Page) -> np.ndarray:
+    """Offset of each line's first character in the page text (lines joined by newlines), plus the end."""
+    return np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+
+
+def _line_of(offsets: np.ndarray, pos: int) -> int:
+    """Index of the line that holds page-text offset `pos`."""
+    return int(np.searchsorted(offsets, pos, side="right") - 1)
 
 
 class Extractor:
@@ -833,7 +843,7 @@ class Extractor:
         in the row's band that makes 数量 x 单价 = 金额 (or 金额 x 税率 = 税额) hold."""
         taken = {tuple(f.span) for row in doc.items for f in row.values() if f.span} | \
                 {tuple(f.span) for f in doc.fields.values() if f.span}
-        starts = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+        starts = _line_starts(page)
         for row in doc.items:
             amount = parse_amount(row["amount"].value) if "amount" in row else None
             if amount is None:
@@ -873,7 +883,7 @@ class Extractor:
         for that exact value, and a field is filled only when exactly one figure not already taken fits."""
         taken = [f.span for f in doc.fields.values() if f.span] + \
                 [f.span for row in doc.items for f in row.values() if f.span]
-        starts = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+        starts = _line_starts(page)
         figures = []            # (value, line, start, end) of every money figure on the page
         for li, ln in enumerate(page.lines):
             for m in re.finditer(r"[¥￥VYNX]?" + TYPE_SHAPES["amount"], ln.text):
@@ -996,8 +1006,8 @@ class Extractor:
         """The other half of a split name: 智融生活超市 then （朝阳区店） as a separate OCR line just right of
         it, or stacked below it, the model tagging only the head. Such a line (one bracketed group, no
         other field) right of the head on its row, or right below and centred on it, is appended."""
-        offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
-        li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+        offsets = _line_starts(page)
+        li = _line_of(offsets, f.span[0])
         line = page.lines[li]
         if f.span[1] - offsets[li] < len(line.text.rstrip()):
             return        # the value does not end its line
@@ -1031,8 +1041,8 @@ class Extractor:
             Extractor._join_bracket_below(f, page, used_lines)
         if not f.raw or (f.raw[0] not in "（(" and not dup) or f.span is None:
             return
-        offsets = np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
-        li = int(np.searchsorted(offsets, f.span[0], side="right") - 1)
+        offsets = _line_starts(page)
+        li = _line_of(offsets, f.span[0])
         if f.span[0] - offsets[li] != len(page.lines[li].text) - len(page.lines[li].text.lstrip()):
             return       # the bracket is not where its line starts
         x0, y0, _, y1 = page.lines[li].box
