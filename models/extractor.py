@@ -349,6 +349,12 @@ def _rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span
     owners = [k for k, phs in phrases.items() if any(ph and key_text.endswith(ph) for ph in phs)] or \
         [k for k, phs in phrases.items()       # a long key misread in one character (纳税人只别号)
          if any(len(ph) >= 5 and _near(key_text[-len(ph):], ph) for ph in phs)]
+    return _rekey_to(sp, owners)
+
+
+def _rekey_to(sp: Span, owners: list[str]) -> Span:
+    """The span under the one of `owners` (the fields a key names) it gave most mass, unless it already
+    is one of them or no key named any."""
     if not owners or sp.key in owners:
         return sp
     best = max(owners, key=lambda k: sp.alts.get(k, 0.0))
@@ -375,10 +381,7 @@ def _rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]]) -> Span:
         return sp
     key_text = re.sub(r"[\s:：]+", "", key_line.text)
     owners = [k for k, phs in phrases.items() if key_text and any(ph and key_text.endswith(ph) for ph in phs)]
-    if not owners or sp.key in owners:
-        return sp
-    best = max(owners, key=lambda k: sp.alts.get(k, 0.0))
-    return Span(best, sp.line, sp.start, sp.end, sp.score, sp.alts)
+    return _rekey_to(sp, owners)
 
 
 def _is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
@@ -978,11 +981,11 @@ class Extractor:
                 continue
             read = re.sub(r"[\s⊗ⓧ×Ⓧ⨂()（）]|人民币", "", words.raw)
             expected = format_amount_words(figure)
-            if read and edit_distance(read, expected) <= max(1, len(expected) // 8):
+            off = edit_distance(read, expected) if read else len(expected)
+            if off <= max(1, len(expected) // 8):
                 words.value = normalize_value("amount", str(figure)) or str(figure)
                 doc.warnings.append(f"{words.label} ({rule.words}) read as {words.raw}: taken as the words for "
-                                    f"{rule.figure} {figure}, which differ from it in "
-                                    f"{edit_distance(read, expected)} character(s)")
+                                    f"{rule.figure} {figure}, which differ from it in {off} character(s)")
         # an ID card's sex or birth date that OCR missed (a lone 男 is easy to miss) is printed inside a
         # valid ID number too: taken from there, with no box of its own, and said in a warning
         for rule in getattr(schema, "rules", []):

@@ -13,6 +13,7 @@ Use `get_engine(OCRSettings(...))`: it loads the models once per process and per
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 from dataclasses import dataclass
 
@@ -56,6 +57,10 @@ class OCRSettings:
                                           # clean pages (bench/README.md)
     drop_score: float = 0.5               # lines read with lower confidence are dropped
     small_image_pad: int = 64             # pages smaller than this get a white border so lines at the edge are found
+
+    def tag(self) -> str:
+        """A short fingerprint of these settings: cached readings made with other settings are stale."""
+        return hashlib.sha1(repr(self).encode()).hexdigest()[:12]
 
 
 def _rotate_points(pts: np.ndarray, degrees: int, h: int, w: int) -> np.ndarray:

@@ -142,7 +142,6 @@ def test_background_ocr_shards_fold_into_the_cache_once(tmp_path):
 
 
 def test_ocr_cache_rows_read_with_other_settings_are_read_again(tmp_path, monkeypatch):
-    import hashlib
     import json
 
     import cv2
@@ -151,7 +150,8 @@ def test_ocr_cache_rows_read_with_other_settings_are_read_again(tmp_path, monkey
     import models.ocr as ocr_mod
     from data.document import Document, Line, Page, box_to_quad
     from training.trainer import ocr_records
-    tag = hashlib.sha1(repr(ocr_mod.OCRSettings()).encode()).hexdigest()[:12]
+    tag = ocr_mod.OCRSettings().tag()
+    assert tag != ocr_mod.OCRSettings(det_limit_side_len=960).tag()
     recs = []
     for i in range(2):
         cv2.imwrite(str(tmp_path / f"p{i}.png"), np.full((20, 20, 3), 255, np.uint8))

@@ -16,7 +16,6 @@ What a run does, in order (every step is resumable from the work directory):
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -109,7 +108,7 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
     import cv2
     from data.document import Document
     from models.ocr import OCRSettings, get_engine
-    tag = hashlib.sha1(repr(OCRSettings()).encode()).hexdigest()[:12]
+    tag = OCRSettings().tag()
     done: dict[str, Page] = {}
     if cache.is_file():
         for raw in cache.read_text(encoding="utf-8").splitlines():
