@@ -207,3 +207,104 @@ def test_check_record_names_what_is_wrong():
 def test_unknown_format_tells_the_choices(tmp_path):
     with pytest.raises(ValueError, match="ppocrlabel"):
         import_corpus("docx", tmp_path, tmp_path / "o")
+
+
+def receipt(image: str = "a.png", **over) -> dict:
+    rec = {"image": image, "doc_type": "receipt", "layout": "r1", "width": 400, "height": 300,
+           "lines": [{"id": 0, "text": "合计：12.50", "quad": [[10, 10], [110, 10], [110, 30], [10, 30]],
+                      "box": [10, 10, 110, 30], "label": None, "linking": []}],
+           "fields": {"total": {"value": "12.50", "text": "12.50", "line": 0, "span": [3, 8],
+                                "box": [60, 10, 110, 30]}}, "items": [], "pairs": []}
+    return {**rec, **over}
+
+
+def test_a_non_utf8_byte_costs_its_record_not_the_import(tmp_path, capsys):
+    """One GBK-encoded record among UTF-8 ones: that file:line is reported, the others are imported,
+    and the CLI exits normally with the count (no UnicodeDecodeError traceback)."""
+    from training.__main__ import main
+    src = tmp_path / "src"
+    blank(src / "a.png")
+    good = json.dumps(receipt(), ensure_ascii=False).encode("utf-8")
+    gbk = json.dumps(receipt(), ensure_ascii=False).encode("gbk")      # 合计 in GBK: not UTF-8
+    (src / CORPUS_FILE).write_bytes(b"\n".join([good, gbk, good]) + b"\n")
+    out = tmp_path / "out"
+    assert main(["import", "--format", "ours", "--src", str(src), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "2 of 3 records written, 1 bad" in printed
+    assert f"{src / CORPUS_FILE}:2: [error] byte 0x" in printed and "not UTF-8" in printed
+    assert [r["fields"]["total"]["value"] for r in read_corpus(out)] == ["12.50", "12.50"]
+
+    # the same in a single-document format: the line of the bad byte, the other documents kept
+    xf = tmp_path / "xf"
+    blank(xf / "a.jpg")
+    doc = {"id": "a", "img": {"fname": "a.jpg"}, "document": [{"id": 0, "text": "姓名", "box": [1, 1, 9, 9],
+                                                               "label": "question"}]}
+    body = [json.dumps(doc, ensure_ascii=False).encode()] * 3
+    body[1] = json.dumps(doc, ensure_ascii=False, indent=0).encode("gbk")      # document 2 spans lines 4..
+    data = b'{"documents": [\n' + b",\n".join(body) + b"\n]}\n"
+    (xf / "x.json").write_bytes(data)
+    bad_line = data[:data.index("姓名".encode("gbk"))].count(b"\n") + 1
+    report = import_corpus("xfund", xf, tmp_path / "xout")
+    assert report.records_written == 2 and lines_of(report) == {("x.json", bad_line)} and bad_line > 3
+
+
+def test_null_transcription_is_an_error_not_the_text_None(tmp_path):
+    src = tmp_path / "ppocr"
+    blank(src / "p1.jpg")
+    box = {"transcription": "合计", "points": [[10, 10], [90, 10], [90, 30], [10, 30]], "key_cls": "other", "id": 1}
+    (src / "Label.txt").write_text("\n".join([
+        "p1.jpg\t" + json.dumps([box], ensure_ascii=False),
+        "p1.jpg\t" + json.dumps([box, {**box, "id": 2, "transcription": None}], ensure_ascii=False),
+    ]) + "\n", encoding="utf-8")
+    report = import_corpus("ppocrlabel", src, tmp_path / "out")
+    assert report.records_written == 1 and lines_of(report) == {("Label.txt", 2)}
+    assert "null transcription" in report.errors[0].message
+    assert "None" not in (tmp_path / "out" / CORPUS_FILE).read_text(encoding="utf-8")
+
+
+def test_box_far_outside_the_page_is_an_error_slightly_outside_is_clipped(tmp_path):
+    src = tmp_path / "src"
+    blank(src / "a.png")                            # 400 x 300: 2% is 8 x 6 pixels
+    slightly = receipt()
+    slightly["lines"][0]["quad"] = [[-3, 10], [405, 10], [405, 30], [-3, 30]]
+    slightly["lines"][0]["box"] = [-3, 10, 405, 30]
+    slightly["fields"]["total"]["box"] = [60, 10, 405, 304]
+    far_field = receipt()
+    far_field["fields"]["total"]["box"] = [60, 10, 900, 30]      # twice the page width: another image's box
+    far_line = receipt()
+    far_line["lines"][0]["box"] = [10, 10, 110, 360]
+    (src / CORPUS_FILE).write_text("\n".join(json.dumps(r, ensure_ascii=False)
+                                             for r in (slightly, far_field, far_line)) + "\n", encoding="utf-8")
+    report = import_corpus("ours", src, tmp_path / "out")
+    assert lines_of(report) == {(CORPUS_FILE, 2), (CORPUS_FILE, 3)}
+    assert all("outside the 400x300 page" in p.message for p in report.errors)
+    (rec,) = read_corpus(tmp_path / "out")
+    assert rec["lines"][0]["box"] == [0, 10, 400, 30]
+    assert rec["lines"][0]["quad"] == [[0, 10], [400, 10], [400, 30], [0, 30]]
+    assert rec["fields"]["total"]["box"] == [60, 10, 400, 300]
+    assert check_record(rec, tmp_path / "out") == []
+
+
+def test_a_crash_mid_import_leaves_the_previous_corpus_whole(tmp_path, monkeypatch):
+    from data.importers.records import CorpusWriter
+    src, out = tmp_path / "src", tmp_path / "out"
+    blank(src / "a.png")
+    (src / CORPUS_FILE).write_text("\n".join(json.dumps(receipt(), ensure_ascii=False)
+                                             for _ in range(3)) + "\n", encoding="utf-8")
+    assert import_corpus("ours", src, out).records_written == 3
+    before = (out / CORPUS_FILE).read_bytes()
+    real_write = CorpusWriter.write
+
+    def dies_on_the_second_record(self, rec):
+        if self.count == 1:
+            raise KeyboardInterrupt("killed mid-write")
+        real_write(self, rec)
+
+    monkeypatch.setattr(CorpusWriter, "write", dies_on_the_second_record)
+    with pytest.raises(KeyboardInterrupt):
+        import_corpus("ours", src, out)
+    assert (out / CORPUS_FILE).read_bytes() == before          # not one record of the killed import
+    assert not (out / (CORPUS_FILE + ".tmp")).exists()
+    with pytest.raises(KeyboardInterrupt):
+        import_corpus("ours", src, tmp_path / "fresh")
+    assert not (tmp_path / "fresh" / CORPUS_FILE).exists()     # no corpus rather than a partial one

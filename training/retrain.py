@@ -525,7 +525,11 @@ def import_args(p: argparse.ArgumentParser) -> None:
 def import_main(a: argparse.Namespace) -> int:
     from tqdm import tqdm
     opts = {"ocr": read_page_with_ocr, "min_score": a.min_score, "progress": tqdm} if a.format == "csv" else {}
-    report = import_corpus(a.format, a.src, a.out, a.doc_type, a.schema, **opts)
+    try:
+        report = import_corpus(a.format, a.src, a.out, a.doc_type, a.schema, **opts)
+    except (ValueError, OSError) as exc:       # no such --src, unknown format: a message, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(report.summary())
     print(f"corpus written to {a.out / CORPUS_FILE}; full report in {a.out / 'import_report.json'}")
     return 0 if report.records_written else 1

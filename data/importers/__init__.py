@@ -20,7 +20,7 @@ from typing import Any
 from data.importers.labelstudio import import_labelstudio
 from data.importers.ours import import_ours
 from data.importers.ppocrlabel import import_ppocrlabel
-from data.importers.records import CORPUS_FILE, SCHEMA_DIR, CorpusWriter, check_record
+from data.importers.records import CORPUS_FILE, SCHEMA_DIR, CorpusWriter, check_record, write_atomic
 from data.importers.report import ImportReport, Problem
 from data.importers.weak import import_csv
 from data.importers.xfund import import_xfund
@@ -33,6 +33,9 @@ FORMATS = tuple(IMPORTERS)
 def import_corpus(fmt: str, src: str | Path, out: str | Path, doc_type: str | None = None,
                   schemas: list[str | Path] = (), **options: Any) -> ImportReport:
     """Import `src` in format `fmt` into the corpus directory `out` (created; corpus.jsonl replaced).
+
+    corpus.jsonl is replaced atomically when the import finishes: an import that crashes or is killed
+    leaves the previous corpus.jsonl (or none), never a partial one.
 
     `schemas` are schema YAML files copied to out/schemas/ so a new document type travels with its
     examples. `options` go to the importer (csv: `ocr`, `min_score`, `progress`).
@@ -51,7 +54,7 @@ def import_corpus(fmt: str, src: str | Path, out: str | Path, doc_type: str | No
             shutil.copyfile(s, out / SCHEMA_DIR / Path(s).name)
     with CorpusWriter(out) as writer:
         IMPORTERS[fmt](src, writer, report, doc_type=doc_type, **options)
-    (out / "import_report.json").write_text(report.to_json(), encoding="utf-8")
+    write_atomic(out / "import_report.json", report.to_json())
     return report
 
 

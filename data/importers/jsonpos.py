@@ -23,6 +23,12 @@ def iter_array(text: str, start: int) -> Iterator[tuple[int, Any]]:
 
     Raises json.JSONDecodeError (with its own line number) where the array is malformed.
     """
+    for begin, _, element in iter_array_spans(text, start):
+        yield line_of(text, begin), element
+
+
+def iter_array_spans(text: str, start: int) -> Iterator[tuple[int, int, Any]]:
+    """Yield (start offset, end offset, element) for the JSON array whose '[' is at `text[start]`."""
     if text[start] != "[":
         raise json.JSONDecodeError("expected '['", text, start)
     pos = _WS.match(text, start + 1).end()
@@ -30,7 +36,7 @@ def iter_array(text: str, start: int) -> Iterator[tuple[int, Any]]:
         return
     while True:
         element, end = _DECODER.raw_decode(text, pos)
-        yield line_of(text, pos), element
+        yield pos, end, element
         pos = _WS.match(text, end).end()
         if text.startswith(",", pos):
             pos = _WS.match(text, pos + 1).end()

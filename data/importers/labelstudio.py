@@ -11,9 +11,9 @@ import json
 import math
 from pathlib import Path
 
-from data.importers.jsonpos import find_array, iter_array
-from data.importers.records import (XFUND_LABELS, CorpusWriter, field_from_line, make_line,
-                                    pairs_from_links, write_checked)
+from data.importers.jsonpos import find_array, iter_array_spans, line_of
+from data.importers.records import (XFUND_LABELS, CorpusWriter, bad_byte, field_from_line, make_line,
+                                    pairs_from_links, read_source, write_checked)
 from data.importers.report import ImportReport
 
 IMAGE_KEYS = ("ocr", "image", "img", "url")
@@ -90,11 +90,16 @@ def import_labelstudio(src: Path, writer: CorpusWriter, report: ImportReport, do
     if not files:
         report.bad(src, 0, "no Label Studio *.json export found; export as JSON and point --src at it")
     for path in files:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
         roots = [path.parent, path.parent / "images", path.parent / "upload"]
         try:
-            for lineno, task in iter_array(text, find_array(text, None)):
+            for begin, end, task in iter_array_spans(text, find_array(text, None)):
                 report.records_seen += 1
+                lineno = line_of(text, begin)
+                bad = bad_byte(text, begin, end)
+                if bad:
+                    report.bad(path, line_of(text, bad[0]), bad[1])
+                    continue
                 try:
                     name, rec = parse_task(task, doc_type)
                 except (ValueError, TypeError, KeyError) as e:

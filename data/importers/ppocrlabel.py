@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from data.importers.records import (XFUND_LABELS, CorpusWriter, field_from_line, make_line,
-                                    pairs_from_links, write_checked)
+from data.importers.records import (XFUND_LABELS, CorpusWriter, bad_byte, field_from_line, make_line,
+                                    pairs_from_links, read_source, write_checked)
 from data.importers.report import ImportReport
 
 NO_CLASS = {"", "none", "null", "ignore"}
@@ -54,21 +54,24 @@ def import_ppocrlabel(src: Path, writer: CorpusWriter, report: ImportReport, doc
         report.bad(src, 0, "no Label.txt found; point --src at PPOCRLabel's Label.txt or its folder")
     for path in files:
         roots = [path.parent, path.parent.parent]
-        with open(path, encoding="utf-8") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                report.records_seen += 1
-                name, tab, ann = raw.rstrip("\n").partition("\t")
-                if not tab:
-                    report.bad(path, lineno, "no tab between the image path and the JSON annotation")
-                    continue
-                try:
-                    rec = parse_annotations(json.loads(ann), doc_type)
-                except json.JSONDecodeError as e:
-                    report.bad(path, lineno, f"annotation is not valid JSON ({e.msg})")
-                    continue
-                except (ValueError, TypeError) as e:
-                    report.bad(path, lineno, str(e))
-                    continue
-                write_checked(writer, report, path, lineno, name, rec, roots, size="always")
+        for lineno, raw in enumerate(read_source(path).split("\n"), 1):
+            if not raw.strip():
+                continue
+            report.records_seen += 1
+            bad = bad_byte(raw)
+            if bad:
+                report.bad(path, lineno, bad[1])
+                continue
+            name, tab, ann = raw.rstrip("\r").partition("\t")
+            if not tab:
+                report.bad(path, lineno, "no tab between the image path and the JSON annotation")
+                continue
+            try:
+                rec = parse_annotations(json.loads(ann), doc_type)
+            except json.JSONDecodeError as e:
+                report.bad(path, lineno, f"annotation is not valid JSON ({e.msg})")
+                continue
+            except (ValueError, TypeError) as e:
+                report.bad(path, lineno, str(e))
+                continue
+            write_checked(writer, report, path, lineno, name, rec, roots, size="always")

@@ -10,6 +10,8 @@ corpus from any source reads the same downstream.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,45 @@ CORPUS_FILE = "corpus.jsonl"
 IMAGE_DIR = "images"
 SCHEMA_DIR = "schemas"
 XFUND_LABELS = ("header", "question", "answer", "other")
-BOX_SLACK = 2.0          # pixels a box may stick out of the page (annotation tools round outward)
+BOX_SLACK = 2.0          # pixels a box may always stick out of the page (annotation tools round outward)
+BOX_TOLERANCE = 0.02     # share of the page's width/height a box may stick out (clipped when written); a box
+                         # further out belongs to another page size or another image, so it is an error
+_BAD_BYTE = re.compile("[\udc80-\udcff]")     # what surrogateescape makes of a byte that is not UTF-8
+
+
+def read_source(path: Path) -> str:
+    """A source file's text; bytes that are not UTF-8 are kept as lone surrogates (surrogateescape) so
+    one bad byte costs the one record it sits in (see `bad_byte`), not the whole import. A BOM is dropped."""
+    return path.read_bytes().decode("utf-8-sig", errors="surrogateescape")
+
+
+def bad_byte(text: str, start: int = 0, end: int | None = None) -> tuple[int, str] | None:
+    """(offset, why) of the first byte in text[start:end] that was not UTF-8 (see `read_source`), else None."""
+    m = _BAD_BYTE.search(text, start, len(text) if end is None else end)
+    if m is None:
+        return None
+    column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return m.start(), (f"byte 0x{ord(m.group()) - 0xDC00:02X} at column {column} is not UTF-8; "
+            f"save the file as UTF-8 (e.g. from GBK: iconv -f GBK -t UTF-8)")
+
+
+def page_slack(w: float, h: float) -> tuple[float, float]:
+    """How far (x, y) a box may stick out of a w x h page and still be clipped rather than refused."""
+    return max(BOX_SLACK, BOX_TOLERANCE * w), max(BOX_SLACK, BOX_TOLERANCE * h)
+
+
+def _outside(box: list, w: float, h: float) -> bool:
+    sx, sy = page_slack(w, h)
+    return box[0] < -sx or box[1] < -sy or box[2] > w + sx or box[3] > h + sy
 
 
 def make_line(line_id: int, text: str, quad: list | None = None, box: list | None = None,
               label: str | None = None, linking: list | None = None) -> dict[str, Any]:
-    """A line from a quad or a box (whichever the source has); the other is derived."""
+    """A line from a quad or a box (whichever the source has); the other is derived.
+
+    A null text raises ValueError: str(None) would put the word "None" on the page as if it were printed."""
+    if text is None:
+        raise ValueError(f"box {line_id} has a null transcription; type its text or delete the box")
     if quad is None and box is not None:
         quad = box_to_quad(box)
     if quad is not None:
@@ -107,8 +142,7 @@ def check_record(rec: dict[str, Any], root: Path | None = None) -> list[str]:
             errs.append(f'{where}: "box" must be [x0, y0, x1, y1]')
         elif box[2] < box[0] or box[3] < box[1]:
             errs.append(f"{where}: box {box} has x1 < x0 or y1 < y0")
-        elif w and (box[0] < -BOX_SLACK or box[1] < -BOX_SLACK or box[2] > w + BOX_SLACK
-                    or box[3] > h + BOX_SLACK):
+        elif w and h and _outside(box, w, h):
             errs.append(f"{where}: box {box} lies outside the {w}x{h} page")
         label = ln.get("label")
         if label is not None and not isinstance(label, str):
@@ -123,7 +157,7 @@ def check_record(rec: dict[str, Any], root: Path | None = None) -> list[str]:
     if not isinstance(fields, dict):
         return errs + ['"fields" must be an object {key: {"value", "line", "span", ...}}']
     for key, f in fields.items():
-        errs.extend(_check_field(f"fields[{key!r}]", f, ids))
+        errs.extend(_check_field(f"fields[{key!r}]", f, ids, w, h))
     items = rec.get("items", [])
     if not isinstance(items, list):
         errs.append('"items" must be a list of {key: field} rows')
@@ -133,16 +167,24 @@ def check_record(rec: dict[str, Any], root: Path | None = None) -> list[str]:
                 errs.append(f"items[{r}] is not an object")
                 continue
             for key, f in row.items():
-                errs.extend(_check_field(f"items[{r}][{key!r}]", f, ids))
+                errs.extend(_check_field(f"items[{r}][{key!r}]", f, ids, w, h))
     return errs
 
 
-def _check_field(where: str, f: Any, ids: dict[int, dict]) -> list[str]:
+def _check_field(where: str, f: Any, ids: dict[int, dict], w: float | None, h: float | None) -> list[str]:
     if not isinstance(f, dict):
         return [f"{where} must be an object with a \"value\""]
     errs = []
     if not isinstance(f.get("value"), str):
         errs.append(f'{where}: "value" must be a string')
+    box = f.get("box")
+    if box is not None:
+        if not (isinstance(box, list) and len(box) == 4 and all(map(_is_num, box))):
+            errs.append(f'{where}: "box" must be [x0, y0, x1, y1] or absent')
+        elif box[2] < box[0] or box[3] < box[1]:
+            errs.append(f"{where}: box {box} has x1 < x0 or y1 < y0")
+        elif w and h and _outside(box, w, h):
+            errs.append(f"{where}: box {box} lies outside the {w}x{h} page")
     line, span = f.get("line"), f.get("span")
     if line is None:
         return errs                     # a value with no place on the page (allowed, e.g. derived)
@@ -202,13 +244,67 @@ def write_checked(writer: "CorpusWriter", report, path: Path, lineno: int, name:
     report.records_written += 1
 
 
+def clip_to_page(rec: dict[str, Any]) -> None:
+    """Clip every box (lines, fields, items, pairs) to the page, in place. Only records `check_record`
+    passed get here, so nothing moves by more than the tolerance (`page_slack`)."""
+    w, h = rec.get("width"), rec.get("height")
+    if not (isinstance(w, (int, float)) and isinstance(h, (int, float)) and w > 0 and h > 0):
+        return
+
+    def clip(box: Any) -> Any:
+        if not (isinstance(box, list) and len(box) == 4 and all(map(_is_num, box))):
+            return box
+        return [min(max(box[0], 0), w), min(max(box[1], 0), h), min(max(box[2], 0), w), min(max(box[3], 0), h)]
+
+    for ln in rec.get("lines") or []:
+        if isinstance(ln.get("quad"), list):
+            ln["quad"] = [[min(max(x, 0), w), min(max(y, 0), h)] for x, y in ln["quad"]]
+        ln["box"] = clip(ln.get("box"))
+    for f in [*(rec.get("fields") or {}).values(), *(v for row in rec.get("items") or [] for v in row.values())]:
+        if isinstance(f, dict) and "box" in f:
+            f["box"] = clip(f["box"])
+    for pair in rec.get("pairs") or []:
+        for k in ("key_box", "value_box"):
+            if k in pair:
+                pair[k] = clip(pair[k])
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader sees the old file or the new one, never a part."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:             # a platform that cannot open directories (Windows): rename is what it has
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 class CorpusWriter:
-    """Writes records to DIR/corpus.jsonl and copies each page image to DIR/images/ (unique names)."""
+    """Writes records to DIR/corpus.jsonl and copies each page image to DIR/images/ (unique names).
+
+    Records go to corpus.jsonl.tmp; only a clean close fsyncs it and renames it over corpus.jsonl, so an
+    import that crashes or is killed leaves the previous corpus (or none), never a partial one."""
 
     def __init__(self, out_dir: str | Path):
         self.out = Path(out_dir)
         (self.out / IMAGE_DIR).mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.out / CORPUS_FILE, "w", encoding="utf-8")
+        self.path = self.out / CORPUS_FILE
+        self._tmp = self.out / (CORPUS_FILE + ".tmp")
+        self._fh = open(self._tmp, "w", encoding="utf-8")
         self._names: set[str] = set()
         self.count = 0
 
@@ -225,20 +321,38 @@ class CorpusWriter:
         return f"{IMAGE_DIR}/{name}"
 
     def write(self, rec: dict[str, Any]) -> None:
+        """Append one checked record; boxes a little outside the page are clipped to it here."""
         rec.setdefault("fields", {})
         rec.setdefault("items", [])
         rec.setdefault("pairs", [])
+        clip_to_page(rec)
         self._fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         self.count += 1
 
     def close(self) -> None:
+        """Publish the corpus: fsync the temporary file and rename it over corpus.jsonl."""
+        if self._fh.closed:
+            return
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
         self._fh.close()
+        os.replace(self._tmp, self.path)
+        _fsync_dir(self.out)
+
+    def abort(self) -> None:
+        """Drop what was written; an existing corpus.jsonl stays as it was."""
+        if not self._fh.closed:
+            self._fh.close()
+        self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> "CorpusWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def union_of(lines: list[dict[str, Any]]) -> list[float] | None:

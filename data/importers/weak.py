@@ -10,12 +10,13 @@ at least `min_score` become labels. Every value left out is reported with its CS
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Callable
 
 from data.align import FieldHint, Match, align_fields, align_value, hints_from_schema, page_tilt
 from data.document import Page, union_box
-from data.importers.records import CorpusWriter, check_record, find_image, make_line
+from data.importers.records import CorpusWriter, bad_byte, check_record, find_image, make_line, read_source
 from data.importers.report import ImportReport
 
 OcrFn = Callable[[Path], Page]
@@ -115,10 +116,14 @@ def import_csv(src: Path, writer: CorpusWriter, report: ImportReport, doc_type: 
     if not files:
         report.bad(src, 0, "no *.csv found; give a CSV with an `image` column and one column per field")
     for path in files:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with io.StringIO(read_source(path), newline="") as fh:
             reader = csv.DictReader(fh)
             if not reader.fieldnames or "image" not in reader.fieldnames:
                 report.bad(path, 1, f"header {reader.fieldnames} has no `image` column")
+                continue
+            bad = next((b for b in map(bad_byte, reader.fieldnames) if b), None)
+            if bad:
+                report.bad(path, 1, f"header: {bad[1]}")
                 continue
             keys = [k for k in reader.fieldnames if k and k not in RESERVED]
             rows = [(reader.line_num, row) for row in reader]
@@ -126,6 +131,10 @@ def import_csv(src: Path, writer: CorpusWriter, report: ImportReport, doc_type: 
             report.records_seen += 1
             if None in row:
                 report.bad(path, lineno, f"row has {len(row[None])} more cells than the header")
+                continue
+            bad = next((b for b in map(bad_byte, (v or "" for v in row.values())) if b), None)
+            if bad:
+                report.bad(path, lineno, bad[1].replace(" is not UTF-8", " of a cell is not UTF-8", 1))
                 continue
             image = find_image((row.get("image") or "").strip(), path.parent)
             if image is None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from data.importers.jsonpos import find_array, iter_array
-from data.importers.records import XFUND_LABELS, CorpusWriter, make_line, pairs_from_links, write_checked
+from data.importers.jsonpos import find_array, iter_array_spans, line_of
+from data.importers.records import (XFUND_LABELS, CorpusWriter, bad_byte, make_line, pairs_from_links,
+                                    read_source, write_checked)
 from data.importers.report import ImportReport
 
 
@@ -35,11 +36,16 @@ def import_xfund(src: Path, writer: CorpusWriter, report: ImportReport, doc_type
     if not files:
         report.bad(src, 0, "no XFUND *.json found; point --src at zh.train.json or its folder")
     for path in files:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
         roots = [path.parent, path.parent / "images", path.parent / path.stem]
         try:
-            for lineno, doc in iter_array(text, find_array(text, "documents")):
+            for begin, end, doc in iter_array_spans(text, find_array(text, "documents")):
                 report.records_seen += 1
+                lineno = line_of(text, begin)
+                bad = bad_byte(text, begin, end)
+                if bad:
+                    report.bad(path, line_of(text, bad[0]), bad[1])
+                    continue
                 try:
                     fname, rec = parse_document(doc)
                 except (ValueError, TypeError) as e:
