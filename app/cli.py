@@ -1,4 +1,4 @@
-"""`python -m app <command> ...`: one argparse dispatcher, one module per subcommand.
+"""`python -m app <command> ...` (installed as `piaoju <command>`): one argparse dispatcher, one module per subcommand.
 
 A subcommand module defines `HELP` (one line), `add_arguments(parser)` and `run(args) -> int` (the
 exit code). Registering it is one line in COMMANDS. Modules are imported only to build the parser,
@@ -19,16 +19,18 @@ COMMANDS: dict[str, str] = {
     "ocr": "app.ocr_cmd",
     "extract": "app.extract_cmd",
     "batch": "app.batch_cmd",
+    "ui": "app.ui_cmd",
 }
 
 EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
+    prog = "piaoju" if os.path.basename(sys.argv[0]) == "piaoju" else "python -m app"
     parser = argparse.ArgumentParser(
-        prog="python -m app",
+        prog=prog,
         description="Chinese document intelligence: OCR, field extraction and batch runs over images and PDFs.",
-        epilog="Run `python -m app COMMAND --help` for a command's options.")
+        epilog=f"Run `{prog} COMMAND --help` for a command's options.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     broken: dict[str, str] = {}
     for name, module_name in COMMANDS.items():

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs everything (scripts/setup.sh), then runs the whole test suite. Extra arguments go to pytest
-# (e.g. `bash scripts/test.sh -m "not heavy"` while iterating).
+# Installs everything (scripts/setup.sh, into .venv), then checks the installation, lints (ruff),
+# type-checks (mypy on data/ and models/) and runs the whole test suite. Extra arguments go to pytest
+# (e.g. `bash scripts/test.sh -m "not heavy"` while iterating). Any failing step fails the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
-PY=${PYTHON:-python3}
+PY=.venv/bin/python
+echo "[test] environment: every package the product uses imports in .venv"
+$PY scripts/check_env.py || exit 1
+echo "[test] ruff (rules in pyproject.toml)"
+$PY -m ruff check . || { echo "[test] ruff found problems (fix them, or 'ruff check --fix')"; exit 1; }
+echo "[test] mypy (data/, models/)"
+$PY -m mypy || { echo "[test] mypy found type errors"; exit 1; }
 $PY -m pytest "$@"
 rc=$?
 if [ "$rc" = 5 ]; then

@@ -9,15 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=runs/default_work
 if [[ "${OCR_SHARDS:-0}" -gt 0 ]]; then
-    python3 -c "import training.trainer as t, pathlib; t.build_corpus(t.load_config('configs/default.yaml'), pathlib.Path('$WORK'))"
+    .venv/bin/python -c "import training.trainer as t, pathlib; t.build_corpus(t.load_config('configs/default.yaml'), pathlib.Path('$WORK'))"
     pids=()
     for ((i = 0; i < OCR_SHARDS; i++)); do
-        OMP_NUM_THREADS=1 nice -n 5 python3 -c "import training.trainer as t, pathlib; t.ocr_pass(pathlib.Path('$WORK'), $i, $OCR_SHARDS, 7)" &
+        OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python -c "import training.trainer as t, pathlib; t.ocr_pass(pathlib.Path('$WORK'), $i, $OCR_SHARDS, 7)" &
         pids+=($!)
     done
     sleep "$(( ${OCR_MINUTES:-20} * 60 ))"
     kill "${pids[@]}" 2>/dev/null || true
     wait || true
 fi
-nice -n 2 python3 -m training train --config configs/default.yaml --out models/default \
+nice -n 2 .venv/bin/python -m training train --config configs/default.yaml --out models/default \
     --work "$WORK" --max-minutes "${MAX_MINUTES:-30}" "$@"

@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the real sample documents are, and a scratch directory per test."""
+"""Shared test fixtures: where the real sample documents are (tests/data), and a scratch directory per test."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# ../shared/samples beside the checkout (CI lays the same path); SAMPLES_DIR overrides it.
-SAMPLES = Path(os.environ.get("SAMPLES_DIR", ROOT.parent / "shared" / "samples"))
+# The real samples the suite reads live in tests/data (licences in tests/data/README.md), so a clone of
+# the repository alone passes; SAMPLES_DIR points the tests at another folder of the same layout.
+SAMPLES = Path(os.environ.get("SAMPLES_DIR", ROOT / "tests" / "data"))
 
 
 @pytest.fixture(scope="session")
