@@ -67,7 +67,7 @@ class Match:
 @dataclass(frozen=True)
 class FieldHint:
     """What a schema says about a field that helps find it: its type and the phrases printed before it."""
-    type: str = "text"
+    type: str | None = "text"       # None: guess the type from the value's shape (ISO dates)
     key_phrases: tuple[str, ...] = ()
 
 

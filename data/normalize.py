@@ -161,8 +161,7 @@ _DIGIT_VALUE = {c: i for i, c in enumerate(_UPPER_DIGITS)}
 # common variants (参/參 for 叁, as many fonts and OCR give it; traditional 貳 陸) and the small
 # numerals some receipts print
 _DIGIT_VALUE.update({"参": 3, "參": 3, "貳": 2, "陸": 6, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-                     "七": 7, "八": 8, "九": 9, "元": None})  # placeholder removed below
-del _DIGIT_VALUE["元"]
+                     "七": 7, "八": 8, "九": 9})
 _SMALL_UNIT = {"拾": 10, "十": 10, "佰": 100, "百": 100, "仟": 1000, "千": 1000}
 _BIG_UNIT = {"万": 10_000, "萬": 10_000, "亿": 100_000_000, "億": 100_000_000}
 
@@ -270,7 +269,7 @@ def _parse_amount_words(text: str) -> Decimal | None:
 
 def _section_words(n: int) -> str:
     """0 < n < 10000 -> 壹仟零伍 style, with inner zeros collapsed and trailing zeros dropped."""
-    out = []
+    out: list[str] = []
     zero_pending = False
     for unit_value, unit in ((1000, "仟"), (100, "佰"), (10, "拾"), (1, "")):
         digit = n // unit_value % 10
@@ -302,7 +301,7 @@ def format_amount_words(value: Decimal | float | str) -> str:
         while n:
             sections.append(n % 10_000)
             n //= 10_000
-        parts = []
+        parts: list[str] = []
         for i in range(len(sections) - 1, -1, -1):
             sec = sections[i]
             unit = ["", "万", "亿", "万亿"][i]

@@ -101,9 +101,10 @@ def amounts_add_up(parts: list[str], total: str, tolerance: Decimal = Decimal("0
     None when any figure is unreadable, so a missing value is not reported as wrong arithmetic."""
     values = [parse_amount(p) for p in parts]
     t = parse_amount(total)
-    if t is None or any(v is None for v in values):
+    known = [v for v in values if v is not None]
+    if t is None or len(known) < len(values):
         return None
-    return abs(sum(values, Decimal(0)) - t) <= tolerance
+    return abs(sum(known, Decimal(0)) - t) <= tolerance
 
 
 def words_match_figure(words: str, figure: str) -> bool | None:
@@ -222,9 +223,10 @@ def _mark(result: dict[str, bool | None], keys: list[str], ok: bool) -> None:
 def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str | None]],
                 result: dict[str, bool | None], warnings: list[str]) -> None:
     if rule.check == "sum":
-        parts = [flat.get(k) for k in rule.fields]
+        maybe = [flat.get(k) for k in rule.fields]
         total = flat.get(rule.equals)
-        if total is None or any(p is None for p in parts):
+        parts = [p for p in maybe if p is not None]
+        if total is None or len(parts) < len(maybe):
             return
         ok = amounts_add_up(parts, total)
         if ok is None:
@@ -245,12 +247,14 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
             warnings.append(f"{rule.message_zh or '大写金额与小写不符'} / {rule.words} does not match "
                             f"{rule.figure} ({words} vs {figure})")
     elif rule.check == "items_sum":
-        if not rows or flat.get(rule.equals) is None:
+        total = flat.get(rule.equals)
+        if not rows or total is None:
             return
-        parts = [r.get(rule.item_field) for r in rows]
-        if any(p is None for p in parts):
+        cells = [r.get(rule.item_field) for r in rows]
+        items = [c for c in cells if c is not None]
+        if len(items) < len(cells):
             return
-        ok = amounts_add_up(parts, flat[rule.equals], tolerance=Decimal("0.01") * len(parts))
+        ok = amounts_add_up(items, total, tolerance=Decimal("0.01") * len(items))
         if ok is None:
             return
         _mark(result, [rule.equals], ok)
@@ -270,8 +274,8 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
                 warnings.append(f"{rule.message_zh or '数量乘单价不等于金额'} / items[{i}]: "
                                 f"{q} x {p} != {a}")
     elif rule.check == "date_order":
-        a, b = flat.get(rule.fields[0]), flat.get(rule.fields[1])
-        da, db = parse_date(a or ""), parse_date(b or "")
+        first, second = flat.get(rule.fields[0]), flat.get(rule.fields[1])
+        da, db = parse_date(first or ""), parse_date(second or "")
         if da is None or db is None:
             return
         ok = da <= db

@@ -131,11 +131,12 @@ def group_rows(spans: list[Span], slope: float = 0.0) -> list[dict[str, Span]]:
     boxed = [s for s in spans if s.box]
     if not boxed:
         return [{s.key: s} for s in spans]
-    height = float(np.median([s.box[3] - s.box[1] for s in boxed]))
+    boxes: list[Box] = [s.box for s in boxed if s.box]       # the same order as `boxed`
+    height = float(np.median([b[3] - b[1] for b in boxes]))
     if slope:      # an axis-aligned box is taller than its tilted text line
-        height = max(1.0, height - abs(slope) * float(np.median([s.box[2] - s.box[0] for s in boxed])))
+        height = max(1.0, height - abs(slope) * float(np.median([b[2] - b[0] for b in boxes])))
     rows = []
-    for idx in cluster_rows([(s.key, s.box) for s in boxed], height, slope):
+    for idx in cluster_rows([(s.key, b) for s, b in zip(boxed, boxes)], height, slope):
         row: dict[str, Span] = {}
         for j in idx:
             s = boxed[j]

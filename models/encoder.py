@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import paddle
 import paddle.nn as nn
@@ -79,7 +80,7 @@ ACTIVATIONS = {
 }
 
 
-def attention_bias(attention_mask: paddle.Tensor, dtype: str = "float32") -> paddle.Tensor:
+def attention_bias(attention_mask: paddle.Tensor, dtype: Any = "float32") -> paddle.Tensor:
     """[B, T] 1/0 mask -> [B, 1, 1, T] additive bias (0 kept, -1e4 masked), without gradient."""
     mask = attention_mask.astype(dtype).unsqueeze([1, 2])
     bias = (1.0 - mask) * MASK_NEG

@@ -51,8 +51,8 @@ def _geometry(rng: random.Random, w: int, h: int, level: str) -> tuple[np.ndarra
         jitter = rng.uniform(0.01, 0.05)
         margin = rng.uniform(0.02, 0.1)
     sw, sh = w * scale, h * scale
-    src = np.float32([[0, 0], [w, 0], [w, h], [0, h]])
-    corners = np.float64([[0, 0], [sw, 0], [sw, sh], [0, sh]]) - [sw / 2, sh / 2]
+    src = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
+    corners = np.array([[0, 0], [sw, 0], [sw, sh], [0, sh]], dtype=np.float64) - [sw / 2, sh / 2]
     t = np.radians(angle)
     rot = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
     corners = corners @ rot.T
@@ -62,7 +62,7 @@ def _geometry(rng: random.Random, w: int, h: int, level: str) -> tuple[np.ndarra
     corners -= corners.min(axis=0) - pad
     out_w = int(np.ceil(corners[:, 0].max() + pad))
     out_h = int(np.ceil(corners[:, 1].max() + pad))
-    return cv2.getPerspectiveTransform(src, np.float32(corners)), out_w, out_h
+    return cv2.getPerspectiveTransform(src, corners.astype(np.float32)), out_w, out_h
 
 
 def _shadow(rng: random.Random, img: np.ndarray, strength: float) -> np.ndarray:
@@ -121,5 +121,7 @@ def degrade(image: Image.Image, rng: random.Random, level: str) -> tuple[Image.I
     ok, buf = cv2.imencode(".jpg", arr, [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:
         raise RuntimeError("OpenCV could not JPEG-encode a page; check the opencv install")
-    arr = cv2.imdecode(buf, cv2.IMREAD_COLOR)
-    return Image.fromarray(arr), Degradation(level, matrix, out_w, out_h)
+    decoded = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+    if decoded is None:
+        raise RuntimeError("OpenCV could not decode the JPEG it just encoded; check the opencv install")
+    return Image.fromarray(decoded), Degradation(level, matrix, out_w, out_h)

@@ -152,9 +152,9 @@ def generate_dir(doc_type: str | list[str], n: int, seed: int, out_dir: str | os
     Page i of several types or layouts takes them in turn, so every one is equally represented."""
     types = [doc_type] if isinstance(doc_type, str) else list(doc_type)
     for t in types:
-        for lay in layouts or []:
-            if lay not in list_layouts(t):
-                raise ValueError(f"{t} has no layout {lay!r}; choose from {', '.join(list_layouts(t))}")
+        for wanted in layouts or []:
+            if wanted not in list_layouts(t):
+                raise ValueError(f"{t} has no layout {wanted!r}; choose from {', '.join(list_layouts(t))}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     jobs = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+from typing import Any
 
 from PIL import Image, ImageDraw
 
@@ -101,7 +102,7 @@ def _watermark(c: Canvas, rng: random.Random, text: str) -> None:
     size = round(c.width / 14)
     tile = Image.new("L", (size * (len(text) + 1), size * 2), 0)
     ImageDraw.Draw(tile).text((size // 2, size // 2), text, font=pil_font("hei", size), fill=255)
-    tile = tile.rotate(angle, expand=True, resample=Image.BILINEAR)
+    tile = tile.rotate(angle, expand=True, resample=Image.Resampling.BILINEAR)
     gray = Image.new("RGB", tile.size, (185, 185, 185))
     alpha = tile.point(lambda v: v * 0.45)
     for k, (jx, jy) in enumerate(spots):
@@ -111,7 +112,8 @@ def _watermark(c: Canvas, rng: random.Random, text: str) -> None:
 def _wrap(text: str, style: str, size: int, width: float, max_lines: int) -> list[str]:
     """Greedy line breaks by measured width; at most `max_lines` lines (the rest is cut)."""
     font = pil_font(style, size)
-    lines, start = [], 0
+    lines: list[str] = []
+    start = 0
     while start < len(text) and len(lines) < max_lines:
         end = start + 1
         while end < len(text) and font.getlength(text[start:end + 1]) <= width:
@@ -174,7 +176,7 @@ class _Form:
         return y + leading * len(lines)
 
 
-def _values(rng: random.Random) -> dict[str, str]:
+def _values(rng: random.Random) -> dict[str, Any]:
     where = V.place(rng)
     established = V.date_between(rng, dt.date(1995, 1, 1), dt.date(2024, 12, 31))
     # the licence in hand was (re)issued on or after the founding, after a change or a renewal

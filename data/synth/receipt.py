@@ -44,11 +44,11 @@ def render_receipt(rng: random.Random, layout: str, decorations: bool = True) ->
     st = Style(form_font=font, value_font=font, form_color=ink, value_color=ink, size=size)
     n = rng.randint(1, 7)
     goods = rng.sample(V.RECEIPT_GOODS, n)
-    rows = []
+    rows: list[tuple[str, str, str, str]] = []      # name, quantity, price, amount as printed
     for g in goods:
-        qty = rng.choice((1, 1, 1, 2, 2, 3, 4, 6))
-        price = Decimal(rng.randint(150, 6800)) / 100
-        rows.append((g, str(qty), f"{price:.2f}", f"{qty * price:.2f}"))
+        count = rng.choice((1, 1, 1, 2, 2, 3, 4, 6))
+        cost = Decimal(rng.randint(150, 6800)) / 100
+        rows.append((g, str(count), f"{cost:.2f}", f"{count * cost:.2f}"))
     total = sum(Decimal(r[3]) for r in rows)
     method = rng.choice(V.PAYMENTS)
     paid = total if method != "现金" else Decimal((int(total) // 10 + 1) * 10 + rng.choice((0, 0, 10, 90)))

@@ -25,7 +25,7 @@ def _arc_text(mask: Image.Image, text: str, cx: float, cy: float, rx: float, ry:
         y = cy - ry * math.cos(a)
         glyph = Image.new("L", (size + 6, size + 6), 0)
         ImageDraw.Draw(glyph).text(((size + 6) / 2, (size + 6) / 2), ch, font=font, fill=255, anchor="mm")
-        glyph = glyph.rotate(-math.degrees(a), resample=Image.BILINEAR, expand=True)
+        glyph = glyph.rotate(-math.degrees(a), resample=Image.Resampling.BILINEAR, expand=True)
         mask.paste(255, (round(x - glyph.width / 2), round(y - glyph.height / 2)), glyph)
 
 
@@ -62,7 +62,7 @@ def stamp(image: Image.Image, mask: Image.Image, center: tuple[float, float], rn
           strength: float = 0.85) -> None:
     """Multiply a coloured seal onto `image` in place, rotated by `angle` degrees."""
     angle = rng.uniform(-25, 25) if angle is None else angle
-    m = mask.rotate(angle, resample=Image.BILINEAR, expand=True)
+    m = mask.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True)
     x0, y0 = round(center[0] - m.width / 2), round(center[1] - m.height / 2)
     # clip to the image
     ix0, iy0 = max(0, x0), max(0, y0)

@@ -48,7 +48,7 @@ def _paper(c: Canvas, rng: random.Random, paper: str, s: float) -> None:
     yy, xx = np.mgrid[0:h:4, 0:w:4].astype(np.float32)
     wave = 0.5 + 0.5 * np.sin(xx / (18 * s) + np.sin(yy / (40 * s)) * 2.0 + phase)
     arr = np.array(base, np.float32) * (1 - 0.05 * wave[..., None])
-    img = Image.fromarray(arr.clip(0, 255).astype(np.uint8)).resize((w, h), Image.BILINEAR)
+    img = Image.fromarray(arr.clip(0, 255).astype(np.uint8)).resize((w, h), Image.Resampling.BILINEAR)
     c.image.paste(img)
     cx, cy = w * fx, h * fy
     for r in (90 * s, 120 * s):
