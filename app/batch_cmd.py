@@ -2,16 +2,16 @@
 
     python -m app batch scans/ invoices/*.pdf --out results.jsonl --csv table.csv --workers 2
 
-Rerunning the same command after a crash, Ctrl-C or `kill -9` does only the documents that have no
-row yet (see app/batch_state.py for why no row is lost or duplicated).
+Rerunning the same command after a crash, Ctrl-C or `kill -9` does only the files that have no
+rows yet (see app/batch_state.py for why no row is lost or duplicated, and app/batch_pool.py for
+what happens when a worker process dies).
 """
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
-import multiprocessing
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,23 +21,36 @@ from tqdm import tqdm
 
 from app.batch_csv import write_csv
 from app.batch_inputs import DOCUMENT_SUFFIXES, expand_inputs
-from app.batch_state import ResultsFile, file_sha256
+from app.batch_pool import WorkerPool, WorkersFailedToStart
+from app.batch_state import ResultsFile, ResultsLocked, escape_text, file_sha256
 from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task
 
 STAGES = ("decode", "ocr", "extract", "total")
 
 DESCRIPTION = """\
-Read documents (photos, scans, PDFs, multi-page TIFFs) and write one JSON line per document.
+Read documents (photos, scans, PDFs, multi-page TIFFs) and write one JSON line per document
+(a file holding several documents, e.g. a PDF of two invoices, gives one line for each, numbered
+by "part" 1..N of "parts").
 
 IN may be files, folders (walked recursively) or glob patterns (quote them: 'scans/**/*.pdf').
 In folders only these files are taken: %s.
-A document that cannot be read becomes an error row (file, error type, message) and the batch
-goes on.
+A file that cannot be read becomes an error row (file, error type, message) and the batch goes on.
+A file name that is not valid UTF-8 (e.g. GBK names from a Windows zip) is processed too; its row
+shows undecodable bytes as \\xNN in "file" and holds the exact name as hex in "file_bytes_hex".
 
-Resume: run the same command again after a crash or kill; documents that already have a row in
---out (same path and same content hash) are skipped, so nothing is done twice or lost.
+Resume: run the same command again after a crash or kill; files that already have their rows in
+--out (same path and same content hash) are skipped, so nothing is done twice or lost. Error rows
+count as done; add --retry-failed to try those files again. Only one batch at a time may write an
+--out: a second one on the same file stops with exit status 2. Lines of --out that are not JSON
+(hand edits, disk errors) are reported at the start with their line numbers, left where they are
+and ignored.
 
-Exit status: 0 when every document has a good row, 1 when any failed or an IN matched nothing.
+If a worker process dies (killed, out of memory), only the file it was reading is tried again, once,
+in a new worker; a file that kills a worker twice gets a WorkerCrashed error row. Workers exit when
+the batch process does.
+
+Exit status: 0 when every file has good rows, 1 when any failed or an IN matched nothing, 2 for
+bad arguments (an unwritable --csv or --draw is found before any work) or a locked --out.
 """ % ", ".join(DOCUMENT_SUFFIXES)
 
 
@@ -75,19 +88,30 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "default: detected per document")
     parser.add_argument("--model", dest="model_dir", metavar="DIR",
                         help="extraction model directory (default: the bundled models/default)")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="process again the files whose rows in --out are error rows (the newest rows "
+                             "count; the CSV shows them)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     return parser
 
 
+class BatchSetupError(ValueError):
+    """Something found before any work that makes the run pointless (an unwritable --csv or --draw)."""
+
+
 @dataclass
 class Summary:
-    total: int = 0           # documents named by IN
+    """Counts are of files (what IN names and what resume skips); `documents` counts the rows written
+    now, which is more when files hold several documents."""
+    total: int = 0           # files named by IN
     done: int = 0            # processed now, successfully
     failed: int = 0          # processed now, error row written
-    skipped: int = 0         # already had a row from an earlier run
-    earlier_failed: int = 0  # skipped rows that are error rows
+    skipped: int = 0         # already had rows from an earlier run
+    earlier_failed: int = 0  # skipped files whose rows are error rows
+    retried: int = 0         # files with error rows processed again (--retry-failed)
     ignored: int = 0         # files in folders that are not documents
     missing: list[str] = field(default_factory=list)
+    documents: int = 0       # rows written now (one per document found in the files done or failed)
     pages: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     wall: float = 0.0
@@ -96,69 +120,97 @@ class Summary:
     def ok(self) -> bool:
         return self.failed == 0 and self.earlier_failed == 0 and not self.missing
 
-    def add(self, row: dict[str, Any]) -> None:
-        if row.get("error"):
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """Count one file's rows."""
+        if any(row.get("error") for row in rows):
             self.failed += 1
         else:
             self.done += 1
-        self.pages += len(row.get("pages") or [])
-        for stage, secs in (row.get("timings") or {}).items():
-            self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + float(secs)
+        self.documents += len(rows)
+        for row in rows:
+            self.pages += len(row.get("pages") or [])
+            for stage, secs in (row.get("timings") or {}).items():
+                self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + float(secs)
 
     def report(self) -> str:
         rate = (self.done + self.failed) / self.wall if self.wall > 0 else 0.0
         page_rate = self.pages / self.wall if self.wall > 0 else 0.0
-        lines = [f"documents: {self.total} named, {self.done} done, {self.failed} failed, "
+        lines = [f"files: {self.total} named, {self.done} done, {self.failed} failed, "
                  f"{self.skipped} skipped (already in results"
                  + (f", {self.earlier_failed} of them failed earlier" if self.earlier_failed else "")
-                 + f"), {self.ignored} ignored (not a document type)",
-                 f"this run: {self.pages} pages in {self.wall:.1f} s = {rate:.2f} documents/s, "
-                 f"{page_rate:.2f} pages/s"]
+                 + f"), {self.ignored} ignored (not a document type)"
+                 + (f"; {self.retried} failed earlier and retried" if self.retried else ""),
+                 f"this run: {self.documents} documents (rows) from {self.done + self.failed} files, "
+                 f"{self.pages} pages in {self.wall:.1f} s = {rate:.2f} files/s, {page_rate:.2f} pages/s"]
         if self.stage_seconds:
             parts = [f"{s} {self.stage_seconds[s]:.1f} s" for s in STAGES if s in self.stage_seconds]
             lines.append("time per stage, summed over documents: " + ", ".join(parts))
+        if self.earlier_failed:
+            lines.append(f"{self.earlier_failed} files have error rows from earlier runs; "
+                         "add --retry-failed to process them again")
         for arg in self.missing:
-            lines.append(f"not found: {arg} (check the path or quote the glob pattern)")
+            lines.append(f"not found: {escape_text(arg)} (check the path or quote the glob pattern)")
         return "\n".join(lines)
 
 
-def plan_tasks(files: Iterable[str], results: ResultsFile, summary: Summary) -> list[Task]:
-    """Hash every file and keep those without a row; unreadable files get an error row right away."""
+def plan_tasks(files: Iterable[str], results: ResultsFile, summary: Summary,
+               retry_failed: bool = False) -> list[Task]:
+    """Hash every file and keep those without rows (and, with retry_failed, those with error rows);
+    unreadable files get an error row right away."""
     todo: list[Task] = []
     for path in files:
         try:
             sha = file_sha256(path)
         except OSError as exc:
             key = (path, "")
-            if results.is_done(key):
+            if results.is_done(key) and not retry_failed:
                 summary.skipped += 1
                 summary.earlier_failed += 1
                 continue
+            summary.retried += results.is_done(key)
             row = error_row(path, "", "UnreadableFile",
                             f"cannot read {path}: {exc.strerror or exc}; check it exists and is readable")
+            row.update(part=1, parts=1)
             results.append(row)
-            summary.add(row)
+            summary.add([row])
             continue
         key = (path, sha)
-        if results.is_done(key):
-            summary.skipped += 1
-            if results.done[key].get("error"):
-                summary.earlier_failed += 1
-        else:
+        if not results.is_done(key):
             todo.append(key)
+        elif retry_failed and results.failed(key):
+            summary.retried += 1
+            todo.append(key)
+        else:
+            summary.skipped += 1
+            summary.earlier_failed += results.failed(key)
     return todo
 
 
 def _progress(total: int, enabled: bool) -> tqdm:
-    return tqdm(total=total, unit="doc", dynamic_ncols=True, disable=not enabled, smoothing=0.1,
+    return tqdm(total=total, unit="file", dynamic_ncols=True, disable=not enabled, smoothing=0.1,
                 bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 
 
-def _record(row: dict[str, Any], results: ResultsFile, summary: Summary, bar: tqdm, started: float) -> None:
-    results.append(row)
-    summary.add(row)
+def as_rows(task: Task, result: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """run_task's answer as a list of rows numbered part 1..N of N (a single dict, from workers that
+    predate multi-document files, is part 1 of 1); never empty, so the file counts as done."""
+    rows = [result] if isinstance(result, dict) else list(result)
+    if not rows:
+        rows = [error_row(*task, "NoDocument", "the processor returned no rows for this file")]
+    for number, row in enumerate(rows, 1):
+        row.setdefault("part", number)
+        row.setdefault("parts", len(rows))
+    return rows
+
+
+def _record(task: Task, result: dict[str, Any] | list[dict[str, Any]], results: ResultsFile, summary: Summary,
+            bar: tqdm, started: float) -> None:
+    rows = as_rows(task, result)
+    results.append_rows(rows)
+    summary.add(rows)
     elapsed = max(time.perf_counter() - started, 1e-9)
-    bar.set_postfix_str(f"{summary.pages / elapsed:.2f} pages/s, {summary.failed} failed", refresh=False)
+    bar.set_postfix_str(f"{summary.documents} docs, {summary.pages / elapsed:.2f} pages/s, "
+                        f"{summary.failed} failed", refresh=False)
     bar.update(1)
 
 
@@ -166,65 +218,76 @@ def run_in_process(tasks: list[Task], options: WorkerOptions, results: ResultsFi
                    bar: tqdm, started: float) -> None:
     init_worker(options)
     for task in tasks:
-        _record(run_task(task), results, summary, bar, started)
+        _record(task, run_task(task), results, summary, bar, started)
 
 
 def run_in_pool(tasks: list[Task], options: WorkerOptions, workers: int, results: ResultsFile,
                 summary: Summary, bar: tqdm, started: float) -> None:
-    """Spawned workers, at most 2 tasks each in flight so a crash costs little and memory stays flat.
-    If a worker dies (e.g. killed for memory), its in-flight documents get error rows and a fresh
-    pool carries on with the rest."""
-    pending = list(reversed(tasks))
-    context = multiprocessing.get_context("spawn")   # fork would copy Paddle's threads and state
-    while pending:
-        slots = context.Value("i", 0)                # each worker takes the next share of the cores
-        with cf.ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
-                                    initargs=(options, slots, workers)) as pool:
-            in_flight: dict[cf.Future, Task] = {}
-            broken = False
-            while (pending or in_flight) and not broken:
-                while pending and len(in_flight) < 2 * workers:
-                    task = pending.pop()
-                    in_flight[pool.submit(run_task, task)] = task
-                finished, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
-                for future in finished:
-                    task = in_flight.pop(future)
-                    try:
-                        row = future.result()
-                    except cf.process.BrokenProcessPool:
-                        broken = True
-                        row = error_row(*task, "WorkerCrashed",
-                                        "a worker process died while this document was in flight "
-                                        "(often out of memory: try fewer --workers)")
-                    _record(row, results, summary, bar, started)
-            if broken:
-                for future, task in in_flight.items():
-                    _record(error_row(*task, "WorkerCrashed",
-                                      "a worker process died while this document was in flight "
-                                      "(often out of memory: try fewer --workers)"),
-                            results, summary, bar, started)
+    """Spawned workers, one document each at a time; a dead worker costs only its own document
+    (tried once more, then a WorkerCrashed row). See app/batch_pool.py."""
+    pool = WorkerPool(options, workers, lambda task, rows: _record(task, rows, results, summary, bar, started))
+    pool.run(tasks)
+
+
+def check_writable(path: str, what: str, directory: bool = False) -> None:
+    """Fail now, before hours of OCR, if `path` (a file to be replaced, or a folder to write into)
+    cannot be written: create its folder and a scratch file there, and remove the scratch file."""
+    folder = path if directory else os.path.dirname(os.path.abspath(path))
+    if not directory and os.path.isdir(path):
+        raise BatchSetupError(f"{what} {escape_text(path)} is a folder; give a file name")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".batch-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BatchSetupError(f"{what} {escape_text(path)} cannot be written ({exc.strerror or exc}); "
+                              "choose another path") from None
+
+
+def warn_about_file(out: str, results: ResultsFile) -> None:
+    report = results.report
+    name = escape_text(out)
+    if report.torn_bytes:
+        print(f"[batch] dropped an unfinished last write ({report.torn_bytes} bytes"
+              + (f", {report.torn_rows} rows of an incomplete file" if report.torn_rows else "")
+              + f") from {name}; that file will be redone", file=sys.stderr)
+    if report.bad_lines:
+        shown = ", ".join(map(str, report.bad_line_numbers))
+        more = " ..." if report.bad_lines > len(report.bad_line_numbers) else ""
+        print(f"[batch] WARNING: {report.bad_lines} lines of {name} are not JSON rows (line {shown}{more}); "
+              "they are kept in the file and ignored, and a file whose row they held is redone. "
+              "Fix or delete them by hand to silence this warning", file=sys.stderr)
+    if report.partial_groups:
+        print(f"[batch] {report.partial_groups} files in {name} have only some of their rows (parts); "
+              "they will be redone", file=sys.stderr)
 
 
 def run_batch(inputs: list[str], out: str, *, workers: int = 1, csv_path: str | None = None,
-              options: WorkerOptions | None = None, progress: bool = True) -> Summary:
-    """The whole command as a function (tests and scripts call this directly)."""
+              options: WorkerOptions | None = None, progress: bool = True, retry_failed: bool = False) -> Summary:
+    """The whole command as a function (tests and scripts call this directly).
+
+    Raises BatchSetupError (an output that cannot be written) or ResultsLocked (another batch writes
+    `out`) before any document is read."""
     options = options or WorkerOptions()
+    if csv_path:
+        check_writable(csv_path, "--csv")
+    if options.draw_dir:
+        check_writable(options.draw_dir, "--draw", directory=True)
     found = expand_inputs(inputs)
     summary = Summary(total=len(found.files), ignored=len(found.ignored), missing=found.missing)
     started = time.perf_counter()
-    with ResultsFile.open(out) as results:
-        if results.report.torn_bytes:
-            print(f"[batch] dropped an unfinished last line ({results.report.torn_bytes} bytes) from {out}; "
-                  "that document will be redone", file=sys.stderr)
-        tasks = plan_tasks(found.files, results, summary)
+    with ResultsFile.open(out) as results:     # held (and locked) until the CSV is written too
+        warn_about_file(out, results)
+        tasks = plan_tasks(found.files, results, summary, retry_failed)
         with _progress(len(tasks), progress) as bar:
             if workers <= 1 or len(tasks) <= 1:
                 run_in_process(tasks, options, results, summary, bar, started)
             else:
                 run_in_pool(tasks, options, min(workers, len(tasks)), results, summary, bar, started)
-    summary.wall = time.perf_counter() - started
-    if csv_path:
-        write_csv(out, csv_path, options.doc_type)
+        summary.wall = time.perf_counter() - started
+        if csv_path:
+            write_csv(out, csv_path, options.doc_type)
     return summary
 
 
@@ -245,7 +308,13 @@ def main(args: argparse.Namespace) -> int:
     options = WorkerOptions(model_dir=args.model_dir, doc_type=args.doc_type, draw_dir=args.draw)
     try:
         summary = run_batch(args.inputs, args.out, workers=args.workers, csv_path=args.csv,
-                            options=options, progress=not args.no_progress)
+                            options=options, progress=not args.no_progress, retry_failed=args.retry_failed)
+    except (BatchSetupError, ResultsLocked) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except WorkersFailedToStart as exc:
+        print(f"error: {exc}; results so far are kept, rerun to continue", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\n[batch] interrupted; rerun the same command to continue where it stopped", file=sys.stderr)
         return 130

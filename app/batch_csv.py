@@ -1,5 +1,8 @@
 """The batch CSV: one row per document, one column per field, rebuilt from the results JSONL.
 
+A file holding several documents (a PDF of two invoices) gives one CSV row for each, numbered by
+the `part` and `parts` columns; only the newest complete set of rows per file is shown.
+
 The CSV is derived data: it is written at the end of a run from every row in the JSONL (so a resumed
 run's table includes what earlier runs did), to a temporary file that is renamed over the target, so
 a reader never sees half a table. Encoding is UTF-8 with a byte-order mark, which Excel needs to show
@@ -14,7 +17,7 @@ from typing import Any, Iterable
 
 from app.batch_state import latest_rows
 
-BASE_COLUMNS = ["file", "source", "pages", "doc_type", "doc_type_score", "error_type", "error_message"]
+BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "doc_type", "doc_type_score", "error_type", "error_message"]
 
 
 def schema_keys(doc_type: str) -> list[str]:
@@ -41,7 +44,8 @@ def field_columns(rows: Iterable[dict[str, Any]], doc_type: str | None) -> list[
 def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
     error = row.get("error") or {}
     score = row.get("doc_type_score")
-    base = [row.get("file", ""), row.get("source", ""), str(len(row.get("pages") or [])),
+    base = [row.get("file", ""), str(row.get("part", 1)), str(row.get("parts", 1)),
+            row.get("source", ""), str(len(row.get("pages") or [])),
             row.get("doc_type") or "", "" if score is None else f"{score:.3f}",
             error.get("type", ""), error.get("message", "")]
     fields = row.get("fields") or {}
@@ -50,7 +54,7 @@ def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
 
 def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None) -> int:
     """Rebuild `csv_path` from the results file; returns the number of document rows written."""
-    rows = list(latest_rows(jsonl_path).values())
+    rows = latest_rows(jsonl_path)
     columns = field_columns(rows, doc_type)
     target_dir = os.path.dirname(os.path.abspath(csv_path))
     os.makedirs(target_dir, exist_ok=True)
