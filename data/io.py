@@ -12,6 +12,7 @@ list form; `load_image_bytes` does the same for an upload held in memory.
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
 import warnings
@@ -68,10 +69,26 @@ def _describe_unknown(head: bytes) -> str:
 
 # --- opening ------------------------------------------------------------------------------------------
 
+def _missing_reason(path: Path) -> str:
+    """Why `path` cannot be found: a symbolic-link loop and a dangling link are told apart from a typo,
+    since "no such file" for a link the user can see in `ls` sends them looking in the wrong place."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop (the link leads back to itself); point it at the real file"
+        if os.path.islink(path):
+            return (f"dangling symbolic link: it points to {os.readlink(path)!r}, which does not exist; "
+                    "fix the link or pass the real file")
+        if exc.errno == errno.ENOTDIR:
+            return "a part of the path is a file, not a directory; check the path"
+    return "no such file; check the path"
+
+
 def _check_path(path: Path) -> int:
     """Size in bytes of a readable regular file, else InputError."""
     if not path.exists():
-        raise InputError(path, "no such file; check the path")
+        raise InputError(path, _missing_reason(path))
     if path.is_dir():
         raise InputError(path, "is a directory; pass the files inside it (the batch command walks folders)")
     try:
@@ -93,12 +110,24 @@ def _read_head(path: Path) -> bytes:
         raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
 
 
-def _check_size(name: str, size: int) -> None:
+def size_advice(kind: str | None) -> str:
+    """What to do with a file that is too large, for its content `kind` (see `sniff`): splitting is
+    advice for a PDF or a multi-page TIFF, not for a photo."""
+    if kind == "pdf":
+        return "split the PDF into smaller ones (e.g. `qpdf --split-pages`)"
+    if kind == "tiff":
+        return "split the TIFF into smaller files or save its pages as JPEG"
+    if kind is not None:
+        return f"downscale the {kind.upper()} image or save it as JPEG"
+    return "use a smaller file"
+
+
+def _check_size(name: str, size: int, head: bytes = b"") -> None:
     if size == 0:
         raise InputError(name, "file is empty (0 bytes); the upload or copy did not complete")
     if size > MAX_FILE_BYTES:
         raise InputError(name, f"file is {size / 2**20:.0f} MiB, above the {MAX_FILE_BYTES // 2**20} MiB limit "
-                               "(data.io.MAX_FILE_BYTES); split it into smaller files")
+                               f"(data.io.MAX_FILE_BYTES); {size_advice(sniff(head))}")
 
 
 def _select_pages(name: str, total: int, max_pages: int, page_range: tuple[int, int] | None) -> range:
@@ -179,12 +208,31 @@ def _iter_image(name: str, fp: BinaryIO, kind: str, max_pages: int, max_pixels: 
 
 # --- PDF --------------------------------------------------------------------------------------------
 
+def _pdf_without_pages(source: str | bytes, password: str | None) -> bool:
+    """Whether PDFium parses `source` but finds no page in it. pypdfium2 reports that as a failed load
+    with PDFium's last error code, which only a failed parse sets: stale, or "PDFium: Success"."""
+    import pypdfium2.raw as pdfium_c
+    pw = None if password is None else (password + "\x00").encode("utf-8")
+    if isinstance(source, bytes):
+        doc = pdfium_c.FPDF_LoadMemDocument64(source, len(source), pw)
+    else:
+        doc = pdfium_c.FPDF_LoadDocument((source + "\x00").encode("utf-8", "surrogateescape"), pw)
+    if not doc:
+        return False
+    try:
+        return pdfium_c.FPDF_GetPageCount(doc) < 1
+    finally:
+        pdfium_c.FPDF_CloseDocument(doc)
+
+
 def _open_pdf(name: str, source: str | bytes, password: str | None):
     import pypdfium2 as pdfium
     try:
         return pdfium.PdfDocument(source, password=password)
     except pdfium.PdfiumError as exc:
         msg = str(exc)
+        if _pdf_without_pages(source, password):
+            raise InputError(name, "PDF has no pages; export or save the document again") from None
         if "password" in msg.lower():
             raise InputError(name, "PDF is encrypted (password-protected); remove the password "
                                    "(e.g. `qpdf --decrypt`) or pass password=...") from None
@@ -247,8 +295,8 @@ def iter_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int =
     """
     p = Path(path)
     size = _check_path(p)
-    _check_size(str(p), size)
     head = _read_head(p)
+    _check_size(str(p), size, head)
     kind = sniff(head)
     if kind is None:
         raise InputError(p, f"not a {SUPPORTED} file: {_describe_unknown(head)}")
@@ -276,7 +324,7 @@ def iter_image_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pag
                      max_pixels: int = MAX_PIXELS, page_range: tuple[int, int] | None = None,
                      password: str | None = None) -> Iterator[np.ndarray]:
     """`iter_pages` for an upload held in memory; `filename` only names it in errors."""
-    _check_size(filename, len(data))
+    _check_size(filename, len(data), data[:1024])
     kind = sniff(data[:1024])
     if kind is None:
         raise InputError(filename, f"not a {SUPPORTED} file: {_describe_unknown(data[:1024])}")
@@ -295,8 +343,9 @@ def load_image_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pag
 def page_count(path: str | os.PathLike, password: str | None = None) -> int:
     """Number of pages without decoding any (for progress bars); raises InputError like iter_pages."""
     p = Path(path)
-    _check_size(str(p), _check_path(p))
+    size = _check_path(p)
     head = _read_head(p)
+    _check_size(str(p), size, head)
     kind = sniff(head)
     if kind is None:
         raise InputError(p, f"not a {SUPPORTED} file: {_describe_unknown(head)}")

@@ -235,3 +235,36 @@ def test_pdf_colours_come_out_bgr(tmp_path):
     [page] = load_pages(path, dpi=72)
     b, g, r = page[36, 36].astype(int)
     assert r > 240 and g < 15 and b < 15
+
+
+def test_zero_page_pdf_says_it_has_no_pages(tmp_path):
+    path = _pdf_blank(tmp_path / "empty.pdf", 0)
+    err = _refused(path, "PDF has no pages")
+    assert "PDFium: Success" not in str(err)
+    with pytest.raises(InputError, match="PDF has no pages"):
+        load_image_bytes(path.read_bytes(), "empty.pdf")
+
+
+def test_symlink_loop_and_dangling_link_are_named(tmp_path):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    err = _refused(a, "symbolic link loop")
+    assert "no such file" not in str(err)
+    dangling = tmp_path / "scan.png"
+    dangling.symlink_to(tmp_path / "moved-away.png")
+    err = _refused(dangling, "dangling symbolic link")
+    assert "moved-away.png" in str(err)
+    _refused(tmp_path / "plain-typo.png", "no such file")
+
+
+def test_too_large_advice_depends_on_the_kind(tmp_path, monkeypatch):
+    png, pdf = tmp_path / "photo.png", _pdf_blank(tmp_path / "scan.pdf", 1)
+    _page(400, 300).save(png)
+    monkeypatch.setattr(dio, "MAX_FILE_BYTES", 100)
+    err = _refused(png, "above the .* limit")
+    assert "downscale the PNG" in str(err) and "split" not in str(err)
+    assert "split the PDF" in str(_refused(pdf, "above the .* limit"))
+    with pytest.raises(InputError, match="downscale the PNG") as info:
+        load_image_bytes(png.read_bytes(), "photo.png")
+    assert "split" not in str(info.value)
