@@ -100,11 +100,17 @@ class Document:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)       # seconds per stage
     error: dict[str, str] | None = None                           # {"type", "message"} when it failed
+    part: int = 1                  # 1-based number of this document among those found in its file
+    parts: int = 1                 # how many documents the file holds (a PDF of 3 invoices: 3)
 
     # --- convenience -------------------------------------------------------------------------
     @property
     def lines(self) -> list[Line]:
         return [line for page in self.pages for line in page.lines]
+
+    def page_numbers(self) -> list[int]:
+        """1-based numbers, in the file, of this document's pages (a file's second invoice: [2])."""
+        return [p.index + 1 for p in self.pages]
 
     def values(self) -> dict[str, str]:
         """{key: normalised value}, the flat view used for CSV and evaluation."""
@@ -134,6 +140,8 @@ class Document:
             warnings=list(d.get("warnings", [])),
             timings=dict(d.get("timings", {})),
             error=d.get("error"),
+            part=int(d.get("part", 1)),
+            parts=int(d.get("parts", 1)),
         )
 
     @classmethod

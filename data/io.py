@@ -5,10 +5,12 @@ Accepted content (sniffed from the first bytes, never from the file name): JPEG,
 Anything else, and every broken input, raises `InputError(path, reason)`: zero-byte, truncated or
 corrupt files, non-images, images whose header claims more than `max_pixels` (refused before any
 pixel is decoded), encrypted or broken PDFs, documents with more than `max_pages` pages (unless a
-`page_range` picks fewer), missing or unreadable paths and directories.
+`page_range` picks fewer) or whose pages add up to more than `MAX_DOC_PIXELS` (checked from the page
+sizes before any page is rendered), missing or unreadable paths and directories.
 
-`iter_pages` yields one page at a time (a 300-page PDF is never all in memory); `load_pages` is the
-list form; `load_image_bytes` does the same for an upload held in memory.
+`iter_pages` and `iter_image_bytes` yield one page at a time and keep no reference to a page once it is
+handed over (a 300-page PDF is never all in memory, and a caller that drops each page holds one);
+`load_pages` / `load_image_bytes` are the list forms, for short files and tests only.
 """
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ import numpy as np
 MAX_FILE_BYTES = 256 * 1024 * 1024   # larger files are refused before reading (a 600-page scan is ~200 MB)
 MAX_PIXELS = 64_000_000              # per page; 8000 x 8000. A 48 MP phone photo passes, a pixel bomb does not
 MAX_PAGES = 500                      # per document; pass page_range to read part of a longer one
+MAX_DOC_PIXELS = 2_000_000_000       # all pages of one file together: 500 A4 pages at 200 dpi (3.9 MP each)
+                                     # pass, a file of many pixel-bomb pages (500 x 64 MP) is refused before
+                                     # any page is rendered: it would take hours and gigabytes
 DEFAULT_DPI = 200                    # PDF render resolution: PP-OCR reads 8-pt print reliably from here up
 MAX_DPI = 600
 
@@ -166,9 +171,31 @@ def _to_bgr(img) -> np.ndarray:
     return np.ascontiguousarray(rgb[:, :, ::-1])
 
 
+def _check_doc_pixels(name: str, total: int, pages: int, max_doc_pixels: int | None) -> None:
+    max_doc_pixels = MAX_DOC_PIXELS if max_doc_pixels is None else max_doc_pixels
+    if total > max_doc_pixels:
+        raise InputError(name, f"its {pages} page(s) add up to {total:,} pixels, above the limit of "
+                               f"{max_doc_pixels:,} per document (data.io.MAX_DOC_PIXELS); pass a page range, "
+                               "split the file or lower the resolution (dpi)")
+
+
+def _decode_frame(img, i: int, kind: str, name: str, max_pixels: int) -> np.ndarray:
+    """Frame `i` of an open PIL image as BGR. A function of its own so that no local of the page
+    generator still holds a page after it was yielded."""
+    from PIL import ImageOps
+    img.seek(i)
+    fw, fh = img.size
+    if fw * fh > max_pixels:
+        raise InputError(name, f"page {i + 1} is {fw} x {fh} pixels, above the limit of {max_pixels:,}")
+    img.load()
+    frame = ImageOps.exif_transpose(img) if kind in ("jpeg", "webp", "tiff", "png") else img
+    return _to_bgr(frame)
+
+
 def _iter_image(name: str, fp: BinaryIO, kind: str, max_pages: int, max_pixels: int,
-                page_range: tuple[int, int] | None) -> Iterator[np.ndarray]:
-    from PIL import Image, ImageOps
+                page_range: tuple[int, int] | None,
+                max_doc_pixels: int | None = None) -> Iterator[np.ndarray]:
+    from PIL import Image
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -183,18 +210,22 @@ def _iter_image(name: str, fp: BinaryIO, kind: str, max_pages: int, max_pixels: 
     if w * h > max_pixels:
         raise InputError(name, f"image is {w} x {h} = {w * h:,} pixels, above the limit of {max_pixels:,} "
                                "(data.io.MAX_PIXELS); downscale it first")
+    if len(pages) > 1:     # a TIFF's frame sizes are in its directories: reading them decodes no pixels
+        total = 0
+        try:
+            for i in pages:
+                img.seek(i)
+                total += img.size[0] * img.size[1]
+            img.seek(pages[0])
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise InputError(name, f"corrupt or unsupported {kind.upper()} ({exc})") from None
+        _check_doc_pixels(name, total, len(pages), max_doc_pixels)
 
     def gen() -> Iterator[np.ndarray]:
         try:
             for i in pages:
                 try:
-                    img.seek(i)
-                    fw, fh = img.size
-                    if fw * fh > max_pixels:
-                        raise InputError(name, f"page {i + 1} is {fw} x {fh} pixels, above the limit of {max_pixels:,}")
-                    img.load()
-                    frame = ImageOps.exif_transpose(img) if kind in ("jpeg", "webp", "tiff", "png") else img
-                    yield _to_bgr(frame)
+                    yield _decode_frame(img, i, kind, name, max_pixels)
                 except InputError:
                     raise
                 except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
@@ -239,43 +270,66 @@ def _open_pdf(name: str, source: str | bytes, password: str | None):
         raise InputError(name, f"broken or unsupported PDF ({msg}); re-export or repair it (e.g. `qpdf`)") from None
 
 
+def _pdf_scale(w_pt: float, h_pt: float, dpi: int, max_pixels: int) -> float:
+    """Render scale of a page: `dpi`, unless the page box is so large that it would render into a pixel
+    bomb; then scaled down to `max_pixels`."""
+    scale = dpi / 72.0
+    if w_pt * h_pt * scale * scale > max_pixels:
+        scale = (max_pixels / max(1.0, w_pt * h_pt)) ** 0.5
+    return scale
+
+
+def _render_pdf_page(pdf, i: int, name: str, dpi: int, max_pixels: int) -> np.ndarray:
+    """Page `i` rendered as BGR. A function of its own so that no local of the page generator (the
+    pdfium bitmap, the array) still holds a page after it was yielded."""
+    import pypdfium2 as pdfium
+    try:
+        page = pdf[i]
+        w_pt, h_pt = page.get_size()
+        bitmap = page.render(scale=_pdf_scale(w_pt, h_pt, dpi, max_pixels), rotation=0,
+                             fill_color=(255, 255, 255, 255))
+        arr = bitmap.to_numpy()
+        mode = bitmap.mode
+        page.close()
+    except pdfium.PdfiumError as exc:
+        raise InputError(name, f"cannot render page {i + 1} ({exc})") from None
+    if mode in ("BGRA", "BGRX"):
+        arr = arr[:, :, :3]
+    elif mode == "BGR":
+        pass
+    elif mode == "L":
+        arr = np.repeat(arr[:, :, None], 3, axis=2)
+    else:   # RGB-ordered modes
+        arr = arr[:, :, 2::-1] if arr.shape[2] >= 3 else arr
+    return np.ascontiguousarray(arr)
+
+
 def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixels: int,
-              page_range: tuple[int, int] | None, password: str | None) -> Iterator[np.ndarray]:
+              page_range: tuple[int, int] | None, password: str | None,
+              max_doc_pixels: int | None = None) -> Iterator[np.ndarray]:
     if not 36 <= dpi <= MAX_DPI:
         raise InputError(name, f"dpi {dpi} is outside 36..{MAX_DPI}")
+    import pypdfium2 as pdfium
     pdf = _open_pdf(name, source, password)
     try:
         pages = _select_pages(name, len(pdf), max_pages, page_range)
+        total = 0
+        for i in pages:        # page boxes only: nothing is rendered before the whole file is known to fit
+            try:
+                w_pt, h_pt = pdf.get_page_size(i)
+            except pdfium.PdfiumError as exc:
+                raise InputError(name, f"cannot read the size of page {i + 1} ({exc})") from None
+            scale = _pdf_scale(w_pt, h_pt, dpi, max_pixels)
+            total += int(w_pt * scale) * int(h_pt * scale)
+        _check_doc_pixels(name, total, len(pages), max_doc_pixels)
     except InputError:
         pdf.close()
         raise
 
     def gen() -> Iterator[np.ndarray]:
-        import pypdfium2 as pdfium
         try:
             for i in pages:
-                try:
-                    page = pdf[i]
-                    w_pt, h_pt = page.get_size()
-                    scale = dpi / 72.0
-                    # A page box of absurd size would render into a pixel bomb: scale it down to the limit.
-                    if w_pt * h_pt * scale * scale > max_pixels:
-                        scale = (max_pixels / max(1.0, w_pt * h_pt)) ** 0.5
-                    bitmap = page.render(scale=scale, rotation=0, fill_color=(255, 255, 255, 255))
-                    arr = bitmap.to_numpy()
-                    mode = bitmap.mode
-                    page.close()
-                except pdfium.PdfiumError as exc:
-                    raise InputError(name, f"cannot render page {i + 1} ({exc})") from None
-                if mode in ("BGRA", "BGRX"):
-                    arr = arr[:, :, :3]
-                elif mode == "BGR":
-                    pass
-                elif mode == "L":
-                    arr = np.repeat(arr[:, :, None], 3, axis=2)
-                else:   # RGB-ordered modes
-                    arr = arr[:, :, 2::-1] if arr.shape[2] >= 3 else arr
-                yield np.ascontiguousarray(arr)
+                yield _render_pdf_page(pdf, i, name, dpi, max_pixels)
         finally:
             pdf.close()
 
@@ -286,12 +340,13 @@ def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixe
 
 def iter_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
                max_pixels: int = MAX_PIXELS, page_range: tuple[int, int] | None = None,
-               password: str | None = None) -> Iterator[np.ndarray]:
+               password: str | None = None, max_doc_pixels: int | None = None) -> Iterator[np.ndarray]:
     """Pages of a file as BGR uint8 arrays, decoded one at a time.
 
     The file is checked (exists, readable, non-empty, known content, page count, pixel count) before
     this returns, so most bad inputs raise `InputError` here; damage inside a later page raises it
-    while iterating. `page_range=(start, stop)` is 0-based with `stop` exclusive.
+    while iterating. `page_range=(start, stop)` is 0-based with `stop` exclusive; `max_doc_pixels`
+    (default `MAX_DOC_PIXELS`) caps the pixels of all chosen pages together.
     """
     p = Path(path)
     size = _check_path(p)
@@ -301,13 +356,13 @@ def iter_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int =
     if kind is None:
         raise InputError(p, f"not a {SUPPORTED} file: {_describe_unknown(head)}")
     if kind == "pdf":
-        return _iter_pdf(str(p), str(p), dpi, max_pages, max_pixels, page_range, password)
+        return _iter_pdf(str(p), str(p), dpi, max_pages, max_pixels, page_range, password, max_doc_pixels)
     try:
         fp = open(p, "rb")
     except OSError as exc:
         raise InputError(p, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        return _iter_image(str(p), fp, kind, max_pages, max_pixels, page_range)
+        return _iter_image(str(p), fp, kind, max_pages, max_pixels, page_range, max_doc_pixels)
     except InputError:
         fp.close()
         raise
@@ -322,15 +377,15 @@ def load_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int =
 
 def iter_image_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
                      max_pixels: int = MAX_PIXELS, page_range: tuple[int, int] | None = None,
-                     password: str | None = None) -> Iterator[np.ndarray]:
+                     password: str | None = None, max_doc_pixels: int | None = None) -> Iterator[np.ndarray]:
     """`iter_pages` for an upload held in memory; `filename` only names it in errors."""
     _check_size(filename, len(data), data[:1024])
     kind = sniff(data[:1024])
     if kind is None:
         raise InputError(filename, f"not a {SUPPORTED} file: {_describe_unknown(data[:1024])}")
     if kind == "pdf":
-        return _iter_pdf(filename, data, dpi, max_pages, max_pixels, page_range, password)
-    return _iter_image(filename, io.BytesIO(data), kind, max_pages, max_pixels, page_range)
+        return _iter_pdf(filename, data, dpi, max_pages, max_pixels, page_range, password, max_doc_pixels)
+    return _iter_image(filename, io.BytesIO(data), kind, max_pages, max_pixels, page_range, max_doc_pixels)
 
 
 def load_image_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
@@ -363,3 +418,25 @@ def page_count(path: str | os.PathLike, password: str | None = None) -> int:
             return getattr(img, "n_frames", 1)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         raise InputError(p, f"corrupt TIFF ({exc})") from None
+
+
+def page_count_bytes(data: bytes, filename: str, password: str | None = None) -> int:
+    """`page_count` for an upload held in memory (`filename` only names it in errors)."""
+    _check_size(filename, len(data))
+    kind = sniff(data[:1024])
+    if kind is None:
+        raise InputError(filename, f"not a {SUPPORTED} file: {_describe_unknown(data[:1024])}")
+    if kind == "pdf":
+        pdf = _open_pdf(filename, data, password)
+        try:
+            return len(pdf)
+        finally:
+            pdf.close()
+    if kind != "tiff":
+        return 1
+    from PIL import Image
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            return getattr(img, "n_frames", 1)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise InputError(filename, f"corrupt TIFF ({exc})") from None
