@@ -807,11 +807,15 @@ class Extractor:
                 doc.fields[s.key] = self._make_field(s.key, specs[s.key], page, s)
                 used.add((s.line, s.start))
         self._complete_sums(doc, page, [s for s in header if (s.line, s.start) not in used], specs, schema)
-        for key, f in doc.fields.items():
+        # line indices and text offsets (span) of a field refer to the page it was read on: a field of an
+        # earlier page is never completed from this page's lines (that mixed two invoices of one PDF and
+        # ran past the end of a shorter page: IndexError)
+        here = {key: f for key, f in doc.fields.items() if f.page == page.index}
+        for key, f in here.items():
             if specs[key].type == "text":
                 self._join_bracket_tail(f, page, {ln for ln, _ in used})
-                _through_colon(f, page, [g.span for g in doc.fields.values() if g is not f and g.span])
-        if "title" in doc.fields and getattr(schema, "title_phrases", None):
+                _through_colon(f, page, [g.span for g in here.values() if g is not f and g.span])
+        if "title" in here and getattr(schema, "title_phrases", None):
             _complete_title(doc.fields["title"], page, schema.title_phrases)
             doc.fields["title"].value = _snap_title(doc.fields["title"].value, schema.title_phrases)
         # item rows: one per printed table row - cell centres clustered after taking out the page tilt
@@ -844,10 +848,12 @@ class Extractor:
     def _complete_item_rows(self, doc: Document, page: Page, item_specs: dict, height: float) -> None:
         """A row's quantity or tax the model missed (a lone "1" is easy to miss) is the untaken figure
         in the row's band that makes 数量 x 单价 = 金额 (or 金额 x 税率 = 税额) hold."""
-        taken = {tuple(f.span) for row in doc.items for f in row.values() if f.span} | \
-                {tuple(f.span) for f in doc.fields.values() if f.span}
+        here = [f for row in doc.items for f in row.values()] + list(doc.fields.values())
+        taken = {tuple(f.span) for f in here if f.span and f.page == page.index}
         starts = _line_starts(page)
         for row in doc.items:
+            if any(f.page != page.index for f in row.values()):
+                continue            # a row of an earlier page: its band is on that page
             amount = parse_amount(row["amount"].value) if "amount" in row else None
             if amount is None:
                 continue
@@ -884,8 +890,8 @@ class Extractor:
         of 价税合计 equals its 大写 words; a missing term of 合计金额 + 合计税额 = 价税合计 is their
         difference; a missing 合计金额/税额 is the sum of the item rows. The page's figures are searched
         for that exact value, and a field is filled only when exactly one figure not already taken fits."""
-        taken = [f.span for f in doc.fields.values() if f.span] + \
-                [f.span for row in doc.items for f in row.values() if f.span]
+        taken = [f.span for f in doc.fields.values() if f.span and f.page == page.index] + \
+                [f.span for row in doc.items for f in row.values() if f.span and f.page == page.index]
         starts = _line_starts(page)
         figures = []            # (value, line, start, end) of every money figure on the page
         for li, ln in enumerate(page.lines):
