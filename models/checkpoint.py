@@ -13,18 +13,26 @@ the pickle is refused, so a hostile file cannot run code. `save_torch_bin` write
 Our own model directory (`save_model_dir` / `load_model_dir`): `config.json` (encoder config, head
 config and free-form `meta` such as label maps), `model_state.pdparams`, `vocab.txt`.
 
+Training checkpoints (`CheckpointSlots`): the newest two, each written to a temporary directory,
+fsynced and renamed into place, so a save killed half way never replaces a good checkpoint, and a
+resume whose newest checkpoint is torn falls back to the older one.
+
 Nothing here touches the network; names of hub models are refused with a hint.
 """
 from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import re
+import shutil
+import sys
 import zipfile
 from collections import OrderedDict
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import numpy as np
 import paddle
@@ -432,3 +440,140 @@ def load_model_dir(model_dir: str | Path) -> tuple[Encoder, dict]:
     load_state_into(model, {k: np.asarray(v) for k, v in state.items()}, source=str(model_dir))
     model.eval()
     return model, cfg.get("meta", {})
+
+
+# ---------------------------------------------------------------------------------------------
+# training checkpoints: two slots, each written whole before it counts
+# ---------------------------------------------------------------------------------------------
+CKPT_KEEP = 2                     # the newest and the one before it: a torn newest still leaves one
+CKPT_MANIFEST = "manifest.json"   # written last in a slot: every file's size, so truncation is caught
+_SLOT = re.compile(r"^step_(\d+)$")
+T = TypeVar("T")
+
+
+class CheckpointError(ValueError):
+    """No checkpoint in a directory could be read (each one's reason is in the message)."""
+
+
+def _fsync_path(path: Path) -> None:
+    """fsync a file, or a directory's entries (where the platform lets a directory be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class CheckpointSlots:
+    """Training checkpoints under `root`: root/step_00000200/, root/step_00000400/ (the newest `keep`).
+
+    A save writes into root/.tmp_step_N/ (`begin` + the caller's files + `commit`): every file is
+    fsynced, a manifest of file sizes is written last, and only then is the directory renamed to
+    step_N, after which the oldest slots beyond `keep` are deleted. A killed save leaves a .tmp_ folder
+    that nothing reads and the next save of that step clears. `resume` tries the slots newest first.
+    A checkpoint written before slots existed (files directly in `root`) is read as the oldest slot.
+
+    Under one process per pipeline stage, the lead calls `begin` and `commit`, every process writes
+    its own files into `staging(step)` in between (with barriers around, as the trainer does).
+    """
+
+    def __init__(self, root: str | Path, keep: int = CKPT_KEEP):
+        self.root = Path(root)
+        self.keep = max(1, int(keep))
+
+    def staging(self, step: int) -> Path:
+        return self.root / f".tmp_step_{int(step):08d}"
+
+    def slot(self, step: int) -> Path:
+        return self.root / f"step_{int(step):08d}"
+
+    def begin(self, step: int) -> Path:
+        """An empty staging directory for the checkpoint of `step` (a killed save's leftovers removed)."""
+        tmp = self.staging(step)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        return tmp
+
+    def commit(self, step: int) -> Path:
+        """fsync the staged files, write the manifest, rename the staging directory into place, prune."""
+        tmp = self.staging(step)
+        files = {f.name: f.stat().st_size for f in sorted(tmp.iterdir()) if f.is_file()}
+        for name in files:
+            _fsync_path(tmp / name)
+        with open(tmp / CKPT_MANIFEST, "w", encoding="utf-8") as fh:
+            json.dump({"step": int(step), "files": files}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _fsync_path(tmp)
+        final = self.slot(step)
+        if final.exists():                # the same step saved again (a time budget stop right after a save)
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _fsync_path(self.root)
+        for old in self.slots()[self.keep:]:
+            if old != self.root:
+                shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def save(self, step: int, write: Callable[[Path], None]) -> Path:
+        """One-process save: `write(directory)` puts the checkpoint's files there; returns the slot."""
+        write(self.begin(step))
+        return self.commit(step)
+
+    def slots(self) -> list[Path]:
+        """Committed checkpoints, newest first (a pre-slot checkpoint in `root` itself last)."""
+        found = []
+        if self.root.is_dir():
+            for d in self.root.iterdir():
+                m = _SLOT.match(d.name)
+                if m and d.is_dir():
+                    found.append((int(m.group(1)), d))
+        out = [d for _, d in sorted(found, reverse=True)]
+        if (self.root / "state.json").is_file():
+            out.append(self.root)
+        return out
+
+    def verify(self, slot: Path) -> None:
+        """Raise CheckpointError unless every file the manifest lists is there at its full size."""
+        if slot == self.root:             # a pre-slot checkpoint has no manifest: its loader decides
+            return
+        try:
+            manifest = json.loads((slot / CKPT_MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{CKPT_MANIFEST} unreadable ({exc})") from exc
+        for name, size in manifest.get("files", {}).items():
+            f = slot / name
+            if not f.is_file():
+                raise CheckpointError(f"{name} is missing")
+            if f.stat().st_size != size:
+                raise CheckpointError(f"{name} is {f.stat().st_size} bytes, {size} were written (torn)")
+
+    def resume(self, load: Callable[[Path], T], log: Callable[[str], None] | None = None) -> tuple[Path, T] | None:
+        """(slot, load(slot)) for the newest slot that verifies and loads; None when there is none.
+
+        A slot that fails (torn file, unreadable weights) is reported through `log` (default: stderr)
+        and the next older one is tried. Raises CheckpointError when slots exist but none loads, rather
+        than silently starting over (which would then overwrite them)."""
+        say = log or (lambda msg: print(msg, file=sys.stderr))
+        failed: list[str] = []
+        for slot in self.slots():
+            try:
+                self.verify(slot)
+                result = load(slot)
+            except Exception as exc:      # whatever a torn file raises (EOFError, UnpicklingError, ...)
+                failed.append(f"{slot.name}: {exc}")
+                say(f"checkpoint {slot} is unreadable ({exc}); trying the older one")
+                continue
+            if failed:
+                say(f"resuming from the older checkpoint {slot} (the newer one could not be read)")
+            return slot, result
+        if failed:
+            raise CheckpointError(f"no readable checkpoint in {self.root}: " + "; ".join(failed)
+                                  + "; delete the directory to start over")
+        return None

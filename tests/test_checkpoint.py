@@ -259,3 +259,79 @@ def test_legacy_paddlenlp_model_config_json(tmp_path):
     valid = mask.numpy().astype(bool)
     np.testing.assert_allclose(_ours_hidden(model, ids, types, mask)[valid],
                                _reference_hidden(ref, ids, types, mask)[valid], rtol=1e-4, atol=1e-5)
+
+
+# --- training checkpoints: two slots, written whole, a torn newest falls back to the older ---------------
+
+def _write_step(step: int):
+    def write(d):
+        (d / "weights.bin").write_bytes(bytes([step % 256]) * 1000)
+        (d / "state.json").write_text(json.dumps({"step": step}))
+    return write
+
+
+def _read_step(d) -> int:
+    blob = (d / "weights.bin").read_bytes()
+    assert len(blob) == 1000
+    return json.loads((d / "state.json").read_text())["step"]
+
+
+def test_checkpoint_slots_keep_the_newest_two_and_a_killed_save_replaces_nothing(tmp_path):
+    from models.checkpoint import CheckpointSlots
+    slots = CheckpointSlots(tmp_path / "ckpt")
+    for step in (100, 200, 300):
+        slots.save(step, _write_step(step))
+    assert [p.name for p in slots.slots()] == ["step_00000300", "step_00000200"]
+    assert sorted(p.name for p in slots.root.iterdir()) == ["step_00000200", "step_00000300"]
+
+    def killed_mid_save(d):
+        (d / "weights.bin").write_bytes(b"\0" * 10)
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        slots.save(400, killed_mid_save)
+    assert [p.name for p in slots.slots()] == ["step_00000300", "step_00000200"]
+    where, step = slots.resume(_read_step)
+    assert (where.name, step) == ("step_00000300", 300)
+    slots.save(400, _write_step(400))           # the same step again: the killed save's leftovers go
+    assert sorted(p.name for p in slots.root.iterdir()) == ["step_00000300", "step_00000400"]
+    assert CheckpointSlots(tmp_path / "none").resume(_read_step) is None
+
+
+def test_torn_newest_checkpoint_resumes_from_the_older_one_and_says_so(tmp_path, capsys):
+    """Real engine checkpoints through the trainer's save/restore: the newest slot's stage file is
+    truncated (a save torn by a crash or a full disk); resume takes the older slot, weights exact."""
+    from models.checkpoint import CheckpointError, CheckpointSlots
+    from training.pipeline.toy import ToyConfig, build_toy_blocks, make_batch, toy_loss
+    from training.step import EngineStep
+    from training.trainer import _checkpoint, _restore
+    cfg = ToyConfig(hidden=16, layers=2, heads=2, ffn=32, max_len=8)
+
+    def engine():
+        blocks = build_toy_blocks(cfg, seed=0)
+        return EngineStep(blocks, toy_loss, 0.01, {"stages": 2, "micro_batches": 2}), blocks
+
+    step_fn, blocks = engine()
+    slots = CheckpointSlots(tmp_path / "checkpoint")
+    at_step = {}
+    for step in range(1, 7):
+        step_fn.train_step(*make_batch(4, cfg, seed=step))
+        if step % 2 == 0:
+            _checkpoint(step_fn, {"step": step, "losses": []}, slots)
+            at_step[step] = {f"{i}.{k}": v.numpy().copy() for i, b in enumerate(blocks)
+                             for k, v in b.state_dict().items()}
+    assert [p.name for p in slots.slots()] == ["step_00000006", "step_00000004"]
+    torn = slots.slots()[0] / "stage_1_dp0.pdparams"
+    torn.write_bytes(torn.read_bytes()[: torn.stat().st_size // 2])
+
+    fresh, fresh_blocks = engine()
+    capsys.readouterr()
+    where, state = slots.resume(lambda d: _restore(fresh, None, d))
+    err = capsys.readouterr().err
+    assert state["step"] == 4 and where.name == "step_00000004"
+    assert "step_00000006 is unreadable" in err and "torn" in err and "older checkpoint" in err
+    got = {f"{i}.{k}": v.numpy() for i, b in enumerate(fresh_blocks) for k, v in b.state_dict().items()}
+    assert all(np.array_equal(got[k], at_step[4][k]) for k in got)
+
+    (where / "state.json").write_text("{")            # both unreadable: an error, not a silent restart
+    with pytest.raises(CheckpointError, match="no readable checkpoint"):
+        slots.resume(lambda d: _restore(fresh, None, d))

@@ -5,6 +5,7 @@ combinations with a message that says what to change."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,10 +61,16 @@ def _no_dropout(monkeypatch):
     without_dropout()
 
 
+def newest_state(ckpt: Path) -> dict:
+    """state.json of the newest checkpoint slot (work/checkpoint/step_N/)."""
+    from models.checkpoint import CheckpointSlots
+    return json.loads((CheckpointSlots(ckpt).slots()[0] / "state.json").read_text())
+
+
 def run_losses(cfg: dict, where: Path) -> list[float]:
     from training.trainer import train
     train(cfg, where / "model", where / "work")
-    return json.loads((where / "work" / "checkpoint" / "state.json").read_text())["losses"]
+    return newest_state(where / "work" / "checkpoint")["losses"]
 
 
 def test_exact_mean_loss_equals_the_model_loss_and_ignores_micro_batching():
@@ -120,7 +127,7 @@ def test_four_gloo_processes_match_in_process(corpus, tmp_path):
     ref = run_losses(tiny_cfg(corpus, 4, 8, "1f1b"), tmp_path / "inproc")
     dist.spawn(_dist_worker, args=(tiny_cfg(corpus, 4, 8, "1f1b", "dist"), str(tmp_path / "dist")),
                nprocs=4, backend="gloo")
-    got = json.loads((tmp_path / "dist" / "work" / "checkpoint" / "state.json").read_text())["losses"]
+    got = newest_state(tmp_path / "dist" / "work" / "checkpoint")["losses"]
     np.testing.assert_allclose(got, ref, rtol=2e-4)
     # the lead gathered every stage's weights: the written model equals the in-process one
     a = paddle.load(str(tmp_path / "inproc" / "model" / "model_state.pdparams"))
@@ -176,11 +183,14 @@ def test_resume_restores_stage_checkpoints_and_old_one_process_ones(corpus, tmp_
         np.testing.assert_array_equal(again[k], first[k], err_msg=k)
     cfg["train"]["steps"] = 3                               # and it trains on from there
     train(cfg, tmp_path / "c", tmp_path / "work", resume=True)
-    state = json.loads((tmp_path / "work" / "checkpoint" / "state.json").read_text())
+    state = newest_state(tmp_path / "work" / "checkpoint")
     assert state["resumed_at"] == [2] and len(state["losses"]) == 3
 
-    # a checkpoint from before the engine (model.pdparams + opt.pdopt of one AdamW) resumes one stage
+    # a checkpoint from before the engine and before slots (model.pdparams + opt.pdopt of one AdamW,
+    # directly in work/checkpoint/) resumes one stage
     ckpt = tmp_path / "work" / "checkpoint"
+    for slot in ckpt.glob("step_*"):
+        shutil.rmtree(slot)
     xcfg = ExtractorConfig.load(tmp_path / "a")
     model = xcfg.build()
     model.set_state_dict({k: paddle.to_tensor(v) for k, v in first.items()})

@@ -27,6 +27,7 @@ import paddle.nn.functional as F
 from tqdm import tqdm
 
 from data.document import Line, box_to_quad
+from models.checkpoint import CheckpointSlots
 from models.tokenizer import Encoding, Tokenizer, Window
 from training.step import EngineStep, exact_mean, row_scales
 from training.wwm import IGNORE, mask_window
@@ -119,14 +120,14 @@ def checkpoint_dir_for(out: str | Path) -> Path:
     return out.parent / f"{out.name}.ckpt"
 
 
-def save_checkpoint(step_fn: EngineStep, ckpt: Path, state: dict) -> None:
-    """Per-stage weights + optimizer + LR schedule + Paddle RNG (the engine's own checkpoint), then
-    the loop's state (step, losses, Python RNGs, window order) in state.json, written last: its
-    presence marks a whole checkpoint."""
-    step_fn.save(ckpt)
-    tmp = ckpt / "state.json.tmp"
-    tmp.write_text(json.dumps(state), encoding="utf-8")
-    tmp.replace(ckpt / "state.json")
+def save_checkpoint(step_fn: EngineStep, ckpt: CheckpointSlots, state: dict) -> Path:
+    """Per-stage weights + optimizer + LR schedule + Paddle RNG (the engine's own checkpoint) and the
+    loop's state (step, losses, Python RNGs, window order) in state.json, as one new slot of `ckpt`
+    (written to a temporary directory, fsynced, renamed; the newest two kept)."""
+    def write(d: Path) -> None:
+        step_fn.save(d)
+        (d / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    return ckpt.save(state["step"], write)
 
 
 def _rng_state(rng: random.Random) -> list:
@@ -170,23 +171,29 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     losses: list[float] = []
     order: list[int] = []          # indices into `windows` still to visit this pass
     done = 0
-    ckpt = Path(ckpt) if ckpt else checkpoint_dir_for(out)
-    if resume and (ckpt / "state.json").is_file():
-        saved = json.loads((ckpt / "state.json").read_text(encoding="utf-8"))
+    slots = CheckpointSlots(Path(ckpt) if ckpt else checkpoint_dir_for(out))
+
+    def restore(d: Path) -> dict:
+        saved = json.loads((d / "state.json").read_text(encoding="utf-8"))
         if saved.get("windows") != len(windows) or saved.get("steps") != steps:
-            raise SystemExit(f"the checkpoint in {ckpt} is of another run ({saved.get('windows')} windows, "
+            raise SystemExit(f"the checkpoint in {d} is of another run ({saved.get('windows')} windows, "
                              f"{saved.get('steps')} steps; this one: {len(windows)}, {steps}); rerun with the "
                              f"same corpus and --steps, or without --resume to start over")
-        step.load(ckpt)                       # weights, optimizer (with the LR schedule), Paddle RNG
+        step.load(d)                          # weights, optimizer (with the LR schedule), Paddle RNG
+        return saved
+
+    found = slots.resume(restore) if resume else None
+    if found:
+        where, saved = found
         done, losses, order = saved["step"], saved["losses"], saved["order"]
         _set_rng_state(rng, saved["rng"])
         _set_rng_state(eval_rng, saved["order_rng"])
         if sched.last_epoch != done:          # the optimizer state normally restores it already
             sched.last_epoch = done - 1
             sched.step()
-        print(f"resuming WWM MLM at step {done} of {steps} from {ckpt}")
+        print(f"resuming WWM MLM at step {done} of {steps} from {where}")
     elif resume:
-        print(f"no checkpoint in {ckpt}: starting from step 0")
+        print(f"no checkpoint in {slots.root}: starting from step 0")
     every = max(1, checkpoint_every)
     with tqdm(total=steps, initial=done, desc=f"WWM MLM [{step.how}]", unit="step") as bar:
         for done in range(done + 1, steps + 1):
@@ -201,7 +208,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
             if done % every == 0 or done == steps:
-                save_checkpoint(step, ckpt, {"step": done, "steps": steps, "windows": len(windows),
+                save_checkpoint(step, slots, {"step": done, "steps": steps, "windows": len(windows),
                                              "losses": losses, "order": order, "rng": _rng_state(rng),
                                              "order_rng": _rng_state(eval_rng)})
     after = heldout_loss(blocks, eval_batches)

@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from data.corpus import CORPUS_FILE, read_corpus, split_by_layout, write_corpus
 from data.importers import FORMATS, import_corpus
 from data.importers.records import SCHEMA_DIR
 from training.model_registry import ModelRegistry, check_name
+
+if TYPE_CHECKING:
+    from models.checkpoint import CheckpointSlots
 
 STAGES = ("import", "split", "pretrain", "finetune", "evaluate", "export")
 HELDOUT = 0.2
@@ -184,6 +187,7 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     alignment; they join the mix `ocr_repeat` times each and get no synthetic noise (OCR's is real)."""
     import paddle
     from tqdm import tqdm
+    from models.checkpoint import CheckpointSlots
     from models.extractor import ExtractorConfig, save_model
     from models.tokenizer import Tokenizer
     from training.dataset import TrainingSet, collate, gt_lines
@@ -202,14 +206,20 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
     step_fn = EngineStep(model.blocks(), extractor_loss, sched, pipe)
     how = step_fn.how
-    ckpt = work / "checkpoint"
-    state = {"step": 0, "losses": []}
-    if (ckpt / "state.json").is_file():
-        state = json.loads((ckpt / "state.json").read_text())
-        model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
-        step_fn.load_optimizer_states(paddle.load(str(ckpt / "opt.pdopt")))
+    ckpt = CheckpointSlots(work / "checkpoint")      # the newest two; a torn newest falls back to the older
+    state: dict[str, Any] = {"step": 0, "losses": []}
+
+    def restore(d: Path) -> dict:
+        saved = json.loads((d / "state.json").read_text())
+        model.set_state_dict(paddle.load(str(d / "model.pdparams")))
+        step_fn.load_optimizer_states(paddle.load(str(d / "opt.pdopt")))
+        return saved
+
+    found = ckpt.resume(restore)
+    if found:
+        where, state = found
         sync_schedule(sched, state["step"])
-        print(f"resuming the fine-tune at step {state['step']} from {ckpt}")
+        print(f"resuming the fine-tune at step {state['step']} from {where}")
     pages = [gt_lines(r) for r in train_recs]
     for rec in ocr_recs:
         page = gt_lines(rec)
@@ -252,16 +262,16 @@ def sync_schedule(sched, step: int) -> None:
         sched.step()
 
 
-def checkpoint(model, step_fn, state: dict, ckpt: Path) -> None:
-    """Weights, optimizer states, then state.json last: its presence marks a whole checkpoint."""
+def checkpoint(model, step_fn, state: dict, ckpt: "CheckpointSlots") -> None:
+    """Weights, optimizer states and state.json as one new slot of `ckpt` (temporary directory,
+    fsync, rename; the newest two kept), so a kill mid-save leaves the previous checkpoint whole."""
     import paddle
-    ckpt.mkdir(parents=True, exist_ok=True)
-    paddle.save(model.state_dict(), str(ckpt / "model.pdparams.tmp"))
-    paddle.save(step_fn.optimizer_states(), str(ckpt / "opt.pdopt.tmp"))
-    (ckpt / "model.pdparams.tmp").replace(ckpt / "model.pdparams")
-    (ckpt / "opt.pdopt.tmp").replace(ckpt / "opt.pdopt")
-    (ckpt / "state.json.tmp").write_text(json.dumps(state))
-    (ckpt / "state.json.tmp").replace(ckpt / "state.json")
+
+    def write(d: Path) -> None:
+        paddle.save(model.state_dict(), str(d / "model.pdparams"))
+        paddle.save(step_fn.optimizer_states(), str(d / "opt.pdopt"))
+        (d / "state.json").write_text(json.dumps(state))
+    ckpt.save(state["step"], write)
 
 
 def copy_schemas(schema_files: dict[str, Path], model_dir: Path) -> None:

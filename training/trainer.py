@@ -9,8 +9,9 @@ What a run does, in order (every step is resumable from the work directory):
 3. training through the pipeline engine (training/step.py; `pipeline:` in the config or
    `--pipeline-stages N --micro-batches M --schedule S [--transport inprocess|dist]`; one stage is the
    same engine), in one process or one process per stage under paddle.distributed.launch
-   (training/launch_train.py); a checkpoint every `checkpoint_every` steps (per stage);
-   `--resume` continues from the last one;
+   (training/launch_train.py); a checkpoint every `checkpoint_every` steps (per stage) into
+   work/checkpoint/step_N/, written whole before it replaces anything, the newest two kept;
+   `--resume` continues from the newest one that reads back whole (else the one before it);
 4. the model directory: weights, vocab, labels, schemas, loss curve PNG, metrics.json (held-out
    layouts, GT lines) and provenance.json (config, seed, command, git commit).
 """
@@ -34,6 +35,7 @@ from tqdm import tqdm
 
 from data.corpus import corpus_from_synth_dir, read_corpus, split_by_layout, write_corpus
 from data.document import Page
+from models.checkpoint import CheckpointSlots
 from models.encoder import EncoderConfig
 from models.extractor import ExtractorConfig, save_model
 from models.heads import schema_field_keys, tag_labels
@@ -234,14 +236,14 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
     step_fn, how = make_step(model, sched, tcfg, pipe)
 
-    ckpt = work / "checkpoint"
-    state = {"step": 0, "losses": []}
-    if resume and (ckpt / "state.json").is_file():
-        state = json.loads((ckpt / "state.json").read_text())
-        _restore(step_fn, model, ckpt)
+    ckpt = CheckpointSlots(work / "checkpoint")       # the newest two; a torn newest falls back to the older
+    state: dict[str, Any] = {"step": 0, "losses": []}
+    found = ckpt.resume(lambda d: _restore(step_fn, model, d)) if resume else None
+    if found:
+        where, state = found
         sched.step(state["step"])          # the learning rate continues where the run stopped
         state.setdefault("resumed_at", []).append(state["step"])
-        print(f"resumed at step {state['step']} from {ckpt}")
+        print(f"resumed at step {state['step']} from {where}")
     dataset = TrainingSet(pages, vocab, tag_index, type_index, xcfg.max_len,
                           NoiseConfig(**cfg.get("noise", {})), seed + state["step"])
     bs = int(tcfg.get("batch_size", 8))
@@ -270,7 +272,7 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
             break
     bar.close()
 
-    step_fn.gather(ckpt)            # one process per stage: the lead collects every stage's weights
+    step_fn.gather(ckpt.root / "gathered")    # one process per stage: the lead collects every stage's weights
     if not step_fn.lead:
         return out
     save_model(model, xcfg, vocab, out)
@@ -290,24 +292,33 @@ def _has_schema(name: str) -> bool:
     return name in list_schemas()
 
 
-def _checkpoint(step_fn, state: dict, ckpt: Path) -> None:
-    step_fn.save(ckpt)               # per-stage weights + optimizer states (every process its own)
-    if step_fn.lead:                 # written last: it marks a whole checkpoint
-        (ckpt / "state.json.tmp").write_text(json.dumps(state))
-        (ckpt / "state.json.tmp").replace(ckpt / "state.json")
+def _checkpoint(step_fn, state: dict, ckpt: CheckpointSlots) -> None:
+    """Save into a staging directory, every process its own stages' files; the lead adds state.json
+    and commits (fsync, rename into place, keep the newest two). Barriers keep the processes in step."""
+    if step_fn.lead:
+        ckpt.begin(state["step"])
+    step_fn.barrier()
+    staging = ckpt.staging(state["step"])
+    step_fn.save(staging)            # per-stage weights + optimizer states (every process its own)
+    if step_fn.lead:
+        (staging / "state.json").write_text(json.dumps(state))
+        ckpt.commit(state["step"])
     step_fn.barrier()
 
 
-def _restore(step_fn, model, ckpt: Path) -> None:
-    """Resume weights and optimizer states; checkpoints written before the engine (model.pdparams +
-    opt.pdopt of one optimizer) still load into a one-stage run."""
+def _restore(step_fn, model, ckpt: Path) -> dict:
+    """Resume weights and optimizer states from one checkpoint directory; returns its state.json.
+    Checkpoints written before the engine (model.pdparams + opt.pdopt of one optimizer) still load
+    into a one-stage run."""
+    state = json.loads((ckpt / "state.json").read_text())
     if step_fn.has_checkpoint(ckpt):
         step_fn.load(ckpt)
-        return
+        return state
     if step_fn.stages != 1:
         raise SystemExit(f"{ckpt} holds a one-process checkpoint; resume it with --pipeline-stages 1")
     model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
     step_fn.load_optimizer_states([paddle.load(str(ckpt / "opt.pdopt"))])
+    return state
 
 
 def plot_losses(losses: list[float], path: Path) -> None:
