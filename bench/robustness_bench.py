@@ -1,6 +1,7 @@
 """Bad and awkward input through every entry point: exit code, message, seconds and peak memory.
 
-    python -m bench.robustness_bench [--entry extract batch ui] [--blank-pages 100] [--json bench/results/robustness.json]
+    python -m bench.robustness_bench [--entry extract batch ui] [--blank-pages 100]
+                                     [--json bench/results/robustness.json]
 
 Builds a set of inputs a user or an attacker might hand over (empty, truncated and mislabelled files, a
 zero-page PDF, a pixel-bomb PNG, a 500-page PDF of huge pages, 100 blank A4 pages, a PDF with an
