@@ -88,14 +88,15 @@ class Worker:
     task: Task | None = None
 
 
+OOM_HINT = "SIGKILL is often the out-of-memory killer: try fewer --workers"
+
+
 def describe_exit(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
-            name = signal.Signals(-exitcode).name
+            return f"killed by {signal.Signals(-exitcode).name}"
         except ValueError:
-            name = f"signal {-exitcode}"
-        hint = " (SIGKILL is often the out-of-memory killer: try fewer --workers)" if name == "SIGKILL" else ""
-        return f"killed by {name}{hint}"
+            return f"killed by signal {-exitcode}"
     return f"exited with status {exitcode}"
 
 
@@ -178,6 +179,7 @@ class WorkerPool:
         worker.conn.close()
         self.workers.remove(worker)
         how = f"worker process {worker.process.pid} {describe_exit(worker.process.exitcode)}"
+        hint = f" ({OOM_HINT})" if "SIGKILL" in how else ""
         task = worker.task
         if task is None and not worker.ready:
             self.startup_failures += 1
@@ -187,13 +189,14 @@ class WorkerPool:
             pass                       # died between documents: nothing lost, a replacement follows
         elif task in self.retried:
             row = error_row(*task, "WorkerCrashed",
-                            f"this document stopped a worker twice; first {self.retried[task]}, then {how}")
+                            f"this document stopped a worker twice: first {self.retried[task]}, then {how}"
+                            + (f" ({OOM_HINT})" if "SIGKILL" in self.retried[task] + how else ""))
             row.update(part=1, parts=1, attempt=MAX_ATTEMPTS)
             self.sink(task, [row])
         else:
             self.retried[task] = how
             pending.appendleft(task)
-            print(f"[batch] {how} while reading {task[0]!r}; trying that document once more",
+            print(f"[batch] {how}{hint} while reading {task[0]!r}; trying that document once more",
                   file=sys.stderr)
         busy = sum(w.task is not None for w in self.workers)
         if pending and len(self.workers) < min(self.size, len(pending) + busy):

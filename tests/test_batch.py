@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.batch_cmd import run_batch
+import app.batch_cmd
+from app.batch_cmd import BatchSetupError, run_batch
 from app.batch_csv import write_csv
 from app.batch_inputs import expand_inputs
-from app.batch_state import ResultsFile, file_sha256, read_rows
+from app.batch_state import ResultsFile, ResultsLocked, file_sha256, latest_groups, read_rows, row_key
 from app.batch_worker import WorkerOptions
 from app.pipeline import Analysis
 from data.document import Document, Field, Page
@@ -45,6 +46,32 @@ def fake_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Anal
                    timings={"decode": 0.001, "ocr": 0.002, "total": 0.003})
     doc.fields["code"] = Field(key="code", value=Path(path).stem.upper(), label="编号")
     return Analysis(doc, [np.zeros((size[1], size[0], 3), np.uint8)])
+
+
+def crash_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
+    """Kills its own worker process (SIGKILL, as the out-of-memory killer does) on files named
+    crash_once* (first try only; a marker file beside it remembers the try) and crash_always* (every
+    try); any other file as fake_analyse."""
+    name = Path(path).name
+    marker = Path(path + ".crashed")
+    if name.startswith("crash_always") or (name.startswith("crash_once") and not marker.exists()):
+        marker.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return fake_analyse(path, model_dir, doc_type)
+
+
+def slow_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
+    """Says which worker holds it (a file named by its pid in ../pids) and then takes a minute."""
+    (Path(path).parent.parent / "pids" / str(os.getpid())).touch()
+    time.sleep(60)
+    return fake_analyse(path, model_dir, doc_type)
+
+
+def flaky_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
+    """Fails while a `<file>.fail` marker exists (a transient error: same bytes, different outcome)."""
+    if os.path.exists(path + ".fail"):
+        raise RuntimeError("transient failure")
+    return fake_analyse(path, model_dir, doc_type)
 
 
 def make_folder(root: Path, n_good: int = 4) -> Path:
@@ -167,7 +194,7 @@ def test_csv_has_one_row_per_document_and_schema_columns(tmp_path):
     # with a chosen type, the schema's fields come first, in schema order
     write_csv(str(out), str(table), doc_type="vat_invoice")
     header = next(csv.reader(open(table, encoding="utf-8-sig")))
-    assert header[9:12] == ["title", "invoice_code", "invoice_number"] and header[-1] == "code"
+    assert header[10:13] == ["title", "invoice_code", "invoice_number"] and header[-1] == "code"
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")], "no temp file left behind"
 
 
@@ -180,6 +207,215 @@ def test_cli_help_and_bad_arguments():
                           "--model", "/no/such/model"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "no such directory" in bad.stderr
+
+
+# --- odd file names, multi-document files, damaged results -------------------------------------------
+
+def test_gbk_file_name_gets_a_lossless_utf8_row_and_rerun_skips_it(tmp_path):
+    folder = make_folder(tmp_path, n_good=2)
+    # a name unpacked from a Windows zip: GBK bytes, not UTF-8; Python sees lone surrogates
+    odd = os.fsdecode(os.fsencode(str(folder)) + b"/" + "发票".encode("gbk") + b".png")
+    Image.new("RGB", (33, 30), "white").save(odd)
+    out, table = tmp_path / "results.jsonl", tmp_path / "table.csv"
+    first = run_batch([str(folder)], str(out), csv_path=str(table), options=FAKE, progress=False)
+    assert (first.total, first.done, first.failed) == (4, 3, 1)
+    out.read_bytes().decode("utf-8")      # every line is valid UTF-8 (raises otherwise)
+    rows = [r for r in read_rows(str(out)) if "file_bytes_hex" in r]
+    assert len(rows) == 1, "only the undecodable name gets the hex field"
+    row = rows[0]
+    assert os.fsdecode(bytes.fromhex(row["file_bytes_hex"])) == odd, "the exact name round-trips"
+    # bytes that do not decode as UTF-8 are shown as \\xNN (C6 B1 happens to be valid UTF-8: "\u01b1")
+    assert row["file"] == str(folder) + "/\\xb7\\xa2\u01b1.png" and row["pages"][0]["width"] == 33
+    assert row_key(row) == (odd, file_sha256(odd))
+    with open(table, encoding="utf-8-sig", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 4
+    again = run_batch([str(folder)], str(out), options=FAKE, progress=False)
+    assert (again.done, again.failed, again.skipped) == (0, 0, 4)
+
+
+def split_in_two(task):
+    """run_task as it is for a file holding two documents: two rows, part 1 and 2 of 2."""
+    from app.batch_worker import run_task
+    result = run_task(task)
+    row = result if isinstance(result, dict) else result[0]
+    if not Path(task[0]).name.startswith("two"):
+        return result
+    return [{**row, "part": 1, "parts": 2}, {**row, "part": 2, "parts": 2, "fields": {}}]
+
+
+def test_multi_document_file_is_one_write_and_a_partial_group_is_redone(tmp_path, monkeypatch):
+    folder = make_folder(tmp_path, n_good=2)
+    Image.new("RGB", (50, 30), "white").save(folder / "two.png")
+    out = tmp_path / "results.jsonl"
+    writes: list[bytes] = []
+    real_write = os.write
+
+    def spy(fd, data):
+        writes.append(bytes(data))
+        return real_write(fd, data)
+    monkeypatch.setattr(app.batch_cmd, "run_task", split_in_two)
+    monkeypatch.setattr(os, "write", spy)
+    first = run_batch([str(folder)], str(out), options=FAKE, progress=False)
+    monkeypatch.setattr(os, "write", real_write)
+    assert (first.done, first.failed, first.documents) == (3, 1, 5), "files counted once, documents per row"
+    group = [w for w in writes if b"two.png" in w]
+    assert len(group) == 1 and group[0].count(b"\n") == 2, "both rows of the file in one os.write"
+    two = rows_by_file(out)[str(folder / "two.png")]
+    assert [(r["part"], r["parts"]) for r in two] == [(1, 2), (2, 2)]
+
+    # part 2 lost (a writer from before groups were one write, a hand edit): the file is redone
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(line for line in lines if not (b"two.png" in line and b'"part":2' in line)))
+    with ResultsFile.open(str(out)) as results:
+        assert results.report.partial_groups == 1
+        assert (str(folder / "two.png"), file_sha256(str(folder / "two.png"))) not in results.done
+    again = run_batch([str(folder)], str(out), options=FAKE, progress=False)
+    assert (again.done, again.skipped, again.documents) == (1, 3, 2)
+    assert [len(g) for g in latest_groups(str(out)).values()] == [1, 1, 1, 2]
+
+
+def test_torn_group_write_is_cut_whole(tmp_path):
+    out = tmp_path / "r.jsonl"
+    with ResultsFile.open(str(out)) as results:
+        results.append({"file": "/a", "sha256": "1"})                       # an old row: part 1 of 1
+        results.append_rows([{"file": "/b", "sha256": "2", "part": 1, "parts": 2},
+                             {"file": "/b", "sha256": "2", "part": 2, "parts": 2}])
+    whole = out.read_bytes()
+    with open(out, "ab") as fh:      # kill -9 in the middle of the second line of a two-row write
+        fh.write(b'{"file":"/c","sha256":"3","part":1,"parts":2}\n{"file":"/c","sha2')
+    with ResultsFile.open(str(out)) as results:
+        assert results.report.torn_rows == 1 and set(results.done) == {("/a", "1"), ("/b", "2")}
+    assert out.read_bytes() == whole, "the unfinished group is cut whole, nothing before it"
+
+
+def test_garbled_middle_line_is_reported_kept_and_its_file_redone(tmp_path, capsys):
+    folder = make_folder(tmp_path)
+    out = tmp_path / "results.jsonl"
+    run_batch([str(folder)], str(out), options=FAKE, progress=False)
+    lines = out.read_bytes().splitlines(keepends=True)
+    lines[1] = b'{"file": "/garbled\x00 \xff\n'
+    out.write_bytes(b"".join(lines))
+    capsys.readouterr()
+    again = run_batch([str(folder)], str(out), options=FAKE, progress=False)
+    err = capsys.readouterr().err
+    assert "1 lines" in err and "(line 2)" in err and "kept in the file" in err
+    assert (again.done + again.failed, again.skipped) == (1, 4)
+    assert out.read_bytes().splitlines(keepends=True)[1] == lines[1], "the bad line is not deleted"
+    assert len(latest_groups(str(out))) == 5
+
+
+# --- outputs checked up front, one batch per results file ----------------------------------------------
+
+def test_unwritable_csv_or_draw_fails_before_any_work(tmp_path):
+    folder = make_folder(tmp_path)
+    out = tmp_path / "results.jsonl"
+    (tmp_path / "plain").write_text("a file, not a folder")
+    with pytest.raises(BatchSetupError, match="--csv .*cannot be written"):
+        run_batch([str(folder)], str(out), csv_path=str(tmp_path / "plain" / "t.csv"), options=FAKE,
+                  progress=False)
+    with pytest.raises(BatchSetupError, match="is a folder"):
+        run_batch([str(folder)], str(out), csv_path=str(tmp_path), options=FAKE, progress=False)
+    draw = WorkerOptions(processor=FAKE.processor, warm_up=False, draw_dir=str(tmp_path / "plain" / "d"))
+    with pytest.raises(BatchSetupError, match="--draw"):
+        run_batch([str(folder)], str(out), options=draw, progress=False)
+    assert not out.exists(), "nothing was read or written"
+
+
+def test_second_batch_on_the_same_out_refuses_with_exit_2(tmp_path):
+    folder = make_folder(tmp_path, n_good=1)
+    out = tmp_path / "results.jsonl"
+    with ResultsFile.open(str(out)) as running:       # a batch in progress holds the file
+        running.append({"file": "/x", "sha256": "1"})
+        with pytest.raises(ResultsLocked):
+            run_batch([str(folder)], str(out), options=FAKE, progress=False)
+        cli = subprocess.run(batch_cli(str(folder), "--out", str(out)), cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+        assert cli.returncode == 2 and "in use by another batch" in cli.stderr
+        bad_csv = subprocess.run(batch_cli(str(folder), "--out", str(tmp_path / "o.jsonl"), "--csv",
+                                           str(tmp_path / "results.jsonl" / "t.csv")),
+                                 cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert bad_csv.returncode == 2 and "--csv" in bad_csv.stderr
+        assert not (tmp_path / "o.jsonl").exists()
+    assert [r["file"] for r in read_rows(str(out))] == ["/x"], "the refused run wrote nothing"
+    after = run_batch([str(folder)], str(out), options=FAKE, progress=False)   # lock released on close
+    assert after.done == 1
+
+
+def test_retry_failed_redoes_error_rows_only(tmp_path):
+    folder = make_folder(tmp_path, n_good=2)
+    (Path(str(folder / "doc0.png") + ".fail")).touch()
+    out = tmp_path / "results.jsonl"
+    flaky = WorkerOptions(processor="tests.test_batch:flaky_analyse", warm_up=False)
+    first = run_batch([str(folder)], str(out), options=flaky, progress=False)
+    assert (first.done, first.failed) == (1, 2)        # doc0 (transient) and broken.jpg
+    os.unlink(str(folder / "doc0.png") + ".fail")
+    plain = run_batch([str(folder)], str(out), options=flaky, progress=False)
+    assert (plain.done, plain.skipped, plain.earlier_failed) == (0, 3, 2)
+    assert "--retry-failed" in plain.report()
+    retry = run_batch([str(folder)], str(out), options=flaky, progress=False, retry_failed=True)
+    assert (retry.retried, retry.done, retry.failed, retry.skipped) == (2, 1, 1, 1)
+    latest = {Path(g[0]["file"]).name: g[0] for g in latest_groups(str(out)).values()}
+    assert latest["doc0.png"]["fields"]["code"]["value"] == "DOC0" and not latest["doc0.png"]["error"]
+    assert latest["broken.jpg"]["error"]["type"] == "InputError"
+
+
+# --- worker processes dying -----------------------------------------------------------------------------
+
+@pytest.mark.heavy
+def test_killed_worker_costs_only_its_document_which_is_retried_once(tmp_path):
+    folder = make_folder(tmp_path, n_good=5)
+    Image.new("RGB", (60, 30), "white").save(folder / "crash_once.png")
+    Image.new("RGB", (61, 30), "white").save(folder / "crash_always.png")
+    out = tmp_path / "results.jsonl"
+    crashing = WorkerOptions(processor="tests.test_batch:crash_analyse", warm_up=False)
+    summary = run_batch([str(folder)], str(out), workers=2, options=crashing, progress=False)
+    assert (summary.done, summary.failed) == (6, 2)   # crash_always and broken.jpg
+    rows = rows_by_file(out)
+    assert len(rows) == 8 and all(len(r) == 1 for r in rows.values()), "every file once, none lost"
+    once = rows[str(folder / "crash_once.png")][0]
+    assert once["fields"]["code"]["value"] == "CRASH_ONCE" and once["attempt"] == 2
+    assert "SIGKILL" in once["retried_because"]
+    always = rows[str(folder / "crash_always.png")][0]
+    assert always["error"]["type"] == "WorkerCrashed" and always["error"]["message"].count("killed by SIGKILL") == 2
+    others = [r[0] for f, r in rows.items() if "crash" not in f]
+    assert not [r for r in others if "attempt" in r], "no other document was redone"
+
+    redo = run_batch([str(folder)], str(out), workers=2, options=FAKE, progress=False, retry_failed=True)
+    assert (redo.retried, redo.done, redo.failed) == (2, 1, 1)
+    latest = {Path(g[0]["file"]).name: g[0] for g in latest_groups(str(out)).values()}
+    assert latest["crash_always.png"]["fields"]["code"]["value"] == "CRASH_ALWAYS"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"     # a zombie holds no memory
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.heavy
+def test_workers_exit_when_the_batch_process_is_killed(tmp_path):
+    folder = make_folder(tmp_path, n_good=3)
+    (tmp_path / "pids").mkdir()
+    code = ("import sys; from app.batch_cmd import run_batch; from app.batch_worker import WorkerOptions; "
+            "run_batch([sys.argv[1]], sys.argv[2], workers=2, progress=False, "
+            "options=WorkerOptions(processor='tests.test_batch:slow_analyse', warm_up=False))")
+    parent = subprocess.Popen([sys.executable, "-c", code, str(folder), str(tmp_path / "r.jsonl")], cwd=ROOT)
+    deadline = time.time() + 60
+    while len(os.listdir(tmp_path / "pids")) < 2 and time.time() < deadline and parent.poll() is None:
+        time.sleep(0.05)
+    pids = [int(p) for p in os.listdir(tmp_path / "pids")]
+    assert len(pids) == 2, "both workers should be busy before the parent is killed"
+    parent.kill()
+    parent.wait()
+    deadline = time.time() + 20
+    while not all(_gone(pid) for pid in pids) and time.time() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if not _gone(pid)]
+    for pid in left:      # do not leave them behind if the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "workers outlived the killed batch process"
 
 
 # --- real OCR, through the command line -------------------------------------------------------------
