@@ -1,7 +1,8 @@
 """The batch CSV: one row per document, one column per field, rebuilt from the results JSONL.
 
 A file holding several documents (a PDF of two invoices) gives one CSV row for each, numbered by
-the `part` and `parts` columns; only the newest complete set of rows per file is shown.
+the `part` and `parts` columns, with the document's page numbers in the file in `page` ("3", "3-4");
+only the newest complete set of rows per file is shown.
 
 The CSV is derived data: it is written at the end of a run from every row in the JSONL (so a resumed
 run's table includes what earlier runs did), to a temporary file that is renamed over the target, so
@@ -17,7 +18,19 @@ from typing import Any, Iterable
 
 from app.batch_state import latest_rows
 
-BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "doc_type", "doc_type_score", "error_type", "error_message"]
+BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "page", "doc_type", "doc_type_score", "error_type",
+                "error_message"]
+
+
+def page_label(numbers: list[int]) -> str:
+    """1-based page numbers as a short label: [3] -> "3", [3, 4, 5] -> "3-5", [1, 3] -> "1,3"."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def schema_keys(doc_type: str) -> list[str]:
@@ -46,6 +59,7 @@ def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
     score = row.get("doc_type_score")
     base = [row.get("file", ""), str(row.get("part", 1)), str(row.get("parts", 1)),
             row.get("source", ""), str(len(row.get("pages") or [])),
+            page_label([int(p.get("index", 0)) + 1 for p in row.get("pages") or [] if isinstance(p, dict)]),
             row.get("doc_type") or "", "" if score is None else f"{score:.3f}",
             error.get("type", ""), error.get("message", "")]
     fields = row.get("fields") or {}

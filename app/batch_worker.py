@@ -1,11 +1,14 @@
 """What one batch worker does: load the models once, then turn (path, hash) tasks into result rows.
 
-The same code runs in the parent when --workers 1, and in spawned processes otherwise. Workers never
-write the results file; they return rows and the parent appends them (see app/batch_state.py).
+A file gives one row per document found in it (app/pipeline.py decides which pages make one: a PDF
+of three invoices gives three rows, part 1..3 of parts 3); a file that fails as a whole gives one
+error row (part 1 of 1). The same code runs in the parent when --workers 1, and in spawned processes
+otherwise. Workers never write the results file; they return a file's rows together and the parent
+appends them (see app/batch_state.py). With --draw each page is drawn as soon as it is processed and
+its image dropped, so a worker holds one page image at a time.
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import time
@@ -16,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from app.pipeline import Analysis
+from data.document import Document, Page
 
 DEFAULT_PROCESSOR = "app.pipeline:analyse_file"
 
@@ -25,7 +29,7 @@ class WorkerOptions:
     model_dir: str | None = None
     doc_type: str | None = None
     draw_dir: str | None = None
-    processor: str = DEFAULT_PROCESSOR   # "module:function" (path, model_dir, doc_type) -> Analysis
+    processor: str = DEFAULT_PROCESSOR   # "module:function" (path, model_dir, doc_type[, on_image=]) -> Analysis
     warm_up: bool = True                 # load models in the initializer, before the first task
 
 
@@ -68,17 +72,15 @@ def init_worker(options: WorkerOptions, counter: Any = None, workers: int = 1) -
         share_cores(slot, workers)
     _options = options
     _processor = resolve(options.processor)
-    if options.processor == DEFAULT_PROCESSOR:
-        # page images are only needed for --draw; without it each page is dropped once read
-        _processor = functools.partial(_processor, keep_images=bool(options.draw_dir))
     if options.warm_up and options.processor == DEFAULT_PROCESSOR:
         from app.pipeline import warm_up
         warm_up(options.model_dir)
 
 
 def error_row(path: str, sha256: str, error_type: str, message: str) -> dict[str, Any]:
-    return {"file": path, "sha256": sha256, "source": os.path.basename(path), "pages": [],
-            "fields": {}, "error": {"type": error_type, "message": message}}
+    """The one row of a file that failed as a whole."""
+    return {"file": path, "sha256": sha256, "part": 1, "parts": 1, "source": os.path.basename(path),
+            "pages": [], "fields": {}, "error": {"type": error_type, "message": message}}
 
 
 def overlay_name(path: str, sha256: str, page: int) -> str:
@@ -87,36 +89,77 @@ def overlay_name(path: str, sha256: str, page: int) -> str:
     return f"{stem}_{sha256[:8]}_p{page + 1}.png"
 
 
-def save_overlays(analysis: Analysis, path: str, sha256: str, draw_dir: str) -> list[str]:
+def draw_page(image: np.ndarray, page: Page, result: Document | None, path: str, sha256: str,
+              draw_dir: str) -> str:
+    """Write the overlay of one page (its result's fields; OCR lines only for a page skipped as blank)."""
     import cv2
 
     from app.ui_view import page_overlay
     os.makedirs(draw_dir, exist_ok=True)
-    written = []
-    for page, image in zip(analysis.document.pages, analysis.images):
-        out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
-        drawn = page_overlay(image, page, analysis.document, legend=True)
-        cv2.imwrite(out, np.ascontiguousarray(drawn))
-        written.append(out)
-    return written
+    out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
+    drawn = page_overlay(image, page, result or Document(pages=[page]), legend=True)
+    if not cv2.imwrite(out, np.ascontiguousarray(drawn)):
+        raise OSError(f"cannot write {out}")
+    return out
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Process one file; every failure becomes an error row so the batch goes on."""
+class _Drawer:
+    """The `on_image` sink of --draw: draws each page as the pipeline hands it over (nothing is kept
+    but the paths) and remembers failures instead of failing the file."""
+
+    def __init__(self, path: str, sha256: str, draw_dir: str) -> None:
+        self.path, self.sha256, self.draw_dir = path, sha256, draw_dir
+        self.written: dict[int, str] = {}          # page index -> overlay path
+        self.failed: list[str] = []
+
+    def __call__(self, image: np.ndarray, page: Page, result: Document | None) -> None:
+        try:
+            self.written[page.index] = draw_page(image, page, result, self.path, self.sha256, self.draw_dir)
+        except Exception as exc:  # a failed drawing must not lose the extracted result
+            self.failed.append(f"overlay of page {page.index + 1} not drawn: {exc}")
+
+
+def _analyse(path: str, drawer: _Drawer | None) -> Analysis:
+    assert _options is not None and _processor is not None, "init_worker was not called"
+    if drawer is not None and _options.processor == DEFAULT_PROCESSOR:
+        return _processor(path, _options.model_dir, _options.doc_type, on_image=drawer)
+    analysis = _processor(path, _options.model_dir, _options.doc_type)
+    if drawer is not None:      # a processor without on_image: draw the images it kept
+        for page, image in zip(analysis.document.pages, analysis.images):
+            results = [r for r in analysis.parts() if any(p.index == page.index for p in r.pages)]
+            drawer(image, page, results[0] if results else None)
+    return analysis
+
+
+def result_rows(analysis: Analysis, path: str, sha256: str, drawer: _Drawer | None = None) -> list[dict[str, Any]]:
+    """One row per document of the file: {"file", "sha256", "part", "parts", **Document.to_dict()}."""
+    rows = []
+    for result in analysis.parts():
+        row = {"file": path, "sha256": sha256, "part": result.part, "parts": result.parts, **result.to_dict()}
+        if drawer is not None:
+            overlays = [drawer.written[p.index] for p in result.pages if p.index in drawer.written]
+            if overlays:
+                row["overlays"] = overlays
+            if drawer.failed:
+                row["warnings"] = list(row.get("warnings") or []) + drawer.failed
+        rows.append(row)
+    return rows
+
+
+def run_task(task: Task) -> list[dict[str, Any]]:
+    """Process one file into its rows (one per document in it); every failure becomes an error row
+    so the batch goes on."""
     path, sha256 = task
     assert _options is not None and _processor is not None, "init_worker was not called"
     started = time.perf_counter()
+    drawer = _Drawer(path, sha256, _options.draw_dir) if _options.draw_dir else None
     try:
-        analysis = _processor(path, _options.model_dir, _options.doc_type)
-        row = {"file": path, "sha256": sha256, **analysis.document.to_dict()}
-        if _options.draw_dir and analysis.images:
-            try:
-                row["overlays"] = save_overlays(analysis, path, sha256, _options.draw_dir)
-            except Exception as exc:  # a failed drawing must not lose the extracted result
-                row["warnings"] = list(row.get("warnings") or []) + [f"overlay not drawn: {exc}"]
+        rows = result_rows(_analyse(path, drawer), path, sha256, drawer)
     except Exception as exc:
         row = error_row(path, sha256, type(exc).__name__,
                         f"{exc} (internal error; details: {traceback.format_exc(limit=3)!r})")
         row["timings"] = {"total": time.perf_counter() - started}
-    row["worker_pid"] = os.getpid()
-    return row
+        rows = [row]
+    for row in rows:
+        row["worker_pid"] = os.getpid()
+    return rows

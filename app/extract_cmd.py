@@ -1,16 +1,28 @@
 """`python -m app extract FILE... [--json OUT] [--draw DIR] [--model DIR] [--type T]`
 
-OCR + field extraction for each file; prints a table per document (label, value, score, valid),
-writes the Document JSON (one file: a JSON list; a directory: <name>.json each) and overlay images.
+OCR + field extraction for each file; prints a table per document found in it (a PDF of three
+invoices: three tables, "a.pdf — document 2 of 3, page 2"), writes the Document JSON and overlay images.
+
+JSON (--json): a .json path gets the one document as an object when there is one document in all,
+else a list of every document of every file in order (each has `source`, `part` and `parts`); a
+directory gets <name>.json per input file: an object when that file holds one document, a list of its
+documents when it holds several. Files are written atomically (temporary file, fsync, rename).
+--draw writes <name>_p<N>.png for every page, drawn as soon as the page is processed (no page image
+is kept for later), with the fields of the document that page belongs to.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
-from data.document import Document
+import numpy as np
+
+from data.document import Document, Page
 
 HELP = "OCR and extract fields from images or PDFs; print a table, write JSON and overlays"
 
@@ -18,7 +30,8 @@ HELP = "OCR and extract fields from images or PDFs; print a table, write JSON an
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="images (PNG/JPEG/TIFF...) or PDFs")
     p.add_argument("--json", metavar="OUT", help="write Document JSON: a .json file (a list when several "
-                                                "inputs) or a directory (one <name>.json per input)")
+                                                "documents) or a directory (one <name>.json per input, a "
+                                                "list when the file holds several documents)")
     p.add_argument("--draw", metavar="DIR", help="write overlay images (boxes coloured by field) here")
     p.add_argument("--model", metavar="DIR", help="model directory (default: models/default)")
     p.add_argument("--type", dest="doc_type", metavar="T",
@@ -44,19 +57,55 @@ def field_table(doc: Document) -> str:
     return "\n".join(rows)
 
 
-def _draw(analysis, out_dir: Path) -> list[Path]:
-    """One PNG per page: OCR lines and field boxes (app/draw.py through the UI's page_overlay)."""
-    import cv2
-    import numpy as np
-    from app.ui_view import page_overlay
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    stem = Path(analysis.document.source).stem or "page"
-    for page, image in zip(analysis.document.pages, analysis.images):
-        path = out_dir / f"{stem}_p{page.index + 1}.png"
-        cv2.imwrite(str(path), np.ascontiguousarray(page_overlay(image, page, analysis.document)))
-        written.append(path)
-    return written
+def result_title(path: str, doc: Document) -> str:
+    """The heading of a document's table: the file, and which document of it when it holds several."""
+    if doc.parts <= 1:
+        return path
+    pages = doc.page_numbers()
+    where = f"page{'s' if len(pages) > 1 else ''} {', '.join(map(str, pages))}"
+    return f"{path} — document {doc.part} of {doc.parts}, {where}"
+
+
+class _Drawer:
+    """--draw: the pipeline hands each full-size page over once, right after processing it; it is
+    drawn and written here at once and not kept."""
+
+    def __init__(self, source: str, out_dir: Path) -> None:
+        self.stem = Path(source).stem or "page"
+        self.out_dir = out_dir
+        self.written: dict[int, Path] = {}
+
+    def __call__(self, image: np.ndarray, page: Page, result: Document | None) -> None:
+        import cv2
+
+        from app.ui_view import page_overlay
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        path = self.out_dir / f"{self.stem}_p{page.index + 1}.png"
+        drawn = page_overlay(image, page, result or Document(pages=[page]))
+        if not cv2.imwrite(str(path), np.ascontiguousarray(drawn)):
+            raise OSError(f"cannot write {path}")
+        self.written[page.index] = path
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON through a temporary file in the same directory, fsync'd and renamed over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _payload(docs: list[Document]) -> Any:
+    """One document: its object; several: the list."""
+    return docs[0].to_dict() if len(docs) == 1 else [d.to_dict() for d in docs]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,31 +117,38 @@ def run(args: argparse.Namespace) -> int:
     except UnknownTypeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    docs, failed = [], 0
+    per_file: list[list[Document]] = []
+    failed = 0
     for path in args.files:
+        drawer = _Drawer(path, Path(args.draw)) if args.draw else None
         try:
-            analysis = analyse_file(path, args.model, args.doc_type)
+            # on_image only with --draw, so processors without it (tests' stand-ins) still fit
+            analysis = analyse_file(path, args.model, args.doc_type, **({"on_image": drawer} if drawer else {}))
         except (ModelDirError, FileNotFoundError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        doc = analysis.document
-        docs.append(doc)
-        failed += doc.error is not None
-        print(f"{path}")
-        print(field_table(doc))
-        if args.draw and analysis.images:
-            for p in _draw(analysis, Path(args.draw)):
-                print(f"  overlay: {p}")
+        docs = analysis.parts()
+        per_file.append(docs)
+        failed += analysis.document.error is not None or any(d.error is not None for d in docs)
+        for doc in docs:
+            print(result_title(path, doc))
+            print(field_table(doc))
+            for page in doc.pages:
+                if drawer is not None and page.index in drawer.written:
+                    print(f"  overlay: {drawer.written[page.index]}")
+        if drawer is not None:          # pages skipped as blank belong to no document: listed once
+            shown = {p.index for d in docs for p in d.pages}
+            for index, overlay in sorted(drawer.written.items()):
+                if index not in shown:
+                    print(f"  overlay (page {index + 1}, skipped as blank): {overlay}")
     if args.json:
         out = Path(args.json)
         if out.suffix.lower() == ".json":
-            out.parent.mkdir(parents=True, exist_ok=True)
-            payload = docs[0].to_dict() if len(docs) == 1 else [d.to_dict() for d in docs]
-            out.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+            write_json_atomic(out, _payload([d for docs in per_file for d in docs]))
         else:
             out.mkdir(parents=True, exist_ok=True)
-            for d in docs:
-                (out / f"{Path(d.source).stem or 'document'}.json").write_text(d.to_json(indent=1), encoding="utf-8")
+            for docs in per_file:
+                write_json_atomic(out / f"{Path(docs[0].source).stem or 'document'}.json", _payload(docs))
         print(f"JSON written to {out}")
     return 1 if failed else 0
 

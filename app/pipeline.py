@@ -1,8 +1,13 @@
-"""The inference pipeline: a file (or uploaded bytes) in, one `Document` out (DESIGN section 2).
+"""The inference pipeline: a file (or uploaded bytes) in, one `Document` per document in it out
+(DESIGN section 2).
 
-    decode (data/io: limits, every page of a PDF / multi-page TIFF)
+    decode (data/io: limits, every page of a PDF / multi-page TIFF, one page at a time)
       -> OCR per page (models/ocr: PP-OCR det, angle, rec)
-      -> extraction (models/extractor: doc type, fields, items, pairs, validation warnings)
+      -> extraction per document (models/extractor: doc type, fields, items, pairs, validation warnings)
+
+A file may hold several documents (two invoices scanned into one PDF); which pages make one document
+is decided here (see "documents in a file" below) and each is extracted from its own pages only.
+Pages are processed one at a time and dropped, so memory does not grow with the page count.
 
 Error policy, the same for every entry point: these functions do not raise for anything that is
 wrong with a document (corrupt, empty, unsupported, too large, unreadable, or a failure while reading
@@ -30,11 +35,30 @@ from data.document import Document, Page
 PageCallback = Callable[[int, int], None]   # (pages done, pages in the document)
 
 
+PREVIEW_SIDE = 1600   # longest side, in pixels, of the page previews the UI keeps (a 200-dpi A4 page is 2339)
+
+
 @dataclass
 class Analysis:
-    """A processed document plus its upright page images (BGR), for drawing in the UI or --draw."""
+    """A processed file.
+
+    `document` is the file: every OCR page, notes about the file (pages skipped as blank, pages read
+    poorly) and the error when the file failed as a whole. `results` holds one Document per document
+    found in the file (see `split_pages`), each with only its own pages (`Page.index` stays the page's
+    0-based index in the file), its own fields, items, pairs and warnings, `part`/`parts` and
+    `source` = the file name; it is empty when the file failed. When the file holds exactly one
+    document, `document` also carries that document's type, fields, items and pairs, so callers that
+    read one document per file keep working. `images` holds, per page of the file, the upright page
+    image shrunk to a preview when one was asked for (`preview`), else nothing: full-size pages are
+    handed to `on_image` one at a time and dropped."""
     document: Document
     images: list[np.ndarray] = field(default_factory=list)
+    results: list[Document] = field(default_factory=list)
+
+    def parts(self) -> list[Document]:
+        """The documents to report: `results`, or the file document alone when there are none (the
+        file failed, or an Analysis built without results by a test or a custom processor)."""
+        return self.results or [self.document]
 
 
 # --- models, loaded once per process ------------------------------------------------------------------
@@ -94,7 +118,20 @@ def _as_bgr(image: Any) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
 
 
+def _shrink(image: np.ndarray, side: int) -> np.ndarray:
+    """A copy of `image` whose longest side is at most `side` pixels (a preview for the UI)."""
+    import cv2
+    h, w = image.shape[:2]
+    if max(h, w) <= side:
+        return image.copy()
+    k = side / max(h, w)
+    return cv2.resize(image, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA)
+
+
 Pages = tuple[Iterator[np.ndarray], int]   # (page images, decoded one at a time; page count)
+ImageSink = Callable[[np.ndarray, Page, "Document | None"], None]
+# (the upright full-size page image, its page, the result it belongs to or None for a page skipped as
+# blank): called once per page as soon as the page is processed; the image is dropped right after
 
 
 def _open_file(path: str) -> Pages:
@@ -105,21 +142,105 @@ def _open_file(path: str) -> Pages:
 
 
 def _open_bytes(data: bytes, filename: str) -> Pages:
-    from data.io import load_image_bytes
-    pages = load_image_bytes(data, filename)   # uploads are small; the count drives the progress bar
-    return iter(pages), len(pages)
+    """As `_open_file` for an upload: decoded lazily too (a small upload can hold 500 huge pages)."""
+    from data.io import iter_image_bytes, page_count_bytes
+    return iter_image_bytes(data, filename), page_count_bytes(data, filename)
+
+
+def page_image(data: bytes, filename: str, index: int, rotation: int = 0) -> np.ndarray:
+    """Page `index` (0-based) of an upload decoded again at full size and turned upright the way OCR
+    turned it (`Page.rotation`): the UI keeps only previews and asks for a page when it needs one."""
+    from data.io import iter_image_bytes
+    image = next(iter_image_bytes(data, filename, page_range=(index, index + 1)))
+    return _upright(_as_bgr(image), rotation)
+
+
+# --- documents in a file ----------------------------------------------------------------------------------
+#
+# Which pages make one document (the rule the README states): every page with text is a document of its
+# own, extracted from that page alone; pages with no or almost no text (`is_blank`: the back of a sheet,
+# a separator, an empty scan) start no document and are skipped with a note in the result before them
+# (in the first result when they come first). Two invoices scanned into one PDF give two results; a
+# 3-page TIFF of three receipts gives three. A file with no page of text at all gives one result holding
+# all its pages, with the "almost no text" warnings, so an upload never comes back with nothing to show.
+# A document printed over several pages (an invoice with a goods-list page, a two-page form) therefore
+# comes out as one result per page: merging pages would need evidence that they belong together, and
+# guessing wrong mixes two documents' values, which is worse than a split the user can see.
+
+def is_blank(page: Page) -> bool:
+    """No or almost no text: fewer than three lines of two or more characters (where
+    models.ocr.read_quality gives no score)."""
+    from models.ocr import read_quality
+    return read_quality(page) is None
+
+
+def _page_warnings(page: Page) -> list[str]:
+    from models.ocr import POOR_READ, read_quality
+    quality = read_quality(page)
+    if quality is None:
+        return [f"page {page.index + 1}: almost no text was found ({len(page.lines)} line(s)); "
+                f"if the page has text, it is too small or blurred to read: scan it again at a "
+                f"higher resolution"]
+    if quality < POOR_READ:
+        return [f"page {page.index + 1} reads poorly (mean OCR confidence {quality:.2f}): the "
+                f"image is too blurred, noisy or low-resolution for reliable values; check them "
+                f"against the page or scan it again at a higher resolution"]
+    return []
+
+
+def _skipped_note(page: Page, total: int) -> str:
+    return (f"page {page.index + 1} of {total} was skipped as blank: no or almost no text was found on it "
+            f"({len(page.lines)} line(s)); if it has text, scan it again at a higher resolution")
+
+
+def _add_timings(into: dict[str, float], more: dict[str, float]) -> None:
+    for key, secs in more.items():
+        into[key] = into.get(key, 0.0) + secs
+
+
+def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: str, extractor: Any,
+             doc_type: str | None) -> Document:
+    """One result: a Document of `pages` only, extracted from them alone."""
+    timings: dict[str, float] = {}
+    for t in page_timings:
+        _add_timings(timings, t)
+    result = Document(source=source, pages=list(pages), timings=timings)
+    for page in pages:
+        result.warnings += _page_warnings(page)
+    t0 = time.perf_counter()
+    if extractor is not None:
+        try:
+            extractor.extract(result, doc_type=doc_type)
+        except Exception as exc:   # this document fails, not the file's other documents
+            result.error = {"type": _error_type(exc), "message": f"field extraction failed: {exc}"}
+        result.timings = timings
+        timings["extract"] = time.perf_counter() - t0
+    else:
+        result.doc_type = doc_type
+        result.warnings.append("no extraction model is installed (models/extractor.py with a model in "
+                               "models/default), so only the OCR text is shown")
+    timings["total"] = sum(timings.get(k, 0.0) for k in ("decode", "ocr", "extract"))
+    return result
 
 
 def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_dir: str | None = None,
                   doc_type: str | None = None, on_page: PageCallback | None = None,
-                  timings: dict[str, float] | None = None, keep_images: bool = True) -> Analysis:
-    """OCR every page, then extract. Time spent pulling the next page from `pages` counts as decode
-    (data.io decodes lazily); `keep_images=False` drops page images once read (batch without --draw)."""
+                  timings: dict[str, float] | None = None, *, preview: int | None = None,
+                  on_image: ImageSink | None = None) -> Analysis:
+    """OCR each page and extract the documents of the file, one page at a time: a page is decoded,
+    read, extracted (when it starts a document) and handed to `on_image` before the next page is
+    decoded, so one full-size page image is alive at a time whatever the page count. Time spent
+    pulling the next page from `pages` counts as decode (data.io decodes lazily). `preview`: keep a
+    copy of each upright page with its longest side at most that many pixels in `Analysis.images`."""
     timings = dict(timings or {})
     timings.setdefault("decode", 0.0)
     timings.setdefault("ocr", 0.0)
     doc = Document(source=source, timings=timings)
-    upright: list[np.ndarray] = []
+    analysis = Analysis(doc)
+    # installation problems raise here, before any page: no document fixes them
+    extractor = load_extractor(model_dir) if extractor_available(model_dir) else None
+    per_page: list[dict[str, float]] = []
+    leading: list[str] = []         # notes about blank pages before the first document
     stage = "decode"
     try:
         engine = ocr_engine()
@@ -127,48 +248,62 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
         while True:
             stage, t0 = "decode", time.perf_counter()
             image = next(page_iter, None)
-            timings["decode"] += time.perf_counter() - t0
+            page_timings = {"decode": time.perf_counter() - t0}
             if image is None:
                 break
             stage, t0 = "ocr", time.perf_counter()
-            page: Page = engine.read(_as_bgr(image), page_index=len(doc.pages), timings=timings)
-            timings["ocr"] += time.perf_counter() - t0
+            image = _as_bgr(image)
+            page: Page = engine.read(image, page_index=len(doc.pages), timings=page_timings)
+            page_timings["ocr"] = time.perf_counter() - t0
             doc.pages.append(page)
-            if keep_images:
-                upright.append(_upright(_as_bgr(image), page.rotation))
+            per_page.append(page_timings)
+            image = _upright(image, page.rotation)
+            if preview:
+                analysis.images.append(_shrink(image, preview))
+            stage = "extract"
+            result = None
+            if is_blank(page):
+                note = _skipped_note(page, total)
+                (analysis.results[-1].warnings if analysis.results else leading).append(note)
+            else:
+                result = _extract([page], [page_timings], source, extractor, doc_type)
+                result.warnings[:0] = leading
+                leading = []
+                analysis.results.append(result)
+                _add_timings(timings, {"extract": result.timings.get("extract", 0.0)})
+            if on_image is not None:
+                stage = "draw"
+                on_image(image, page, result)
+            image = None            # drop the page before the next one is decoded
+            _add_timings(timings, {k: v for k, v in page_timings.items()})
             if on_page:
                 on_page(len(doc.pages), total)
-    except Exception as exc:  # one bad page fails the document, not the batch or the UI
-        what = "reading" if stage == "decode" else "OCR of"
+    except Exception as exc:  # one bad page fails the file, not the batch or the UI
+        what = {"decode": "reading", "ocr": "OCR of", "extract": "extraction of", "draw": "drawing"}[stage]
         doc.error = {"type": _error_type(exc),
-                     "message": f"{what} page {len(doc.pages) + 1} of {total} failed: {exc}"}
-        return Analysis(doc, upright)
+                     "message": f"{what} page {len(doc.pages) + (stage in ('decode', 'ocr'))} of {total} "
+                                f"failed: {exc}"}
+        analysis.results = []
+        return analysis
 
-    from models.ocr import POOR_READ, read_quality
+    if not analysis.results and doc.pages:      # no page with text: one result shows them all
+        result = _extract(doc.pages, per_page, source, extractor, doc_type)
+        _add_timings(timings, {"extract": result.timings.get("extract", 0.0)})
+        analysis.results.append(result)
+    for i, result in enumerate(analysis.results, 1):
+        result.part, result.parts = i, len(analysis.results)
     for page in doc.pages:
-        quality = read_quality(page)
-        if quality is not None and quality < POOR_READ:
-            doc.warnings.append(f"page {page.index + 1} reads poorly (mean OCR confidence {quality:.2f}): the "
-                                f"image is too blurred, noisy or low-resolution for reliable values; check them "
-                                f"against the page or scan it again at a higher resolution")
-        elif quality is None:
-            doc.warnings.append(f"page {page.index + 1}: almost no text was found ({len(page.lines)} line(s)); "
-                                f"if the page has text, it is too small or blurred to read: scan it again at a "
-                                f"higher resolution")
-    if extractor_available(model_dir):
-        t0 = time.perf_counter()
-        extractor = load_extractor(model_dir)   # installation problems raise: no document fixes them
-        try:
-            doc = extractor.extract(doc, doc_type=doc_type)
-        except Exception as exc:
-            doc.error = {"type": _error_type(exc), "message": f"field extraction failed: {exc}"}
-        doc.timings = timings
-        timings["extract"] = time.perf_counter() - t0
-    else:
-        doc.doc_type = doc_type
-        doc.warnings.append("no extraction model is installed (models/extractor.py with a model in "
-                            "models/default), so only the OCR text is shown")
-    return Analysis(doc, upright)
+        doc.warnings += _page_warnings(page) if not is_blank(page) else [_skipped_note(page, total)]
+    if len(analysis.results) == 1:              # one document: the file document carries it too
+        only = analysis.results[0]
+        doc.doc_type, doc.doc_type_score = only.doc_type, only.doc_type_score
+        doc.fields, doc.items, doc.pairs = only.fields, only.items, only.pairs
+        doc.warnings, doc.error = list(only.warnings), only.error
+    elif analysis.results:
+        listed = ", ".join(f"{r.part}: page {', '.join(map(str, r.page_numbers()))}" for r in analysis.results)
+        doc.warnings.insert(0, f"the file holds {len(analysis.results)} documents, each extracted from its own "
+                               f"page ({listed})")
+    return analysis
 
 
 def _finish(analysis: Analysis, started: float) -> Analysis:
@@ -182,8 +317,11 @@ def _input_failure(source: str, exc: Exception, timings: dict[str, float], start
 
 
 def analyse_file(path: str, model_dir: str | None = None, doc_type: str | None = None,
-                 on_page: PageCallback | None = None, keep_images: bool = True) -> Analysis:
-    """Decode, OCR and extract every page of the file at `path`."""
+                 on_page: PageCallback | None = None, *, preview: int | None = None,
+                 on_image: ImageSink | None = None) -> Analysis:
+    """Decode, OCR and extract every page of the file at `path`, one page at a time (`analyse_pages`).
+    No page image is kept unless `preview` asks for previews; `on_image` sees each full-size page
+    (for --draw) as soon as it is processed."""
     started = time.perf_counter()
     try:
         pages, total = _open_file(path)
@@ -192,27 +330,32 @@ def analyse_file(path: str, model_dir: str | None = None, doc_type: str | None =
                               started)
     timings = {"decode": time.perf_counter() - started}
     return _finish(analyse_pages(pages, total, os.path.basename(path), model_dir, doc_type, on_page,
-                                 timings, keep_images), started)
+                                 timings, preview=preview, on_image=on_image), started)
 
 
 def analyse_bytes(data: bytes, filename: str, model_dir: str | None = None, doc_type: str | None = None,
-                  on_page: PageCallback | None = None) -> Analysis:
-    """As `analyse_file`, for an upload held in memory (`filename` names it in messages)."""
+                  on_page: PageCallback | None = None, *, preview: int | None = PREVIEW_SIDE,
+                  on_image: ImageSink | None = None) -> Analysis:
+    """As `analyse_file`, for an upload held in memory (`filename` names it in messages); keeps a
+    preview of each page (longest side `PREVIEW_SIDE`) for the UI by default. Pages are decoded one
+    at a time from the bytes, never all at once."""
     started = time.perf_counter()
     try:
         pages, total = _open_bytes(data, filename)
     except Exception as exc:
         return _input_failure(filename, exc, {"decode": time.perf_counter() - started}, started)
     timings = {"decode": time.perf_counter() - started}
-    return _finish(analyse_pages(pages, total, filename, model_dir, doc_type, on_page, timings), started)
+    return _finish(analyse_pages(pages, total, filename, model_dir, doc_type, on_page, timings,
+                                 preview=preview, on_image=on_image), started)
 
 
 def process_file(path: str, model_dir: str | None = None, doc_type: str | None = None) -> Document:
-    """The Document for one file; bad input gives `Document.error` instead of an exception."""
+    """The file Document of one file (`Analysis.document`; `analyse_file(...).results` holds each
+    document of a multi-document file); bad input gives `Document.error` instead of an exception."""
     return analyse_file(path, model_dir, doc_type).document
 
 
 def process_bytes(data: bytes, filename: str, model_dir: str | None = None,
                   doc_type: str | None = None) -> Document:
-    """The Document for uploaded bytes; bad input gives `Document.error` instead of an exception."""
-    return analyse_bytes(data, filename, model_dir, doc_type).document
+    """The file Document for uploaded bytes (see `process_file`)."""
+    return analyse_bytes(data, filename, model_dir, doc_type, preview=None).document

@@ -53,12 +53,15 @@ def test_pdf_pages_are_all_read_with_timings_and_models_loaded_once(tmp_path):
     pdf = tmp_path / "two.pdf"
     pdf.write_bytes(pdf_bytes([text_page(["发票号码 12345678"]), text_page(["合计金额 99.50"])]))
     seen = []
-    analysis = pipeline.analyse_file(str(pdf), on_page=lambda done, total: seen.append((done, total)))
+    analysis = pipeline.analyse_file(str(pdf), on_page=lambda done, total: seen.append((done, total)), preview=200)
     doc = analysis.document
     assert doc.error is None, doc.error
     assert [p.index for p in doc.pages] == [0, 1] and seen == [(1, 2), (2, 2)]
     assert "12345678" in doc.pages[0].text and "99.50" in doc.pages[1].text
-    assert len(analysis.images) == 2 and analysis.images[0].shape[:2] == (doc.pages[0].height, doc.pages[0].width)
+    # previews only: the longest side shrunk to 200 px, the page's proportions kept
+    assert len(analysis.images) == 2 and max(analysis.images[0].shape[:2]) == 200
+    h, w = analysis.images[0].shape[:2]
+    assert abs(h / w - doc.pages[0].height / doc.pages[0].width) < 0.02
     for stage in ("decode", "ocr", "det", "rec", "total"):
         assert doc.timings[stage] > 0, stage
     assert doc.timings["total"] >= doc.timings["decode"] + doc.timings["ocr"] * 0.99
