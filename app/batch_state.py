@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -244,8 +245,11 @@ def _lock(fd: int, path: str) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise ResultsLocked(
-            f"{path} is in use by another batch (it holds the file's lock); wait for it to finish or "
-            "pass a different --out. Two batches on one results file would do every document twice") from None
+            f"{escape_text(path)} is in use by another batch (it holds the file's lock); wait for it to finish "
+            "or pass a different --out. Two batches on one results file would do every document twice") from None
+    except OSError as exc:  # a filesystem without locks (some network mounts): go on, but say so
+        print(f"[batch] warning: cannot lock {escape_text(path)} ({exc.strerror or exc}); make sure no other "
+              "batch writes to it", file=sys.stderr)
 
 
 class ResultsFile:
