@@ -3,7 +3,11 @@
 Drop photos, scans or PDFs; each page is shown with its OCR lines and extracted fields drawn as
 coloured boxes, next to an editable table of the fields. Corrected values are re-normalised and
 re-validated at once; the result downloads as JSON or CSV, and "Save corrections" stores the page as a
-training example (app/ui_corrections.py).
+training example (app/ui_corrections.py) in the one folder the server sets ($PIAOJU_CORRECTIONS_DIR,
+else runs/corrections): the sidebar shows it, a visitor cannot change it.
+
+Served on 127.0.0.1 with the upload limit and no usage statistics by .streamlit/config.toml (read from
+the directory Streamlit starts in: the repository root, as scripts/run.sh does).
 """
 from __future__ import annotations
 
@@ -25,16 +29,30 @@ import streamlit as st  # noqa: E402
 from app import pipeline  # noqa: E402
 from app.batch_inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
-from app.ui_corrections import save_correction  # noqa: E402
-from app.ui_fields import (COL_KEY, EDITABLE, apply_edits, document_csv, error_in_words,  # noqa: E402
-                           fields_frame, lines_frame, schema_label)
+from app.ui_corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
+from app.ui_fields import (  # noqa: E402
+    COL_KEY,
+    EDITABLE,
+    apply_edits,
+    document_csv,
+    error_in_words,
+    fields_frame,
+    lines_frame,
+    schema_label,
+)
 from app.ui_view import legend_html, page_overlay, timings_text  # noqa: E402
+from data.io import MAX_FILE_BYTES, size_advice, sniff  # noqa: E402
 
-MAX_UPLOAD_MB = 25
 UPLOAD_TYPES = [s.lstrip(".") for s in DOCUMENT_SUFFIXES]
 AUTO = "自动识别 Automatic"
 OCR_ONLY = "OCR only (no extraction model installed)"
-DEFAULT_CORRECTIONS_DIR = str(ROOT / "corrections")
+
+
+def upload_limit_mb() -> int:
+    """The per-file upload limit in MB: Streamlit's server.maxUploadSize (25 in .streamlit/config.toml),
+    which the drop zone states and the server enforces, capped by what data/io.py reads at all. One
+    number, so the drop zone, the label and the app's own check never disagree."""
+    return min(int(st.get_option("server.maxUploadSize")), MAX_FILE_BYTES // 2**20)
 
 
 # --- models and choices ------------------------------------------------------------------------------
@@ -81,10 +99,11 @@ def sidebar() -> tuple[str | None, str | None, str]:
                                   format_func=lambda t: types.get(t, t),
                                   help="Automatic: the model decides and shows its confidence. "
                                        "Listed: the types the selected model was trained on")
-    corrections = st.sidebar.text_input("Save corrections to 纠正保存目录", DEFAULT_CORRECTIONS_DIR,
-                                        help="Corrected pages are written here as a training corpus "
-                                             "(corpus.jsonl + images/)")
-    st.sidebar.caption(f"Files: {', '.join(UPLOAD_TYPES)}; up to {MAX_UPLOAD_MB} MB each. "
+    corrections = str(corrections_dir())
+    st.sidebar.text_input("Corrections are saved in 纠正保存目录", corrections, disabled=True,
+                          help="Corrected pages are written here as a training corpus (corpus.jsonl + "
+                               f"images/). Set on the server ({CORRECTIONS_ENV}), not in the browser")
+    st.sidebar.caption(f"Files: {', '.join(UPLOAD_TYPES)}; up to {upload_limit_mb()} MB each. "
                        "PDF and multi-page TIFF pages are all read.")
     return model, (None if choice == AUTO else choice), corrections
 
@@ -100,11 +119,11 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
     if not data:
         result = {"key": key, "name": name, "error": {"type": "InputError",
                                                       "message": f"{name} is empty (0 bytes); upload the file again"}}
-    elif len(data) > MAX_UPLOAD_MB * 2**20:
+    elif len(data) > upload_limit_mb() * 2**20:
         result = {"key": key, "name": name, "error": {
             "type": "InputError",
-            "message": f"{name} is {len(data) / 2**20:.1f} MB, above the {MAX_UPLOAD_MB} MB limit; "
-                       "split the PDF or use the batch command (python -m app batch)"}}
+            "message": f"{name} is {len(data) / 2**20:.1f} MB, above the {upload_limit_mb()} MB limit; "
+                       f"{size_advice(sniff(data[:1024]))}, or use the batch command (python -m app batch)"}}
     else:
         bar = st.progress(0.0, text=f"Reading {name}…")
 
@@ -183,7 +202,8 @@ def show_actions(result: dict, page_index: int, corrections_dir: str) -> None:
         try:
             path = save_correction(doc, page_index, result["analysis"].images[page_index], corrections_dir)
         except (OSError, ValueError) as exc:
-            st.error(f"Could not save the corrections: {exc}. Check the directory in the sidebar.")
+            st.error(f"Could not save the corrections: {exc}. The folder is set on the server "
+                     f"({CORRECTIONS_ENV}); ask whoever runs it.")
         else:
             st.success(f"Saved page {page_index + 1} as a training example in {path}")
 
@@ -210,7 +230,7 @@ def main() -> None:
     model, doc_type, corrections_dir = sidebar()
     st.title("文档识别 Document reader")
     st.caption("Invoices, ID cards, licences, tickets, receipts and forms: upload, check, correct, export.")
-    uploads = st.file_uploader(f"Upload images or PDFs (up to {MAX_UPLOAD_MB} MB each)", type=UPLOAD_TYPES,
+    uploads = st.file_uploader(f"Upload images or PDFs (up to {upload_limit_mb()} MB each)", type=UPLOAD_TYPES,
                                accept_multiple_files=True)
     if not uploads:
         st.info("Drop one or more photos, scans or PDFs above to read them.")
@@ -221,7 +241,7 @@ def main() -> None:
         st.error(f"The models could not be loaded: {exc}")
         return
     results = []
-    for i, upload in enumerate(uploads):
+    for upload in uploads:
         results.append(analyse_upload(upload.name, upload.getvalue(), model, doc_type))
     if len(results) > 1:
         names = [f"{r['name']}{' — failed' if r.get('error') else ''}" for r in results]

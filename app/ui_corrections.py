@@ -4,12 +4,17 @@ The record is the shape data/importers/records.py defines (one page per line of 
 path relative to the corpus directory, under images/), so `python -m training` can import the
 directory like any other corpus. Saving the same page again replaces its record instead of adding a
 second one, and the JSONL is rewritten through a temporary file, so a crash never leaves half a file.
+
+Where: one folder fixed on the server (`corrections_dir()`: $PIAOJU_CORRECTIONS_DIR, else
+runs/corrections in the repository). A visitor of the UI cannot choose it, and the image file name
+made from an upload's name is sanitised (`safe_stem`), so no upload writes outside that folder.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,33 @@ import numpy as np
 
 from data.document import Document, Field, Page
 from data.importers.records import CORPUS_FILE, IMAGE_DIR, check_record, make_line
+
+ROOT = Path(__file__).resolve().parents[1]
+CORRECTIONS_ENV = "PIAOJU_CORRECTIONS_DIR"
+DEFAULT_CORRECTIONS_DIR = ROOT / "runs" / "corrections"
+MAX_STEM_BYTES = 120        # UTF-8 bytes of the name part taken from an upload; file names stop at 255
+_UNSAFE = re.compile(r"[^\w.-]+")
+
+
+def corrections_dir() -> Path:
+    """The folder corrections are saved in: $PIAOJU_CORRECTIONS_DIR (a relative value is taken from the
+    repository root, not from wherever the server was started), else runs/corrections. Read on the
+    server only: the UI shows it and offers no way to change it, so a visitor cannot write elsewhere."""
+    raw = os.environ.get(CORRECTIONS_ENV, "").strip()
+    path = Path(raw).expanduser() if raw else DEFAULT_CORRECTIONS_DIR
+    return (path if path.is_absolute() else ROOT / path).resolve()
+
+
+def safe_stem(name: str) -> str:
+    """A file-name stem made from an upload's name that cannot leave the folder it is written in: the
+    last component after either slash, its suffix dropped, every run of characters other than letters
+    and digits (any script), `_`, `.`, `-` replaced by `_`, no leading or trailing dots, at most
+    MAX_STEM_BYTES bytes; "page" when nothing is left."""
+    base = re.split(r"[\\/]", name)[-1]
+    stem = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
+    stem = _UNSAFE.sub("_", stem).strip("._")
+    stem = stem.encode("utf-8")[:MAX_STEM_BYTES].decode("utf-8", "ignore").rstrip("._")
+    return stem or "page"
 
 
 def _locate(field: Field, page: Page) -> tuple[int, list[int]] | None:
@@ -74,10 +106,13 @@ def save_correction(doc: Document, page_index: int, image: np.ndarray, out_dir: 
     if not ok:
         raise ValueError("the page image could not be encoded as PNG")
     data = encoded.tobytes()
-    stem = Path(doc.source or "page").stem
-    image_name = f"{IMAGE_DIR}/{stem}_p{page_index + 1}_{hashlib.sha256(data).hexdigest()[:10]}.png"
+    digest = hashlib.sha256(data).hexdigest()[:10]
+    image_name = f"{IMAGE_DIR}/{safe_stem(doc.source or '')}_p{page_index + 1}_{digest}.png"
+    image_path = root / image_name
+    if image_path.resolve().parent != (root / IMAGE_DIR).resolve():    # safe_stem makes this impossible
+        raise ValueError(f"refusing to write {image_name!r} outside {root / IMAGE_DIR}")
     record = page_record(doc, page_index, image_name)
-    (root / image_name).write_bytes(data)
+    image_path.write_bytes(data)
     problems = check_record(record, root)
     if problems:
         raise ValueError("the corrected page is not a valid training record: " + "; ".join(problems))

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 APT_PKGS="fonts-noto-cjk fonts-wqy-zenhei fonts-wqy-microhei fonts-arphic-ukai fonts-arphic-uming
-fonts-arphic-gbsn00lp fonts-arphic-gkai00mp chromium chromium-driver libgl1 libglib2.0-0"
+fonts-arphic-gbsn00lp fonts-arphic-gkai00mp chromium chromium-driver libgl1 libglib2.0-0
+strace iproute2"   # strace, iproute2 (ip): the no-outbound test of the UI (tests/test_ui_security.py)
 # the venv module and its pip come in Debian's python3-venv (absent on a minimal install)
 if ! "$PY" -c "import venv, ensurepip" >/dev/null 2>&1; then APT_PKGS="python3-venv python3-pip $APT_PKGS"; fi
 missing=""

@@ -54,10 +54,10 @@ def app(monkeypatch, tmp_path):
     CALLS.clear()
     monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
     monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
     at = AppTest.from_file(UI, default_timeout=60)
     at.run()
     assert not at.exception, at.exception
-    at.sidebar.text_input[0].set_value(str(tmp_path / "corrections"))
     return at
 
 
