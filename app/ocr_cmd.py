@@ -20,7 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the Documents here: one JSON object for one FILE, "
                                                   "JSON Lines (one per FILE) for several or when OUT ends in .jsonl")
     p.add_argument("--draw", metavar="DIR", help="write one overlay PNG per page (line quads) into DIR")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="CPU threads per OCR model (default: 1, measured fastest on a busy 2-core machine; try 2 on an idle one)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads per OCR model (default: 1, measured fastest on a busy 2-core machine; "
+                        "try 2 on an idle one)")
     p.add_argument("--dpi", type=int, default=None, help="PDF render resolution (default: data.io.DEFAULT_DPI)")
     p.add_argument("--pages", metavar="A-B", help="only pages A..B (1-based, inclusive) of each file")
     p.add_argument("--det-side", type=int, default=None, metavar="PX",
@@ -65,8 +67,8 @@ def ocr_file(path: str, engine, dpi: int, page_range: tuple[int, int] | None, dr
         page = engine.read(image, page_index=index, timings=timings)
         doc.pages.append(page)
         if draw_dir is not None:
-            upright = image if not page.rotation else cv2.rotate(image, {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180,
-                                                                         270: cv2.ROTATE_90_COUNTERCLOCKWISE}[page.rotation])
+            turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+            upright = image if not page.rotation else cv2.rotate(image, turns[page.rotation])
             draw_dir.mkdir(parents=True, exist_ok=True)
             cv2.imwrite(str(draw_dir / f"{Path(path).stem}_p{index + 1}.png"), draw_document_page(upright, page))
         index += 1

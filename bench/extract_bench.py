@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="runs/extract_bench.json", help="where to write the results")
     a = ap.parse_args(argv)
     import cv2
+
     from data.document import Document
     from models.extractor import get_extractor
     from models.ocr import get_engine
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         ex.extract(Document(pages=[page]))
         t2 = time.perf_counter()
         rows.append({"type": t, "lines": len(page.lines), "ocr_s": t1 - t0, "extract_s": t2 - t1})
-        print(f"{t + ' ' + path.name:28s} {len(page.lines):5d} {t1 - t0:7.3f} {t2 - t1:9.3f} {(t2 - t1) / (t1 - t0):6.1%}")
+        print(f"{t + ' ' + path.name:28s} {len(page.lines):5d} {t1 - t0:7.3f} {t2 - t1:9.3f} "
+              f"{(t2 - t1) / (t1 - t0):6.1%}")
     ocr = sum(r["ocr_s"] for r in rows)
     ext = sum(r["extract_s"] for r in rows)
     print(f"{'TOTAL':28s} {'':5s} {ocr:7.3f} {ext:9.3f} {ext / ocr:6.1%}   (target <= 10%)")

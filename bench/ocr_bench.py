@@ -10,7 +10,8 @@ the real pages in ../shared/samples (never copied). Scores (models/ocr_eval.py):
 ground-truth characters, lines matched by box; long-number CER over digit runs of 8 or more; the share
 of such numbers read exactly. Speed: pages/s over the timed pages (one untimed warm-up page first,
 so oneDNN kernel compilation is not counted), CPU seconds per page in all and per stage (det, cls =
-crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak RSS of the engine's process and model-load time.
+crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak RSS of
+the engine's process and model-load time.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def _paddleocr_default(stages: dict):
     def read(image):
         result = ocr.ocr(image, cls=True)[0] or []
         lines = []
-        for quad, (text, score) in result:
+        for quad, (text, _score) in result:
             xs, ys = [p[0] for p in quad], [p[1] for p in quad]
             lines.append((text, [min(xs), min(ys), max(xs), max(ys)]))
         return lines
@@ -143,8 +144,9 @@ def run_interleaved(names: list[str], images: list[str], settings_json: str, var
         threads = engine_threads(name, json.loads(settings_json or "{}"))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         procs[name] = subprocess.Popen([sys.executable, "-m", "bench.ocr_bench", "--worker", name,
-                                        "--settings", settings_json, "--variants", variants_json], cwd=ROOT, env=env, text=True,
-                                       encoding="utf-8", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                        "--settings", settings_json, "--variants", variants_json],
+                                       cwd=ROOT, env=env, text=True, encoding="utf-8",
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     results = {name: {"engine": name, "threads": engine_threads(name, json.loads(settings_json or "{}")),
                       "load_s": _next_result(proc)["load_s"], "wall_s": 0.0, "cpu_s": 0.0, "stages": {},
                       "peak_rss_mb": 0.0, "pages": []} for name, proc in procs.items()}
@@ -253,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ENGINES.update(json.loads(args.variants))
     except json.JSONDecodeError as exc:
-        raise SystemExit(f"--variants is not valid JSON ({exc}); give e.g. '{{\"blur\": {{\"rec_crop_filter\": \"blur\"}}}}'")
+        raise SystemExit(f"--variants is not valid JSON ({exc}); "
+                         f"give e.g. '{{\"blur\": {{\"rec_crop_filter\": \"blur\"}}}}'") from None
     if args.worker:
         worker(args.worker, args.settings)
         return 0

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {'what':24s} | degrade | workers | pages | s/page (wall) |")
     print(f"| {'-' * 24} | ------- | ------- | ----- | ------------- |")
     for r in rows:
-        print(f"| {r['what']:24s} | {r['degrade']:7s} | {r['workers']:7d} | {r['pages']:5d} | {r['s_per_page']:13.3f} |")
+        print(f"| {r['what']:24s} | {r['degrade']:7s} | {r['workers']:7d} | {r['pages']:5d} "
+              f"| {r['s_per_page']:13.3f} |")
     summary = {
         "speedup_2_workers": w1 / w2,
         "projected_10k_pages_2_workers_min": 10_000 * w2 / 60,

@@ -91,7 +91,8 @@ def main(argv=None) -> None:
     print(f"| variant | median s/step | vs plain | loss step 1 | loss step {a.steps + 2} |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['variant']} | {r['median_s']:.3f} | {r['vs_plain']:.2f} | {r['first_loss']:.5f} | {r['last_loss']:.5f} |")
+        print(f"| {r['variant']} | {r['median_s']:.3f} | {r['vs_plain']:.2f} | {r['first_loss']:.5f} "
+              f"| {r['last_loss']:.5f} |")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()}, "rows": rows}, indent=1))
     print(f"wrote {a.out}")

@@ -45,6 +45,7 @@ def ocr_page(doc_type: str, seed: int, degrade: str, cache: Path | None) -> tupl
                     lines=[Line(**ln) for ln in d["lines"]]), gt
     import cv2
     import numpy as np
+
     from models.ocr import get_engine
     page = get_engine().read(cv2.cvtColor(np.asarray(image), cv2.COLOR_RGB2BGR))
     if hit is not None:

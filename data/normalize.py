@@ -65,7 +65,8 @@ def _cn_small_number(text: str) -> int | None:
 
 def _cn_date_to_digits(text: str) -> str:
     """二〇二四年三月五日 -> 2024年3月5日; leaves Arabic-digit dates untouched."""
-    m = re.fullmatch(r"([〇零○一二三四五六七八九OＯ]{4})年([一二三四五六七八九十]{1,3})月([一二三四五六七八九十]{1,3})[日号]", text)
+    m = re.fullmatch(r"([〇零○一二三四五六七八九OＯ]{4})年([一二三四五六七八九十]{1,3})月"
+                     r"([一二三四五六七八九十]{1,3})[日号]", text)
     if not m:
         return text
     year = "".join(str(_CN_DIGIT[c]) for c in m.group(1))
@@ -160,8 +161,8 @@ _UPPER_DIGITS = "零壹贰叁肆伍陆柒捌玖"
 _DIGIT_VALUE = {c: i for i, c in enumerate(_UPPER_DIGITS)}
 # common variants (参/參 for 叁, as many fonts and OCR give it; traditional 貳 陸) and the small
 # numerals some receipts print
-_DIGIT_VALUE.update({"参": 3, "參": 3, "貳": 2, "陸": 6, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-                     "七": 7, "八": 8, "九": 9})
+_DIGIT_VALUE.update({"参": 3, "參": 3, "貳": 2, "陸": 6,
+                     "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9})
 _SMALL_UNIT = {"拾": 10, "十": 10, "佰": 100, "百": 100, "仟": 1000, "千": 1000}
 _BIG_UNIT = {"万": 10_000, "萬": 10_000, "亿": 100_000_000, "億": 100_000_000}
 

@@ -16,8 +16,7 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from data.normalize import (normalize_code, normalize_value, parse_amount, parse_amount_words,
-                            parse_date)
+from data.normalize import normalize_code, normalize_value, parse_amount, parse_amount_words, parse_date
 
 if TYPE_CHECKING:  # the schema module imports nothing from here; keep the type for hints only
     from data.schemas import Schema

@@ -358,7 +358,7 @@ def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np
     becomes one entity with that label, first to last visible character. XFUND-style forms label
     whole lines, so a vote per line undoes a shaky first or last character. Lines without a clear
     majority keep their per-character spans (a key and its value sharing one OCR line)."""
-    from models.extractor import Span, _spans     # the extractor's span decoding; imported late (it imports us)
+    from models.extractor import Span, _spans  # the extractor's span decoding; imported late (it imports us)
     per_char = _spans(line_probs, tag_labels, allowed, line_texts)
     out: list[Span] = []
     for li, probs in enumerate(line_probs):

@@ -54,7 +54,8 @@ def test_block_contract_and_forward_equals_blocks_in_sequence():
         out = blocks[0](*inputs)
         hidden, mask_bias = out
         assert mask_bias.stop_gradient and mask_bias.dtype == paddle.float32
-        assert mask_bias.shape == [2, 1, 1, 9] and float(mask_bias[1, 0, 0, 7]) == -1e4 and float(mask_bias[0].sum()) == 0
+        assert mask_bias.shape == [2, 1, 1, 9] and float(mask_bias[1, 0, 0, 7]) == -1e4 \
+            and float(mask_bias[0].sum()) == 0
         for block in blocks[1:]:
             out = block(*out) if isinstance(out, tuple) else block(out)
     assert isinstance(out, tuple) and len(out) == 3

@@ -6,8 +6,16 @@ import pytest
 from data.document import Document, Line, Page, box_to_quad
 from data.schemas import load_schema
 from models.encoder import EncoderConfig
-from models.extractor import (Extractor, ExtractorConfig, ModelDirError, _pick_type, _title_evidence,
-                              find_model_dirs, get_extractor, save_model)
+from models.extractor import (
+    Extractor,
+    ExtractorConfig,
+    ModelDirError,
+    _pick_type,
+    _title_evidence,
+    find_model_dirs,
+    get_extractor,
+    save_model,
+)
 from models.heads import schema_field_keys, tag_labels
 from models.tokenizer import Tokenizer
 
@@ -25,7 +33,8 @@ def model_dir(tmp_path_factory):
 
 
 def _page() -> Page:
-    texts = ["增值税普通发票", "发票号码：07099363", "开票日期：2023年02月03日"] + [f"第{i}行 货物 1 件" for i in range(20)]
+    texts = ["增值税普通发票", "发票号码：07099363", "开票日期：2023年02月03日"] + \
+        [f"第{i}行 货物 1 件" for i in range(20)]
     return Page(index=0, width=1000, height=1000,
                 lines=[Line(t, box_to_quad([10, 20 + 40 * i, 400, 50 + 40 * i])) for i, t in enumerate(texts)])
 
@@ -175,7 +184,8 @@ def test_key_phrases_from_the_schema_fix_the_field_and_drop_key_text():
     assert text[sp.start:sp.end] == "小红"
     text = "核一北会信期代码/的税人职别号"           # a long key misread in five characters is key text still
     assert _is_key_text(Span("buyer_name", 0, 0, 3, 0.9), text, ["统一社会信用代码/纳税人识别号"])
-    assert not _is_key_text(Span("buyer_name", 0, 0, 3, 0.9), "永顺（南昌）酒店管理有限公司", ["统一社会信用代码/纳税人识别号"])
+    assert not _is_key_text(Span("buyer_name", 0, 0, 3, 0.9), "永顺（南昌）酒店管理有限公司",
+                            ["统一社会信用代码/纳税人识别号"])
     text = "开户行及账号：中国银行深圳支行"
     assert _is_key_text(Span("seller_bank_account", 0, 1, 3, 0.9), text, ["开户行及账号"])
     assert not _is_key_text(Span("seller_bank_account", 0, 7, len(text), 0.9), text, ["开户行及账号"])
@@ -219,7 +229,8 @@ def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
     from models.extractor import Span
     ex = Extractor.load(model_dir)
     page = Page(index=0, width=1000, height=1000,
-                lines=[Line("盛达餐厅", box_to_quad([100, 20, 220, 50])), Line("（朝阳区店）", box_to_quad([225, 20, 400, 50])),
+                lines=[Line("盛达餐厅", box_to_quad([100, 20, 220, 50])),
+                       Line("（朝阳区店）", box_to_quad([225, 20, 400, 50])),
                        Line("收银员：李", box_to_quad([100, 80, 300, 110]))])
     doc = Document(pages=[page], doc_type="vat_invoice")
     ex._fields(doc, page, [Span("buyer_name", 1, 0, 6, 0.9)])
@@ -235,7 +246,8 @@ def test_a_bracketed_tail_takes_the_head_ocr_cut_off_on_the_same_row(model_dir):
     assert name([("博锦面包房", [137, 40, 282, 66]), ("房（玄武区店）", [268, 40, 432, 66]),
                  ("地址：南京市", [30, 93, 385, 114])]) == "博锦面包房（玄武区店）"
     # boxes that overlap by a third of the line height read the same ink twice, even when misread
-    assert name([("云睿烘焙坊", [144, 39, 275, 63]), ("市（西城区店）", [264, 39, 409, 63])]) == "云睿烘焙坊（西城区店）"
+    assert name([("云睿烘焙坊", [144, 39, 275, 63]), ("市（西城区店）", [264, 39, 409, 63])]) == \
+        "云睿烘焙坊（西城区店）"
     # ... but not a neighbour that merely ends in another character, nor one a gap away
     for head, box in (("博锦面包店", [137, 40, 266, 66]), ("博锦面包房", [100, 40, 230, 66])):
         assert name([(head, box), ("房（玄武区店）", [268, 40, 432, 66])]) == "房（玄武区店）"
@@ -294,9 +306,10 @@ def test_item_cells_grow_to_their_line_and_the_row_arithmetic_fills_a_missed_cel
     ex = Extractor.load(model_dir)
     y = [300, 320]
     page = _lines_page([("运输服务*国内货物运输服务", [60, *y[:1], 300, y[1]]), ("250ML*24", [320, y[0], 400, y[1]]),
-                        ("次", [420, y[0], 440, y[1]]), ("3", [470, y[0], 480, y[1]]), ("83.77", [520, y[0], 600, y[1]]),
-                        ("251.31", [640, y[0], 720, y[1]]), ("9%", [760, y[0], 790, y[1]]),
-                        ("22.62", [820, y[0], 900, y[1]]), ("22.61", [820, 500, 900, 520])])
+                        ("次", [420, y[0], 440, y[1]]), ("3", [470, y[0], 480, y[1]]),
+                        ("83.77", [520, y[0], 600, y[1]]), ("251.31", [640, y[0], 720, y[1]]),
+                        ("9%", [760, y[0], 790, y[1]]), ("22.62", [820, y[0], 900, y[1]]),
+                        ("22.61", [820, 500, 900, 520])])
     doc = Document(pages=[page], doc_type="vat_invoice")
     # the model cut the spec at its star and missed the quantity and the tax
     ex._fields(doc, page, [Span("items.name", 0, 0, 13, 0.9), Span("items.spec", 1, 0, 5, 0.9),
@@ -360,7 +373,8 @@ def test_the_figure_given_to_a_sum_term_moves_to_the_total_its_words_match(model
     from models.extractor import Span
     ex = Extractor.load(model_dir)
     page = _lines_page([("￥273682.62", [700, 400, 820, 420]), ("￥35578.74", [1050, 400, 1160, 420]),
-                        ("叁拾万玖仟贰佰陆拾壹圆叁角陆分", [300, 440, 600, 460]), ("（小写）￥309261.36", [800, 440, 1000, 460])])
+                        ("叁拾万玖仟贰佰陆拾壹圆叁角陆分", [300, 440, 600, 460]),
+                        ("（小写）￥309261.36", [800, 440, 1000, 460])])
     doc = Document(pages=[page], doc_type="vat_invoice")
     ex._fields(doc, page, [Span("total_amount", 3, 4, 14, 0.9), Span("total_tax", 1, 0, 9, 0.9),
                            Span("total_with_tax_in_words", 2, 0, 15, 0.9)])
@@ -394,11 +408,11 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     assert types3[_pick_type(lean_form, types3, schemas3, ["电子发票（增值税专用发票）", "号4：19822"])] == "e_invoice"
     assert types3[_pick_type(lean_form, types3, schemas3, ["湖南增值税电子普通发票", "人"])] == "vat_invoice"
     # ... also when OCR dropped its closing bracket
-    assert types3[_pick_type(np.array([0.9, 0.05, 0.05]), types3, schemas3, ["电子发票", "（增值税专用发票", "号码"])] == \
-        "e_invoice"
+    assert types3[_pick_type(np.array([0.9, 0.05, 0.05]), types3, schemas3,
+                             ["电子发票", "（增值税专用发票", "号码"])] == "e_invoice"
     # a title OCR cut in two lines is joined again, and the longer title still wins
-    assert types3[_pick_type(np.array([0.6, 0.3, 0.1]), types3, schemas3, ["电子发票", "（增值税专用发票）", "号码"])] == \
-        "e_invoice"
+    assert types3[_pick_type(np.array([0.6, 0.3, 0.1]), types3, schemas3,
+                             ["电子发票", "（增值税专用发票）", "号码"])] == "e_invoice"
     # an invoice whose title OCR missed (a seal over it) keeps its type by the keys it prints ...
     keys = ["发票代码：0420", "发票号码：8030", "开票日期：2024年", "校验码：1234", "机器编号：5", "名称：北京",
             "纳税人识别号：9111", "地址、电话：北京", "开户行及账号：中国银行", "收款人：张", "复核：李", "开票人：王"]
@@ -476,7 +490,8 @@ def test_a_name_glued_to_its_tax_id_and_a_name_scattered_over_three_fields_stay_
     fits = lambda k, t: k != "buyer_tax_id" or len(t) == 18          # noqa: E731 (a tax ID reads as 18 characters)
     # OCR read 名称 and 统一社会信用代码 as one line: the code keeps its field, the name votes without it
     text = "新晟中医疗器械股份有限公司91460106676TLLL10U"
-    rows = [{"I-buyer_name": 0.9}, {"O": 0.4, "I-buyer_name": 0.3}, {"B-buyer_bank_account": 0.7, "I-buyer_name": 0.2}] + \
+    rows = [{"I-buyer_name": 0.9}, {"O": 0.4, "I-buyer_name": 0.3},
+            {"B-buyer_bank_account": 0.7, "I-buyer_name": 0.2}] + \
         [{"I-buyer_name": 0.9}] * 3 + [{"I-items.name": 0.5, "O": 0.3}] + [{"I-buyer_name": 0.95}] * 6 + \
         [{"I-buyer_tax_id": 0.95}] * 18
     spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text], free, fits)
@@ -484,17 +499,18 @@ def test_a_name_glued_to_its_tax_id_and_a_name_scattered_over_three_fields_stay_
                                                            ("buyer_tax_id", "91460106676TLLL10U")]
     # no field holds half the characters: the one with most probability mass takes the name
     text = "武汉美越物流有限公司"
-    rows = [{"B-buyer_name": 0.47, "B-seller_name": 0.2}, {"I-buyer_name": 0.95}, {"B-items.name": 0.58, "B-buyer_name": 0.36},
-            {"I-items.name": 0.37, "O": 0.29}, {"I-items.name": 0.9}, {"I-seller_name": 0.58, "I-buyer_name": 0.17},
-            {"I-seller_name": 0.47, "I-buyer_name": 0.45}, {"I-seller_name": 0.57, "I-buyer_name": 0.28},
-            {"I-seller_name": 0.63, "I-buyer_name": 0.15}, {"I-buyer_name": 0.79, "I-seller_name": 0.2}]
+    rows = [{"B-buyer_name": 0.47, "B-seller_name": 0.2}, {"I-buyer_name": 0.95},
+            {"B-items.name": 0.58, "B-buyer_name": 0.36}, {"I-items.name": 0.37, "O": 0.29}, {"I-items.name": 0.9},
+            {"I-seller_name": 0.58, "I-buyer_name": 0.17}, {"I-seller_name": 0.47, "I-buyer_name": 0.45},
+            {"I-seller_name": 0.57, "I-buyer_name": 0.28}, {"I-seller_name": 0.63, "I-buyer_name": 0.15},
+            {"I-buyer_name": 0.79, "I-seller_name": 0.2}]
     spans = _spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text], free, fits)
     assert [(s.key, text[s.start:s.end]) for s in spans] == [("buyer_name", text)]
 
 
 def test_a_remark_that_is_itself_label_and_content_runs_through_its_colon():
-    from models.extractor import _through_colon
     from data.document import Field
+    from models.extractor import _through_colon
 
     def remark(text, start, end, taken=()):
         page = _lines_page([("备", [50, 440, 70, 460]), (text, [92, 460, 243, 477])])
@@ -520,8 +536,9 @@ def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_w
     assert words.value == "221331.79" and words.raw == "贰拾贰万壹仟叁佰参拾壹圆柒角攻分"
     assert any("total_with_tax_in_words" in w and "2 character(s)" in w for w in doc.warnings)
     # words reading as another amount, one character off, give way to a figure the sum bears out
-    near = [("合计", [80, 400, 130, 420]), ("￥200000.00", [700, 400, 800, 420]), ("￥21331.79", [1100, 400, 1190, 420]),
-            rows[0], ("贰拾贰万壹仟叁佰叁拾壹圆柒角叁分", [300, 440, 600, 460]), rows[2], rows[3]]
+    near = [("合计", [80, 400, 130, 420]), ("￥200000.00", [700, 400, 800, 420]),
+            ("￥21331.79", [1100, 400, 1190, 420]), rows[0], ("贰拾贰万壹仟叁佰叁拾壹圆柒角叁分", [300, 440, 600, 460]),
+            rows[2], rows[3]]
     for bears_out in (True, False):
         page = _lines_page(near if bears_out else near[3:])
         o = 3 if bears_out else 0
@@ -535,7 +552,8 @@ def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_w
     for text in ("贰拾贰万壹仟叁佰参拾壹圆柒角攻分伍", "肆万"):
         page = _lines_page([rows[0], (text, [300, 440, 600, 460]), rows[2], rows[3]])
         doc = Document(pages=[page], doc_type="vat_invoice")
-        ex._fields(doc, page, [Span("total_with_tax_in_words", 1, 0, len(text), 0.9), Span("total_with_tax", 3, 0, 10, 0.9)])
+        ex._fields(doc, page, [Span("total_with_tax_in_words", 1, 0, len(text), 0.9),
+                               Span("total_with_tax", 3, 0, 10, 0.9)])
         assert doc.fields["total_with_tax_in_words"].value != "221331.79"
 
 
@@ -550,7 +568,8 @@ def test_a_title_tagged_in_part_becomes_the_printed_title_it_belongs_to():
         f = Field("title", rows[line][0][start:end], rows[line][0][start:end], span=[offset + start, offset + end])
         _complete_title(f, page, phrases)
         return f.value
-    row = [("发票号码：123", [890, 28, 1146, 45]), ("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [571, 34, 819, 61])]
+    row = [("发票号码：123", [890, 28, 1146, 45]), ("电子发票", [467, 33, 585, 61]),
+           ("（增值税专用发票）", [571, 34, 819, 61])]
     assert title(row, 1, 0, 3) == "电子发票(增值税专用发票)"                  # OCR's two lines on one row
     stacked = [("电子发票", [560, 20, 690, 50]), ("（普通发票）", [540, 55, 710, 85])]
     assert title(stacked, 0, 0, 3) == "电子发票(普通发票)"

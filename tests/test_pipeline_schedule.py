@@ -3,8 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from training.pipeline.schedule import (Action, Schedule, ScheduleError, all_admissible, build_schedule,
-                                        peak_inflight, validate)
+from training.pipeline.schedule import (
+    Action,
+    Schedule,
+    ScheduleError,
+    all_admissible,
+    build_schedule,
+    peak_inflight,
+    validate,
+)
 from training.pipeline.simulate import analytic_bubble, simulate
 
 GRID = list(all_admissible([1, 2, 4, 8], range(1, 17), [1, 2]))

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from data.schemas import (FIELD_TYPES, SchemaError, list_schemas, load_schema, load_schema_file)
+from data.schemas import FIELD_TYPES, SchemaError, list_schemas, load_schema, load_schema_file
 
 VAT_KEYS = ["title", "invoice_code", "invoice_number", "issue_date", "check_code", "machine_number",
             "buyer_name", "buyer_tax_id", "buyer_address_phone", "buyer_bank_account", "seller_name",

@@ -90,6 +90,7 @@ def test_noise_keeps_one_tag_per_character_and_values_whole():
 @pytest.mark.heavy
 def test_tiny_model_beats_untrained_on_heldout_layouts(tmp_path):
     import yaml
+
     from data.corpus import corpus_from_synth_dir, split_by_layout, write_corpus
     from models.extractor import Extractor
     from training.evaluate import evaluate_corpus
@@ -119,7 +120,8 @@ def test_tiny_model_beats_untrained_on_heldout_layouts(tmp_path):
 
 def test_moving_the_page_keeps_relative_layout():
     from training.noise import move_page
-    lines = [TaggedLine("发票号码", [100, 50, 200, 70], ["O"] * 4), TaggedLine("07099363", [210, 50, 300, 70], ["O"] * 8),
+    lines = [TaggedLine("发票号码", [100, 50, 200, 70], ["O"] * 4),
+             TaggedLine("07099363", [210, 50, 300, 70], ["O"] * 8),
              TaggedLine("合计", [100, 400, 150, 420], ["O"] * 2)]
     moved = move_page(lines, 0.25, 0.2, random.Random(3))
     assert [ln.box for ln in moved] != [ln.box for ln in lines]
@@ -130,6 +132,7 @@ def test_moving_the_page_keeps_relative_layout():
 
 def test_background_ocr_shards_fold_into_the_cache_once(tmp_path):
     import json
+
     from training.trainer import fold_ocr_shards
     row = lambda i: json.dumps({"id": f"p{i}", "page": {"index": 0, "width": 10, "height": 10, "lines": []}})
     (tmp_path / "ocr_train.jsonl").write_text(row(0) + "\n", encoding="utf-8")

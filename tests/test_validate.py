@@ -7,11 +7,27 @@ from decimal import Decimal
 
 import pytest
 
-from data.normalize import (format_amount_words, normalize_amount, normalize_code, normalize_date,
-                            normalize_date_range, normalize_rate, parse_amount_words, to_halfwidth)
+from data.normalize import (
+    format_amount_words,
+    normalize_amount,
+    normalize_code,
+    normalize_date,
+    normalize_date_range,
+    normalize_rate,
+    parse_amount_words,
+    to_halfwidth,
+)
 from data.schemas import load_schema
-from data.validate import (credit_check_char, id_check_char, is_valid_credit_code, is_valid_id_number,
-                           is_valid_tax_id, org_code_check_char, validate_fields, words_match_figure)
+from data.validate import (
+    credit_check_char,
+    id_check_char,
+    is_valid_credit_code,
+    is_valid_id_number,
+    is_valid_tax_id,
+    org_code_check_char,
+    validate_fields,
+    words_match_figure,
+)
 
 # --- check characters, computed here by the published table formulation -------------------------
 

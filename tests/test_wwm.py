@@ -45,7 +45,7 @@ def test_every_masked_span_is_a_whole_word():
         for w in windows:
             m = mask_window(enc, w, TOK, rng)
             chosen = {p for word in m.words for p in word}
-            assert {i for i, l in enumerate(m.labels) if l != IGNORE} == chosen
+            assert {i for i, label in enumerate(m.labels) if label != IGNORE} == chosen
             assert all(m.input_ids[i] == w.input_ids[i] for i in range(len(w.input_ids)) if i not in chosen)
             assert all(1 <= p <= w.end - w.start for p in chosen)          # never [CLS], [SEP] or padding
             for word in m.words:
@@ -83,7 +83,7 @@ def test_rate_and_80_10_10_over_a_corpus():
         for w in windows:
             m = mask_window(enc, w, TOK, rng)
             tokens += w.end - w.start
-            chosen += sum(1 for l in m.labels if l != IGNORE)
+            chosen += sum(1 for label in m.labels if label != IGNORE)
             for word in m.words:
                 if m.input_ids[word[0]] == TOK.mask_id:
                     fate["mask"] += 1
@@ -100,9 +100,9 @@ def test_rate_and_80_10_10_over_a_corpus():
 
 @pytest.mark.heavy
 def test_short_pretrain_through_the_engine_lowers_mlm_loss(tmp_path):
-    from tests.test_retrain import make_base, make_corpus
     from data.corpus import read_corpus
     from models.extractor import Extractor
+    from tests.test_retrain import make_base, make_corpus
     from training.pretrain import pretrain
     corpus, base = make_corpus(tmp_path / "c", 20), make_base(tmp_path / "base", hidden=64, layers=2)
     out = tmp_path / "adapted"

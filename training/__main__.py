@@ -31,9 +31,9 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train(a: argparse.Namespace) -> int:
+    from data.corpus import read_corpus
     from training.evaluate import evaluate_corpus, write_report
     from training.trainer import load_config, train
-    from data.corpus import read_corpus
     cfg = load_config(a.config)
     if a.steps:
         cfg["train"]["steps"] = a.steps
@@ -96,6 +96,7 @@ def default_report_path(model: str | Path, stem: str) -> Path:
 
 def _evaluate(a: argparse.Namespace) -> int:
     import json
+
     from data.corpus import CorpusError, read_corpus
     from models.extractor import Extractor, ModelDirError
     from training.evaluate import evaluate_corpus, evaluate_samples, samples_table, write_report
@@ -137,9 +138,12 @@ def _evaluate(a: argparse.Namespace) -> int:
 COMMANDS = [
     ("train", "train the extractor from a config", _train_args, _train),
     ("evaluate", "per-field P/R/F1 of a model on a corpus", _eval_args, _evaluate),
-    ("import", "import a labelled corpus (ours, PPOCRLabel, XFUND, Label Studio, CSV weak labels)", *__import__("training.retrain", fromlist=["x"]).IMPORT_COMMAND),
-    ("pretrain", "whole-word-masked MLM adaptation of an encoder on a corpus' text", *__import__("training.pretrain", fromlist=["x"]).PRETRAIN_COMMAND),
-    ("retrain", "import, adapt, fine-tune, evaluate base vs new, export a new model version", *__import__("training.retrain", fromlist=["x"]).RETRAIN_COMMAND),
+    ("import", "import a labelled corpus (ours, PPOCRLabel, XFUND, Label Studio, CSV weak labels)",
+     *__import__("training.retrain", fromlist=["x"]).IMPORT_COMMAND),
+    ("pretrain", "whole-word-masked MLM adaptation of an encoder on a corpus' text",
+     *__import__("training.pretrain", fromlist=["x"]).PRETRAIN_COMMAND),
+    ("retrain", "import, adapt, fine-tune, evaluate base vs new, export a new model version",
+     *__import__("training.retrain", fromlist=["x"]).RETRAIN_COMMAND),
 ]
 
 

@@ -88,7 +88,7 @@ def gt_lines(rec: Record) -> TaggedPage:
             span = [m.start, m.end]
         _set_span(tagged[li].tags, span[0], span[1], key)
     ents, links = _form_entries(rec) if doc_type_of(rec) == "generic_form" else ([], set())
-    for i, label, ln in ents:
+    for i, label, _ln in ents:
         t = tagged[i]
         nz = [j for j, ch in enumerate(t.text) if not ch.isspace()]
         if nz:

@@ -180,7 +180,8 @@ class Report:
             types = sorted(self.headline())
             rows.append("")
             rows.append("F1 by degradation level (field F1; generic_form: pair F1)")
-            rows.append(f"{'level':8s} {'pages':>5s} " + " ".join(f"{t[:13]:>13s}" for t in types) + f" {'all fields':>10s}")
+            rows.append(f"{'level':8s} {'pages':>5s} " + " ".join(f"{t[:13]:>13s}" for t in types)
+                        + f" {'all fields':>10s}")
             order = ("none", "light", "photo", "heavy")
             for lv in [x for x in order if x in self.by_level] + sorted(x for x in self.by_level if x not in order):
                 r = self.by_level[lv]
@@ -235,6 +236,7 @@ def evaluate_corpus(extractor, records: list[dict], ocr: str = "gt", cache: Path
     """Run `extractor` on each record (GT lines, or real OCR of its image) and score it.
     Returns the report and one row per page (id, predicted type, values) for inspection."""
     from tqdm import tqdm
+
     from data.document import Document, Line, Page
     from data.schemas import list_schemas, load_schema
     pages = {}
@@ -250,8 +252,9 @@ def evaluate_corpus(extractor, records: list[dict], ocr: str = "gt", cache: Path
                 continue
         else:
             page = Page(index=0, width=int(rec.get("width") or 1000), height=int(rec.get("height") or 1000),
-                        lines=[Line(text=ln["text"], quad=ln.get("quad") or [[ln["box"][0], ln["box"][1]],
-                               [ln["box"][2], ln["box"][1]], [ln["box"][2], ln["box"][3]], [ln["box"][0], ln["box"][3]]])
+                        lines=[Line(text=ln["text"],
+                                    quad=ln.get("quad") or [[ln["box"][0], ln["box"][1]], [ln["box"][2], ln["box"][1]],
+                                                            [ln["box"][2], ln["box"][3]], [ln["box"][0], ln["box"][3]]])
                                for ln in rec.get("lines") or []])
         dt = str(rec.get("doc_type"))
         doc = extractor.extract(Document(source=str(rec.get("image", "")), pages=[page]),

@@ -93,8 +93,10 @@ class Canvas:
         mask, (ox, oy) = font.getmask2(text, mode="L", anchor="la")
         self.draw.draw.draw_bitmap((x + ox, y + oy), mask, self.draw._getink(color)[0])
         bb = mask.getbbox()
-        l, t, r, b = (ox + bb[0], oy + bb[1], ox + bb[2], oy + bb[3]) if bb else font.getbbox(text, anchor="la")
-        self.lines.append(DrawnLine(text, x, y, font, [x + l, y + t, x + r, y + b], label, mask, (ox, oy)))
+        left, top, right, bottom = ((ox + bb[0], oy + bb[1], ox + bb[2], oy + bb[3]) if bb
+                                    else font.getbbox(text, anchor="la"))
+        self.lines.append(DrawnLine(text, x, y, font, [x + left, y + top, x + right, y + bottom], label, mask,
+                                    (ox, oy)))
         return len(self.lines) - 1
 
     def text_width(self, text: str, size: int, style: str = "song") -> float:
@@ -113,12 +115,13 @@ class Canvas:
                                ln.mask.size[1])).getbbox()
         if bb is not None:
             ca = max(0, int(a))
-            l, t, r, b = (ln.offset[0] + ca + bb[0], ln.offset[1] + bb[1], ln.offset[0] + ca + bb[2],
-                          ln.offset[1] + bb[3])
-            return [max(x0, ln.x + l), max(y0, ln.y + t), min(x1, ln.x + r), min(y1, ln.y + b)]
+            left, top, right, bottom = (ln.offset[0] + ca + bb[0], ln.offset[1] + bb[1], ln.offset[0] + ca + bb[2],
+                                        ln.offset[1] + bb[3])
+            return [max(x0, ln.x + left), max(y0, ln.y + top), min(x1, ln.x + right), min(y1, ln.y + bottom)]
         offset = ln.font.getlength(ln.text[:start])
-        l, t, r, b = ink_bbox(ln.font, ln.text[start:end])
-        return [max(x0, ln.x + offset + l), max(y0, ln.y + t), min(x1, ln.x + offset + r), min(y1, ln.y + b)]
+        left, top, right, bottom = ink_bbox(ln.font, ln.text[start:end])
+        return [max(x0, ln.x + offset + left), max(y0, ln.y + top), min(x1, ln.x + offset + right),
+                min(y1, ln.y + bottom)]
 
     def field(self, key: str, line_id: int, start: int = 0, end: int | None = None,
               field_type: str = "text", row: int | None = None, value: str | None = None) -> FieldMark:

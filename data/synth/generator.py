@@ -22,7 +22,8 @@ from PIL import Image
 
 from data.document import box_to_quad, quad_to_box
 from data.synth.canvas import Canvas, FieldMark
-from data.synth.degrade import LEVELS, Degradation, degrade as apply_degradation
+from data.synth.degrade import LEVELS, Degradation
+from data.synth.degrade import degrade as apply_degradation
 
 Renderer = Callable[[random.Random, str, bool], Canvas]
 

@@ -201,7 +201,6 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
             header.append(Entry("校 验 码：", printed, "check_code", "code"))
     hx = W * p.get("header_x", 0.68)
     header_mode = "split" if kv == "split" else "inline"
-    hsize = st.size
     for i, e in enumerate(header):
         y = 30 * s + i * 32 * s
         kv_line(c, st, hx, y, e, header_mode, x1 - hx, rng)

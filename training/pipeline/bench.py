@@ -21,7 +21,6 @@ import json
 import os
 import statistics
 from pathlib import Path
-
 from typing import Callable
 
 from training.pipeline.schedule import COMPUTE, SCHEDULES, Action
@@ -123,7 +122,8 @@ def _analyse(name: str, data: dict, stages: int, mbs: int, out: Path) -> dict:
     steps.sort(key=lambda x: x[0].makespan)
     tl, sim, _, _ = steps[len(steps) // 2]  # the median step by makespan, for the Gantt charts
     draw_gantt(tl, out / f"gantt_{name}_measured.png", f"{name}: measured, bubble {tl.bubble:.1%}")
-    draw_gantt(sim, out / f"gantt_{name}_simulated.png", f"{name}: simulated from measured costs, bubble {sim.bubble:.1%}")
+    draw_gantt(sim, out / f"gantt_{name}_simulated.png",
+               f"{name}: simulated from measured costs, bubble {sim.bubble:.1%}")
     med = lambda xs: statistics.median(xs)  # noqa: E731
     return {"schedule": name, "steps": len(steps), "measured": tl.summary(), "simulated": sim.summary(),
             "median_measured_bubble": med([x[0].bubble for x in steps]),

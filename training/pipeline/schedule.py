@@ -203,10 +203,11 @@ def _zero_bubble_h1(S: int, M: int) -> list[list[Action]]:
         acts = [Action(s, "F", m) for m in range(warmup)]
         next_w = 0
 
-        def w_upto(last: int) -> None:
+        def w_upto(last: int, acts: list[Action] = acts, s: int = s) -> None:
             nonlocal next_w
             while next_w <= min(last, M - 1):
-                acts.append(Action(s, "W", next_w)); next_w += 1
+                acts.append(Action(s, "W", next_w))
+                next_w += 1
 
         for i in range(M - warmup):
             acts += [Action(s, "F", warmup + i), Action(s, "B", i)]
@@ -334,12 +335,16 @@ def _match(a: Action, S: int) -> Action:
     """The counterpart a comm action must meet on the other stage."""
     v = a.vstage(S)
     if a.kind == "SEND_F":
-        w = v + 1; return Action(w % S, "RECV_F", a.mb, w // S)
+        w = v + 1
+        return Action(w % S, "RECV_F", a.mb, w // S)
     if a.kind == "RECV_F":
-        w = v - 1; return Action(w % S, "SEND_F", a.mb, w // S)
+        w = v - 1
+        return Action(w % S, "SEND_F", a.mb, w // S)
     if a.kind == "SEND_B":
-        w = v - 1; return Action(w % S, "RECV_B", a.mb, w // S)
-    w = v + 1; return Action(w % S, "SEND_B", a.mb, w // S)
+        w = v - 1
+        return Action(w % S, "RECV_B", a.mb, w // S)
+    w = v + 1
+    return Action(w % S, "SEND_B", a.mb, w // S)
 
 
 def blocking_order(schedule: Schedule) -> list[tuple[Action, ...]]:
@@ -365,7 +370,10 @@ def blocking_order(schedule: Schedule) -> list[tuple[Action, ...]]:
                 v = a.vstage(S)
                 if a.kind in COMPUTE:
                     _check_ready(schedule, a, v, last_v, have, inbox)
-                    have.add((a.kind, v, a.mb)); order.append((a,)); pos[s] += 1; done += 1
+                    have.add((a.kind, v, a.mb))
+                    order.append((a,))
+                    pos[s] += 1
+                    done += 1
                     progressed = True
                     continue
                 peer = _match(a, S)
@@ -378,10 +386,13 @@ def blocking_order(schedule: Schedule) -> list[tuple[Action, ...]]:
                 sv = send.vstage(S)
                 need = ("F" if send.kind == "SEND_F" else "B", sv, send.mb)
                 if need not in have:
-                    raise ScheduleError(f"{send} sends before {need[0]} of micro-batch {send.mb} ran on stage {send.stage}")
+                    raise ScheduleError(f"{send} sends before {need[0]} of micro-batch {send.mb} "
+                                        f"ran on stage {send.stage}")
                 inbox.add((recv.kind, recv.vstage(S), recv.mb))
                 order.append((send, recv))
-                pos[s] += 1; pos[ps] += 1; done += 2
+                pos[s] += 1
+                pos[ps] += 1
+                done += 2
                 progressed = True
         if not progressed:
             heads = ", ".join(f"stage {s} waits at {acts[s][pos[s]]}" for s in range(S) if pos[s] < len(acts[s]))
@@ -416,7 +427,7 @@ def validate(schedule: Schedule) -> list[tuple[Action, ...]]:
     if len(schedule.actions) != S:
         raise ScheduleError(f"schedule lists {len(schedule.actions)} stages, header says {S}")
     seen: dict[tuple[str, int, int], int] = {}
-    for s, acts in enumerate(schedule.actions):
+    for acts in schedule.actions:
         for a in acts:
             if not (0 <= a.mb < M and 0 <= a.chunk < V):
                 raise ScheduleError(f"{a} is outside {M} micro-batches x {V} chunks")
@@ -446,7 +457,8 @@ def peak_inflight(schedule: Schedule) -> list[int]:
         live = peak = 0
         for a in acts:
             if a.kind == "F":
-                live += 1; peak = max(peak, live)
+                live += 1
+                peak = max(peak, live)
             elif a.kind == last:
                 live -= 1
         peaks.append(peak)

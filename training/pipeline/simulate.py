@@ -4,8 +4,8 @@ The execution model is the one the distributed transport runs under: each stage 
 in order; a send and its matching receive happen together (blocking point-to-point), starting when
 both stages reach them and lasting the comm cost. With eager_sends (what gloo does for messages that
 fit the socket buffers, as measured by the bench) a send costs the sender its own time whether or
-not the receiver is there, and a receive ends its own cost after both sides reached the message. Bubble of a stage = 1 - compute time / makespan;
-the overall bubble is the same over all stages together.
+not the receiver is there, and a receive ends its own cost after both sides reached the message.
+Bubble of a stage = 1 - compute time / makespan; the overall bubble is the same over all stages together.
 """
 from __future__ import annotations
 
