@@ -98,8 +98,13 @@ def draw_page(image: np.ndarray, page: Page, result: Document | None, path: str,
     os.makedirs(draw_dir, exist_ok=True)
     out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
     drawn = page_overlay(image, page, result or Document(pages=[page]), legend=True)
-    if not cv2.imwrite(out, np.ascontiguousarray(drawn)):
-        raise OSError(f"cannot write {out}")
+    # encode here and write with Python: cv2.imwrite segfaults on a str path with undecodable bytes
+    # (a GBK file name from a Windows zip), which would kill the whole batch
+    ok, png = cv2.imencode(".png", np.ascontiguousarray(drawn))
+    if not ok:
+        raise OSError(f"cannot encode the overlay of {out!r}")
+    with open(out, "wb") as fh:
+        fh.write(png.tobytes())
     return out
 
 

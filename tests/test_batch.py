@@ -216,9 +216,12 @@ def test_gbk_file_name_gets_a_lossless_utf8_row_and_rerun_skips_it(tmp_path):
     # a name unpacked from a Windows zip: GBK bytes, not UTF-8; Python sees lone surrogates
     odd = os.fsdecode(os.fsencode(str(folder)) + b"/" + "发票".encode("gbk") + b".png")
     Image.new("RGB", (33, 30), "white").save(odd)
-    out, table = tmp_path / "results.jsonl", tmp_path / "table.csv"
-    first = run_batch([str(folder)], str(out), csv_path=str(table), options=FAKE, progress=False)
+    out, table, draw = tmp_path / "results.jsonl", tmp_path / "table.csv", tmp_path / "overlays"
+    drawing = WorkerOptions(processor=FAKE.processor, warm_up=False, draw_dir=str(draw))
+    first = run_batch([str(folder)], str(out), csv_path=str(table), options=drawing, progress=False)
     assert (first.total, first.done, first.failed) == (4, 3, 1)
+    # the overlay keeps the name's bytes (cv2.imwrite would have crashed the process on this path)
+    assert [n for n in os.listdir(os.fsencode(str(draw))) if n.startswith("发票".encode("gbk") + b"_")]
     out.read_bytes().decode("utf-8")      # every line is valid UTF-8 (raises otherwise)
     rows = [r for r in read_rows(str(out)) if "file_bytes_hex" in r]
     assert len(rows) == 1, "only the undecodable name gets the hex field"
