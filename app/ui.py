@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 # `streamlit run app/ui.py` puts app/ on sys.path, not the repository root that our packages live in.
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 
 paddle.disable_static()   # the extractor runs in dygraph mode; some imports flip Paddle to static
@@ -41,6 +43,7 @@ from app.ui_fields import (  # noqa: E402
     schema_label,
 )
 from app.ui_view import legend_html, page_overlay, timings_text  # noqa: E402
+from data.document import Document, Page  # noqa: E402
 from data.io import MAX_FILE_BYTES, size_advice, sniff  # noqa: E402
 
 UPLOAD_TYPES = [s.lstrip(".") for s in DOCUMENT_SUFFIXES]
@@ -150,17 +153,20 @@ def show_header(result: dict) -> None:
 
 
 def show_page(result: dict, page_index: int) -> None:
+    """Page `page_index` (its position in the document's pages) drawn on its preview, beside the
+    fields read on it. Images, fields and the page picker use the page's index in the file."""
     analysis = result["analysis"]
     doc = result["corrected"]
     page = doc.pages[page_index]
     left, right = st.columns([3, 2], gap="large")
     with left:
-        image = page_overlay(analysis.images[page_index], page, doc)
-        st.image(image, channels="BGR", caption=f"{doc.source} — page {page_index + 1}: "
-                                                f"{len(page.lines)} text lines", width="stretch")
-        st.markdown(legend_html(doc, page_index), unsafe_allow_html=True)
+        if page.index < len(analysis.images):
+            image = page_overlay(analysis.images[page.index], page, doc)
+            st.image(image, channels="BGR", caption=f"{doc.source} — page {page.index + 1}: "
+                                                    f"{len(page.lines)} text lines", width="stretch")
+        st.markdown(legend_html(doc, page.index), unsafe_allow_html=True)
     with right:
-        frame = fields_frame(doc, page_index)
+        frame = fields_frame(doc, page.index)
         if frame.empty:
             st.subheader("Text lines 文本行")
             st.info("No fields were extracted on this page; these are the text lines OCR read.")
@@ -184,43 +190,94 @@ def show_page(result: dict, page_index: int) -> None:
         for warning in doc.warnings:
             st.warning(warning)
         st.caption(timings_text(doc.timings))
-    with st.expander(f"OCR text of page {page_index + 1} ({len(page.lines)} lines)"):
+    with st.expander(f"OCR text of page {page.index + 1} ({len(page.lines)} lines)"):
         st.text(page.text or "(no text found)")
 
 
-def show_actions(result: dict, page_index: int, corrections_dir: str) -> None:
+def _page_for_saving(doc: Document, page_index: int) -> tuple[Document, int]:
+    """(document, page position) as save_correction reads them: the position in `doc.pages` must also be
+    the page number its fields carry. A document found later in a file (its page 3 alone) is given
+    as a copy holding that page as page 0, with its fields on it."""
+    page = doc.pages[page_index]
+    if page.index == page_index:
+        return doc, page_index
+    fields = {k: dc_replace(f, page=0) for k, f in doc.fields.items() if f.page == page.index}
+    return dc_replace(doc, pages=[dc_replace(page, index=0)], fields=fields, items=[], pairs=[]), 0
+
+
+def _full_page(result: dict, page: Page, data: bytes | None) -> np.ndarray:
+    """The full-size upright page for a training example: decoded again from the upload (the UI keeps
+    only previews); the kept image when the upload's bytes are not at hand."""
+    if data:
+        return pipeline.page_image(data, result["name"], page.index, page.rotation)
+    return result["analysis"].images[page.index]
+
+
+def show_actions(result: dict, page_index: int, corrections_dir: str, data: bytes | None = None) -> None:
     doc = result["corrected"]
-    stem = Path(result["name"]).stem
+    stem = Path(result["name"]).stem + (f"_document{doc.part}" if doc.parts > 1 else "")
     c1, c2, c3 = st.columns(3)
     c1.download_button("Download JSON", doc.to_json(indent=2).encode("utf-8"), f"{stem}.json",
                        "application/json", width="stretch")
     c2.download_button("Download CSV", document_csv(doc, result["name"]), f"{stem}.csv", "text/csv",
                        width="stretch")
     if c3.button("Save corrections 保存纠正", width="stretch",
-                 help=f"Adds page {page_index + 1} with its current field values to the training corpus in "
-                      f"{corrections_dir}"):
+                 help=f"Adds page {doc.pages[page_index].index + 1} with its current field values to the "
+                      f"training corpus in {corrections_dir}"):
         try:
-            path = save_correction(doc, page_index, result["analysis"].images[page_index], corrections_dir)
+            image = _full_page(result, doc.pages[page_index], data)
+            path = save_correction(*_page_for_saving(doc, page_index), image, corrections_dir)
         except (OSError, ValueError) as exc:
             st.error(f"Could not save the corrections: {exc}. The folder is set on the server "
                      f"({CORRECTIONS_ENV}); ask whoever runs it.")
         else:
-            st.success(f"Saved page {page_index + 1} as a training example in {path}")
+            st.success(f"Saved page {doc.pages[page_index].index + 1} as a training example in {path}")
 
 
-def show_document(result: dict, corrections_dir: str) -> None:
+def part_view(result: dict) -> dict:
+    """What the page, table and buttons show for an upload: the upload itself when its file holds one
+    document; else the document picked from those found in the file, with its own corrections state
+    (one view per document, kept in the session with the upload)."""
+    parts = result["analysis"].parts()
+    if len(parts) <= 1:
+        return result
+    n = len(parts)
+    pages = [", ".join(map(str, d.page_numbers())) for d in parts]
+    st.info(f"This file holds {n} documents; each was read from its own page(s) "
+            "(blank pages are skipped). Pick one to check and correct it.")
+    overview = [{"#": d.part, "页 Pages": pages[i], "类型 Type": schema_label(d.doc_type) if d.doc_type else "—",
+                 "字段 Fields": len(d.fields), "错误 Error": (d.error or {}).get("message", "")}
+                for i, d in enumerate(parts)]
+    st.dataframe(overview, hide_index=True, width="stretch")
+    chosen = st.selectbox("Document in this file 文件内文档", range(n),
+                          format_func=lambda i: f"Document {i + 1} of {n} — page {pages[i]}",
+                          key=f"part-{result['key']}")
+    views = result.setdefault("views", {})
+    if chosen not in views:
+        views[chosen] = {"key": f"{result['key']}|{chosen + 1}", "name": result["name"],
+                         "analysis": result["analysis"], "corrected": parts[chosen], "version": 0}
+    return views[chosen]
+
+
+def show_document(result: dict, corrections_dir: str, data: bytes | None = None) -> None:
     if result.get("error"):
         st.error(error_in_words(result["error"]))
         if not result.get("analysis") or not result["analysis"].document.pages:
             return
-    show_header(result)
-    pages = len(result["corrected"].pages)
+    view = part_view(result)
+    if view is not result and view["corrected"].error:
+        st.error(error_in_words(view["corrected"].error))
+    show_header(view)
+    doc = view["corrected"]
+    pages = len(doc.pages)
     page_index = 0
     if pages > 1:
-        page_index = st.selectbox("Page 页", range(pages), format_func=lambda i: f"Page {i + 1} of {pages}",
-                                  key=f"page-{result['key']}")
-    show_page(result, page_index)
-    show_actions(result, page_index, corrections_dir)
+        page_index = st.selectbox("Page 页", range(pages),
+                                  format_func=lambda i: f"Page {i + 1} of {pages}" if doc.parts <= 1
+                                  else f"Page {doc.pages[i].index + 1} of the file",
+                                  key=f"page-{view['key']}")
+    show_page(view, page_index)
+    show_actions(view, page_index, corrections_dir, data)
 
 
 # --- the app -----------------------------------------------------------------------------------------
@@ -249,7 +306,7 @@ def main() -> None:
     else:
         chosen = 0
     st.divider()
-    show_document(results[chosen], corrections_dir)
+    show_document(results[chosen], corrections_dir, uploads[chosen].getvalue())
 
 
 main()

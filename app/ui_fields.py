@@ -41,16 +41,18 @@ def schema_label(doc_type: str | None) -> str:
 
 
 def fields_frame(doc: Document, page: int | None = None, include_missing: bool = True) -> pd.DataFrame:
-    """One row per field (schema order first), optionally only those on `page`. Schema fields the
-    model did not find are listed with an empty value, so the user can type them in."""
+    """One row per field (schema order first), optionally only those on `page` (its index in the file).
+    Schema fields the model did not find are listed with an empty value on the document's first page,
+    so the user can type them in."""
     schema = load_schema_or_none(doc.doc_type)
+    first = doc.pages[0].index if doc.pages else 0
     keys = list(schema.keys()) if schema else []
     keys += [k for k in doc.fields if k not in keys]
     rows = []
     for key in keys:
         f = doc.fields.get(key)
         if f is None:
-            if not include_missing or (page not in (None, 0)):
+            if not include_missing or (page not in (None, first)):
                 continue
             label = schema.field(key).label if schema else key
             rows.append({COL_KEY: key, COL_LABEL: label, COL_VALUE: "", COL_NORM: "", COL_SCORE: None,

@@ -1,0 +1,326 @@
+"""Files holding several pages and several documents: each page with text is a document of its own,
+extracted from its own page only; blank pages are skipped with a note; pages are processed one at a
+time (one full-size page image alive at a time); a per-document pixel cap refuses pixel-bomb files.
+
+The light tests stand a fake OCR engine in for PP-OCR; the heavy ones (real OCR, kept to a few pages)
+are the reported cases: the sample invoice plus a blank back page, two invoices in one PDF, a 3-page
+TIFF."""
+from __future__ import annotations
+
+import gc
+import io
+import json
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from app import pipeline
+from app.pipeline import Analysis
+from bench.memory_bench import blank_pdf_bytes
+from data.document import Document, Field, Line, Page, box_to_quad
+from data.fonts import pil_font
+
+SAMPLE = Path("/work/shared/samples/img/metagpt_invoice_1.png")
+
+
+# --- a fake OCR engine: a page "reads" the text drawn into its first pixel row ----------------------------
+
+class FakeEngine:
+    """Reads `lines_per_page[i]` lines on page i (0 lines: a blank page); rotation 0."""
+
+    def __init__(self, lines_per_page: list[int]) -> None:
+        self.lines_per_page = lines_per_page
+
+    def read(self, image, page_index=0, timings=None):
+        n = self.lines_per_page[page_index]
+        if timings is not None:
+            timings["det"] = timings.get("det", 0.0) + 0.001
+        return Page(index=page_index, width=image.shape[1], height=image.shape[0],
+                    lines=[Line(f"第{page_index + 1}页第{i}行文字", box_to_quad([10, 20 * i, 200, 20 * i + 16]), 0.98)
+                           for i in range(n)])
+
+
+@pytest.fixture()
+def ocr_only(monkeypatch):
+    """Fake OCR, no extraction model (so no model is loaded): the splitting and memory rules alone."""
+    def use(lines_per_page: list[int]) -> None:
+        monkeypatch.setattr(pipeline, "ocr_engine", lambda: FakeEngine(lines_per_page))
+    monkeypatch.setattr(pipeline, "extractor_available", lambda model_dir=None: False)
+    return use
+
+
+def tiff_bytes(pages: list[Image.Image]) -> bytes:
+    buf = io.BytesIO()
+    pages[0].save(buf, format="TIFF", save_all=True, append_images=pages[1:])
+    return buf.getvalue()
+
+
+def white(size=(300, 400)) -> Image.Image:
+    return Image.new("RGB", size, "white")
+
+
+# --- the Document shape -----------------------------------------------------------------------------------
+
+def test_part_and_parts_round_trip_and_old_json_still_loads():
+    doc = Document(source="a.pdf", pages=[Page(index=2, width=10, height=10)], part=2, parts=3)
+    again = Document.from_json(doc.to_json())
+    assert (again.part, again.parts, again.page_numbers()) == (2, 3, [3])
+    old = json.loads(doc.to_json())
+    del old["part"], old["parts"]
+    assert (Document.from_dict(old).part, Document.from_dict(old).parts) == (1, 1)
+
+
+# --- splitting ----------------------------------------------------------------------------------------------
+
+def test_each_page_with_text_is_a_result_and_blank_pages_are_skipped_with_a_note(ocr_only):
+    ocr_only([0, 5, 0, 4, 0])      # blank, text, blank, text, blank
+    a = pipeline.analyse_bytes(tiff_bytes([white() for _ in range(5)]), "five.tif")
+    assert a.document.error is None and len(a.document.pages) == 5
+    assert [r.page_numbers() for r in a.results] == [[2], [4]]
+    assert [(r.part, r.parts, r.source) for r in a.results] == [(1, 2, "five.tif"), (2, 2, "five.tif")]
+    assert all(p.index == i for i, p in enumerate(a.document.pages)), "Page.index stays the index in the file"
+    first, second = (r.warnings for r in a.results)
+    # a leading blank page is noted in the first result, a blank page in the result before it
+    assert any("page 1 of 5 was skipped as blank" in w for w in first)
+    assert any("page 3 of 5 was skipped as blank" in w for w in first)
+    assert any("page 5 of 5 was skipped as blank" in w for w in second)
+    assert not any("page 3 of 5" in w for w in second)
+    assert "2 documents" in a.document.warnings[0] and a.document.fields == {}
+
+
+def test_a_file_with_no_text_gives_one_result_with_all_pages(ocr_only):
+    ocr_only([0, 1])
+    a = pipeline.analyse_bytes(tiff_bytes([white(), white()]), "empty.tif")
+    assert len(a.results) == 1 and a.results[0].page_numbers() == [1, 2]
+    assert any("page 2: almost no text was found (1 line(s))" in w for w in a.results[0].warnings)
+    assert a.document.warnings == a.results[0].warnings, "one document: the file document carries it"
+
+
+def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_only, tmp_path, monkeypatch, capsys):
+    from app.batch_csv import BASE_COLUMNS, csv_record
+    from app.batch_worker import result_rows
+    ocr_only([3, 0, 3, 3])
+    path = tmp_path / "three.tif"
+    path.write_bytes(tiff_bytes([white() for _ in range(4)]))
+    a = pipeline.analyse_file(str(path))
+    rows = result_rows(a, str(path), "abc")
+    assert [(r["part"], r["parts"], [p["index"] for p in r["pages"]]) for r in rows] == \
+        [(1, 3, [0]), (2, 3, [2]), (3, 3, [3])]
+    assert all(r["file"] == str(path) and r["sha256"] == "abc" for r in rows)
+    record = dict(zip(BASE_COLUMNS, csv_record(rows[1], [])))
+    assert (record["part"], record["parts"], record["page"]) == ("2", "3", "3")
+
+    from app.extract_cmd import main
+    assert main([str(path), "--json", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "three.tif — document 2 of 3, page 3" in printed
+    written = json.loads((tmp_path / "out" / "three.json").read_text(encoding="utf-8"))
+    assert [d["part"] for d in written] == [1, 2, 3], "a file of several documents: a list of them"
+
+
+def test_a_failed_file_gives_one_error_row(tmp_path):
+    from app.batch_worker import result_rows
+    a = pipeline.analyse_file(str(tmp_path / "missing.pdf"))
+    [row] = result_rows(a, "missing.pdf", "")
+    assert (row["part"], row["parts"]) == (1, 1) and row["error"]["type"] in ("InputError", "FileNotFoundError")
+
+
+# --- memory: one page at a time -------------------------------------------------------------------------------
+
+class Tracked(np.ndarray):
+    """An ndarray that can be weakly referenced, to see which pages the pipeline still holds."""
+
+
+def test_the_pipeline_holds_one_full_size_page_at_a_time(ocr_only):
+    ocr_only([3, 0, 3, 3, 0, 3])
+    alive: list[weakref.ref] = []
+    held_when_decoding: list[int] = []
+    sunk: list[tuple[int, tuple[int, ...]]] = []
+
+    def pages():
+        for _ in range(6):
+            gc.collect()
+            held_when_decoding.append(sum(r() is not None for r in alive))
+            page = np.full((3000, 2000, 3), 255, np.uint8).view(Tracked)
+            alive.append(weakref.ref(page))
+            yield page
+            del page
+
+    def sink(image, page, result):
+        sunk.append((page.index, image.shape))     # drawn here; not kept
+
+    a = pipeline.analyse_pages(pages(), 6, "six.pdf", preview=400, on_image=sink)
+    assert a.document.error is None and len(a.results) == 4
+    assert held_when_decoding == [0] * 6, "no earlier page is alive when the next one is decoded"
+    gc.collect()
+    assert not any(r() is not None for r in alive), "no full-size page outlives the call"
+    assert [s[0] for s in sunk] == list(range(6)) and all(s[1] == (3000, 2000, 3) for s in sunk)
+    assert len(a.images) == 6 and all(max(im.shape[:2]) == 400 for im in a.images), "previews only"
+    assert not any(isinstance(im, Tracked) for im in a.images)
+
+
+def test_file_pages_are_decoded_lazily_and_dropped(ocr_only, tmp_path):
+    """Through data.io: the PDF page generator keeps no page after handing it over."""
+    ocr_only([0] * 4)
+    held = []
+
+    def sink(image, page, result):
+        held.append(image)          # a sink that keeps pages is the caller's choice; count what io keeps
+    path = tmp_path / "four.pdf"
+    path.write_bytes(blank_pdf_bytes(4, 595, 842))
+    a = pipeline.analyse_file(str(path), on_image=sink)
+    assert len(a.document.pages) == 4 and a.images == [], "extract/batch keep no page images"
+    assert len({id(h) for h in held}) == 4 and held[0].shape == (2339, 1653, 3)
+
+
+# --- the pixel cap ------------------------------------------------------------------------------------------
+
+def test_a_file_of_many_huge_pages_is_refused_before_rendering():
+    from data.io import MAX_DOC_PIXELS, InputError, iter_image_bytes
+    data = blank_pdf_bytes(500, 14400, 14400)      # 500 pages of 200 x 200 inches, ~50 KB
+    assert len(data) < 64 * 1024
+    with pytest.raises(InputError, match="MAX_DOC_PIXELS") as err:
+        iter_image_bytes(data, "bomb.pdf")
+    assert "500 page(s)" in str(err.value) and f"{MAX_DOC_PIXELS:,}" in str(err.value)
+    doc = pipeline.process_bytes(data, "bomb.pdf")
+    assert doc.error["type"] == "InputError" and "page range" in doc.error["message"] and doc.pages == []
+
+
+def test_the_pixel_cap_counts_every_tiff_frame(tmp_path):
+    from data.io import InputError, iter_pages
+    path = tmp_path / "three.tif"
+    path.write_bytes(tiff_bytes([white((100, 100))] * 3))
+    assert len(list(iter_pages(path, max_doc_pixels=30_000))) == 3
+    with pytest.raises(InputError, match="3 page.*30,000 pixels"):
+        iter_pages(path, max_doc_pixels=29_999)
+
+
+# --- the UI: several documents in one upload -------------------------------------------------------------------
+
+def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    def fake(data, filename, model_dir=None, doc_type=None, on_page=None):
+        pages = [Page(index=i, width=300, height=200,
+                      lines=[Line(f"发票号码：1000000{i}", box_to_quad([20, 20, 200, 40]))]) for i in range(3)]
+        results = []
+        for part, i in ((1, 0), (2, 2)):        # page 2 (index 1) was blank
+            doc = Document(source=filename, pages=[pages[i]], doc_type="vat_invoice", part=part, parts=2)
+            doc.fields["invoice_number"] = Field("invoice_number", f"1000000{i}", raw=f"1000000{i}", page=i,
+                                                 box=[95, 20, 200, 40], label="发票号码")
+            results.append(doc)
+        previews = [np.full((100, 150, 3), 255, np.uint8) for _ in pages]     # half-size previews
+        return Analysis(Document(source=filename, pages=pages), previews, results)
+
+    monkeypatch.setattr(pipeline, "analyse_bytes", fake)
+    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui.py"), default_timeout=60)
+    at.run()
+    at.file_uploader[0].set_value([("two.tif", tiff_bytes([white((300, 200))] * 3), "image/tiff")])
+    at.run()
+    assert not at.exception, at.exception
+    picker = [s for s in at.selectbox if s.label == "Document in this file 文件内文档"][0]
+    assert picker.options == ["Document 1 of 2 — page 1", "Document 2 of 2 — page 3"]
+    picker.set_value(1).run()
+    assert not at.exception, at.exception
+    table = at.data_editor[0].value
+    assert list(table[table["key"] == "invoice_number"]["识别值 Value"]) == ["10000002"]
+    [b for b in at.button if "Save corrections" in b.label][0].click().run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    corpus = Path(tmp_path / "corrections" / "corpus.jsonl")
+    [record] = [json.loads(ln) for ln in corpus.read_text(encoding="utf-8").splitlines()]
+    assert record["fields"]["invoice_number"]["value"] == "10000002"
+    assert record["lines"][0]["text"] == "发票号码：10000002", "the record holds page 3 of the file"
+
+
+def test_overlay_on_a_preview_scales_the_boxes():
+    from app.ui_view import page_overlay
+    page = Page(index=0, width=1000, height=800, lines=[])
+    doc = Document(pages=[page], fields={"x": Field("x", "1", box=[500, 400, 600, 480], page=0, label="x")})
+    small = page_overlay(np.full((400, 500, 3), 255, np.uint8), page, doc)
+    assert small.shape[:2] == (400, 500)
+    ink = np.argwhere((small != 255).any(axis=2))
+    assert ink[:, 1].min() >= 240 and ink[:, 1].max() <= 310 and ink[:, 0].min() >= 190, "box at half scale"
+
+
+# --- real OCR -------------------------------------------------------------------------------------------------
+
+def values(doc: Document) -> dict:
+    return {"fields": {k: f.value for k, f in doc.fields.items()},
+            "items": [{k: f.value for k, f in row.items()} for row in doc.items], "doc_type": doc.doc_type}
+
+
+@pytest.fixture(scope="module")
+def sample_alone():
+    """The sample invoice on its own (PNG), the reference every multi-page reading must equal."""
+    return pipeline.analyse_file(str(SAMPLE))
+
+
+def pdf_of(images: list[Image.Image], path: Path) -> Path:
+    # 200 dpi, the render resolution: each page renders back to the image's own pixels
+    images[0].save(path, save_all=True, append_images=images[1:], resolution=200)
+    return path
+
+
+@pytest.mark.heavy
+def test_invoice_with_a_blank_back_page_reads_as_the_invoice_alone(sample_alone, tmp_path):
+    invoice = Image.open(SAMPLE).convert("RGB")
+    a = pipeline.analyse_file(str(pdf_of([invoice, white(invoice.size)], tmp_path / "inv_blank.pdf")))
+    assert a.document.error is None, a.document.error
+    [result] = a.results
+    assert result.error is None and result.page_numbers() == [1]
+    assert values(result) == values(sample_alone.results[0])
+    assert result.fields["seller_name"].value == "深圳蛋糕餐饮有限公司"
+    assert any("page 2 of 2 was skipped as blank" in w for w in result.warnings)
+
+
+@pytest.mark.heavy
+def test_two_invoices_in_one_pdf_give_two_results_each_as_read_alone(sample_alone, tmp_path):
+    from data.synth import generate
+    other, _ = generate("vat_invoice", seed=4242)
+    other = other.convert("RGB")
+    other.save(tmp_path / "other.png")
+    other_alone = pipeline.analyse_file(str(tmp_path / "other.png"))
+    invoice = Image.open(SAMPLE).convert("RGB")
+    a = pipeline.analyse_file(str(pdf_of([invoice, other], tmp_path / "two.pdf")))
+    assert [(r.part, r.parts, r.page_numbers()) for r in a.results] == [(1, 2, [1]), (2, 2, [2])]
+    assert values(a.results[0]) == values(sample_alone.results[0])
+    assert values(a.results[1]) == values(other_alone.results[0])
+    assert all(f.page == 1 for f in a.results[1].fields.values())
+
+
+@pytest.mark.heavy
+def test_extractor_on_a_two_page_document_keeps_each_field_on_its_page(sample_alone):
+    """The root cause: fields of page 1 were completed with page 2's lines (IndexError on a short page)."""
+    import copy
+    extractor = pipeline.load_extractor(None)
+    first = copy.deepcopy(sample_alone.document.pages[0])
+    short = Page(index=1, width=first.width, height=first.height,
+                 lines=[Line("（小写）", box_to_quad([60, 100, 160, 130])),
+                        Line("备注", box_to_quad([60, 140, 120, 170]))])
+    doc = extractor.extract(Document(source="two.pdf", pages=[first, short]))
+    assert doc.fields["seller_name"].value == sample_alone.results[0].fields["seller_name"].value
+    assert {f.page for f in doc.fields.values()} == {0}
+
+
+@pytest.mark.heavy
+def test_three_page_tiff(tmp_path):
+    def text_page(lines: list[str]) -> Image.Image:
+        image = white((520, 70 * len(lines) + 20))
+        draw = ImageDraw.Draw(image)
+        for i, text in enumerate(lines):
+            draw.text((16, 20 + i * 70), text, fill="black", font=pil_font("hei", 32))
+        return image
+    pages = [text_page(["收款收据", "交款单位：北京星河商贸", "金额：128.00元"]), white((520, 230)),
+             text_page(["收款收据", "交款单位：上海远航物流", "金额：64.50元"])]
+    path = tmp_path / "three.tif"
+    path.write_bytes(tiff_bytes(pages))
+    a = pipeline.analyse_file(str(path))
+    assert a.document.error is None and len(a.document.pages) == 3
+    assert [r.page_numbers() for r in a.results] == [[1], [3]]
+    assert "北京星河" in a.results[0].pages[0].text and "上海远航" in a.results[1].pages[0].text
+    assert any("page 2 of 3 was skipped as blank" in w for w in a.results[0].warnings)
