@@ -193,13 +193,13 @@ def _progress(total: int, enabled: bool) -> tqdm:
 
 def as_rows(task: Task, result: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
     """run_task's answer as a list of rows numbered part 1..N of N (a single dict, from workers that
-    predate multi-document files, is part 1 of 1); never empty, so the file counts as done."""
+    predate multi-document files, is part 1 of 1); never empty, so the file counts as done. The
+    numbering is set here, where the group is written, so a group on disk is always complete."""
     rows = [result] if isinstance(result, dict) else list(result)
     if not rows:
         rows = [error_row(*task, "NoDocument", "the processor returned no rows for this file")]
     for number, row in enumerate(rows, 1):
-        row.setdefault("part", number)
-        row.setdefault("parts", len(rows))
+        row["part"], row["parts"] = number, len(rows)
     return rows
 
 
