@@ -36,6 +36,8 @@ PageCallback = Callable[[int, int], None]   # (pages done, pages in the document
 
 
 PREVIEW_SIDE = 1600   # longest side, in pixels, of the page previews the UI keeps (a 200-dpi A4 page is 2339)
+PREVIEW_QUALITY = 90  # previews are kept JPEG-encoded: ~0.1-0.4 MB a page instead of 5.4 MB decoded, so 500
+                      # pages of previews stay far below the memory of one full-size page being read
 
 
 @dataclass
@@ -49,11 +51,20 @@ class Analysis:
     `source` = the file name; it is empty when the file failed. When the file holds exactly one
     document, `document` also carries that document's type, fields, items and pairs, so callers that
     read one document per file keep working. `images` holds, per page of the file, the upright page
-    image shrunk to a preview when one was asked for (`preview`), else nothing: full-size pages are
-    handed to `on_image` one at a time and dropped."""
+    image shrunk to a preview (JPEG bytes; `image(i)` decodes one) when one was asked for (`preview`),
+    else nothing: full-size pages are handed to `on_image` one at a time and dropped. (Analyses made
+    elsewhere, e.g. by tests, may hold arrays there; `image` returns those as they are.)"""
     document: Document
-    images: list[np.ndarray] = field(default_factory=list)
+    images: list[np.ndarray | bytes] = field(default_factory=list)
     results: list[Document] = field(default_factory=list)
+
+    def image(self, index: int) -> np.ndarray:
+        """The kept image of page `index` (0-based, in the file) as BGR."""
+        kept = self.images[index]
+        if isinstance(kept, np.ndarray):
+            return kept
+        import cv2
+        return cv2.imdecode(np.frombuffer(kept, np.uint8), cv2.IMREAD_COLOR)
 
     def parts(self) -> list[Document]:
         """The documents to report: `results`, or the file document alone when there are none (the
@@ -118,14 +129,17 @@ def _as_bgr(image: Any) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
 
 
-def _shrink(image: np.ndarray, side: int) -> np.ndarray:
-    """A copy of `image` whose longest side is at most `side` pixels (a preview for the UI)."""
+def _preview(image: np.ndarray, side: int) -> bytes:
+    """`image` with its longest side at most `side` pixels, JPEG-encoded (a preview for the UI)."""
     import cv2
     h, w = image.shape[:2]
-    if max(h, w) <= side:
-        return image.copy()
-    k = side / max(h, w)
-    return cv2.resize(image, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA)
+    if max(h, w) > side:
+        k = side / max(h, w)
+        image = cv2.resize(image, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA)
+    ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, PREVIEW_QUALITY])
+    if not ok:
+        raise ValueError("the page preview could not be encoded")
+    return encoded.tobytes()
 
 
 Pages = tuple[Iterator[np.ndarray], int]   # (page images, decoded one at a time; page count)
@@ -259,7 +273,7 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
             per_page.append(page_timings)
             image = _upright(image, page.rotation)
             if preview:
-                analysis.images.append(_shrink(image, preview))
+                analysis.images.append(_preview(image, preview))
             stage = "extract"
             result = None
             if is_blank(page):

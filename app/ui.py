@@ -161,7 +161,7 @@ def show_page(result: dict, page_index: int) -> None:
     left, right = st.columns([3, 2], gap="large")
     with left:
         if page.index < len(analysis.images):
-            image = page_overlay(analysis.images[page.index], page, doc)
+            image = page_overlay(analysis.image(page.index), page, doc)
             st.image(image, channels="BGR", caption=f"{doc.source} — page {page.index + 1}: "
                                                     f"{len(page.lines)} text lines", width="stretch")
         st.markdown(legend_html(doc, page.index), unsafe_allow_html=True)
@@ -210,7 +210,7 @@ def _full_page(result: dict, page: Page, data: bytes | None) -> np.ndarray:
     only previews); the kept image when the upload's bytes are not at hand."""
     if data:
         return pipeline.page_image(data, result["name"], page.index, page.rotation)
-    return result["analysis"].images[page.index]
+    return result["analysis"].image(page.index)
 
 
 def show_actions(result: dict, page_index: int, corrections_dir: str, data: bytes | None = None) -> None:

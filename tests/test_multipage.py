@@ -158,8 +158,9 @@ def test_the_pipeline_holds_one_full_size_page_at_a_time(ocr_only):
     gc.collect()
     assert not any(r() is not None for r in alive), "no full-size page outlives the call"
     assert [s[0] for s in sunk] == list(range(6)) and all(s[1] == (3000, 2000, 3) for s in sunk)
-    assert len(a.images) == 6 and all(max(im.shape[:2]) == 400 for im in a.images), "previews only"
-    assert not any(isinstance(im, Tracked) for im in a.images)
+    previews = [a.image(i) for i in range(len(a.images))]
+    assert len(previews) == 6 and all(im.shape == (400, 267, 3) for im in previews), "previews only"
+    assert all(isinstance(im, bytes) and len(im) < 50_000 for im in a.images), "kept encoded"
 
 
 def test_file_pages_are_decoded_lazily_and_dropped(ocr_only, tmp_path):

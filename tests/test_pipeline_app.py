@@ -59,8 +59,8 @@ def test_pdf_pages_are_all_read_with_timings_and_models_loaded_once(tmp_path):
     assert [p.index for p in doc.pages] == [0, 1] and seen == [(1, 2), (2, 2)]
     assert "12345678" in doc.pages[0].text and "99.50" in doc.pages[1].text
     # previews only: the longest side shrunk to 200 px, the page's proportions kept
-    assert len(analysis.images) == 2 and max(analysis.images[0].shape[:2]) == 200
-    h, w = analysis.images[0].shape[:2]
+    assert len(analysis.images) == 2 and max(analysis.image(0).shape[:2]) == 200
+    h, w = analysis.image(0).shape[:2]
     assert abs(h / w - doc.pages[0].height / doc.pages[0].width) < 0.02
     for stage in ("decode", "ocr", "det", "rec", "total"):
         assert doc.timings[stage] > 0, stage
