@@ -389,6 +389,16 @@ def test_killed_worker_costs_only_its_document_which_is_retried_once(tmp_path):
     assert latest["crash_always.png"]["fields"]["code"]["value"] == "CRASH_ALWAYS"
 
 
+@pytest.mark.heavy
+def test_workers_that_cannot_load_stop_the_batch_with_a_clear_error(tmp_path):
+    from app.batch_pool import WorkersFailedToStart
+    folder = make_folder(tmp_path, n_good=2)
+    broken = WorkerOptions(processor="tests.no_such_module:analyse", warm_up=False)
+    with pytest.raises(WorkersFailedToStart, match="could not load the models: ModuleNotFoundError"):
+        run_batch([str(folder)], str(tmp_path / "r.jsonl"), workers=2, options=broken, progress=False)
+    assert list(read_rows(str(tmp_path / "r.jsonl"))) == [], "no document was charged for it"
+
+
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
