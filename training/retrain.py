@@ -11,7 +11,11 @@ the new ones). The exported directory carries the schema, so the app lists the n
 Stages run in order and each leaves a marker in the work directory (<out-root>/registry/.work/<key>/),
 so a killed run started again with the same arguments skips finished stages and the fine-tune resumes
 from its last checkpoint. The export reserves a NEW version (<name>-v0001, -v0002, ...); `latest`
-moves to it only when its held-out F1 is not below the base's, unless --force.
+moves to it only when (`decide_promotion`, unless --force) the corpus held out at least MIN_HELDOUT_PAGES
+pages, the new model's F1 on them is not below the base's, and on the base's own held-out set (generated
+pages of every doc type the base knew, layouts its training held out) it loses no more than
+PROMOTION_TOLERANCE F1 on any type. A run with too few held-out pages is refused before training;
+`python -m training retrain` exits 2 with the reason when it refuses or does not promote.
 
 Real OCR is where a layout's headroom is: `--eval-ocr real` also scores base and new through PP-OCR
 of the held-out images (and promotes on that), and `--ocr-train` adds the training pages as OCR reads
@@ -27,7 +31,7 @@ import random
 import shlex
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +47,50 @@ if TYPE_CHECKING:
 
 STAGES = ("import", "split", "pretrain", "finetune", "evaluate", "export")
 HELDOUT = 0.2
+# The promotion rule's numbers, in one place (decide_promotion applies them):
+MIN_HELDOUT_PAGES = 8        # fewer held-out corpus pages cannot tell a better model from a worse one (one page
+                             # once moved `latest` to a model that had lost a third of the invoice fields)
+PROMOTION_TOLERANCE = 0.01   # F1 the new model may lose on one doc type of the base's own held-out set (the
+                             # noise of a few pages per type) and still count as "no loss"
+BASE_HELDOUT_PAGES = 8       # pages per doc type in the base's own held-out set (generated, fixed seed)
+BASE_HELDOUT_SEED = 16016
+BASE_HELDOUT_SHARE = 0.25    # share of a type's layouts held out when the base's provenance does not name them
+                             # (the trainer's default, configs/default.yaml data.heldout_layouts)
+
+
+class RetrainError(Exception):
+    """A retrain that cannot go on or whose model may not be promoted; the message says why and what
+    to do. `python -m training retrain` prints it and exits 2."""
+
+
+@dataclass
+class Promotion:
+    """Whether the new model may take `latest`, and every reason it may not (empty when it may)."""
+    promote: bool
+    reasons: list[str]
+
+
+def decide_promotion(corpus_base_f1: float, corpus_new_f1: float, heldout_pages: int,
+                     base_types_base: dict[str, float], base_types_new: dict[str, float],
+                     tolerance: float = PROMOTION_TOLERANCE, min_pages: int = MIN_HELDOUT_PAGES) -> Promotion:
+    """The promotion rule. The new model moves `latest` only when all of these hold:
+    - the corpus split held out at least `min_pages` pages (else its score is luck);
+    - on those held-out corpus pages its field F1 is not below the base's;
+    - on the base's own held-out set (`base_types_*`: F1 per doc type the base knew, see
+      `base_heldout_records`) it loses no more than `tolerance` F1 on any type.
+    Pure: it takes the scores, so it is tested without training anything."""
+    reasons = []
+    if heldout_pages < min_pages:
+        reasons.append(f"only {heldout_pages} held-out page(s) of the corpus, at least {min_pages} are needed: "
+                       f"a score on so few pages cannot tell a better model from a worse one")
+    if corpus_new_f1 < corpus_base_f1:
+        reasons.append(f"held-out corpus F1 fell: base {corpus_base_f1:.3f} -> new {corpus_new_f1:.3f}")
+    for dt, before in sorted(base_types_base.items()):
+        after = base_types_new.get(dt, 0.0)
+        if after < before - tolerance:
+            reasons.append(f"{dt} on the base's own held-out pages fell: F1 {before:.3f} -> {after:.3f} "
+                           f"(more than the {tolerance} tolerated)")
+    return Promotion(not reasons, reasons)
 
 
 # --- schemas and labels ---------------------------------------------------------------------------
@@ -75,7 +123,7 @@ def label_map(records: list[dict], schema_files: dict[str, Path], base_tags: lis
             schema = load_schema_file(schema_files[dt]) if dt in schema_files else load_schema(dt)
             keys += [f.key for f in schema.fields] + [ITEM_PREFIX + f.key for f in schema.item_fields]
         else:
-            raise SystemExit(f"doc type {dt!r} has no schema: add CORPUS/schemas/{dt}.yaml (or --schema FILE) "
+            raise RetrainError(f"doc type {dt!r} has no schema: add CORPUS/schemas/{dt}.yaml (or --schema FILE) "
                              f"listing its fields, or import with --doc-type naming a known type")
     from models.heads import tag_labels
     return tag_labels(list(dict.fromkeys(keys + list(FORM_KEYS)))), types, notes
@@ -148,13 +196,13 @@ def stage_import(corpus: Path, fmt: str | None, schemas: list[str], dest: Path, 
                 shutil.copytree(corpus / SCHEMA_DIR, dest / "_synth" / SCHEMA_DIR, dirs_exist_ok=True)
             corpus, fmt = dest / "_synth", "ours"
         else:
-            raise SystemExit(f"{corpus} holds no {CORPUS_FILE}; pass --format ({'|'.join(FORMATS)}) to import it")
+            raise RetrainError(f"{corpus} holds no {CORPUS_FILE}; pass --format ({'|'.join(FORMATS)}) to import it")
     from tqdm import tqdm
     report = import_corpus(fmt, corpus, dest / "corpus", schemas=schemas,
                            **({"ocr": ocr, "progress": tqdm} if fmt == "csv" else {}))
     print(report.summary())
     if report.records_written == 0:
-        raise SystemExit(f"no usable pages in {corpus}; fix the records listed above and run again")
+        raise RetrainError(f"no usable pages in {corpus}; fix the records listed above and run again")
     return {"format": fmt, "written": report.records_written, "bad": len(report.errors)}
 
 
@@ -164,14 +212,19 @@ def stage_split(corpus_dir: Path, work: Path, seed: int) -> dict:
     train, test = split_by_layout(records, HELDOUT, seed)
     how = "layouts"
     if not test or not train:
-        # imported corpora rarely name layouts: hold out pages, stable under re-runs (hash of the image name)
+        # imported corpora rarely name layouts: hold out pages, stable under re-runs (hash of the image name);
+        # at least MIN_HELDOUT_PAGES where the corpus has three times that, so a small corpus can still be judged
         def bucket(r: dict) -> float:
             return int(hashlib.md5(Path(r["image"]).name.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-        train = [r for r in records if bucket(r) >= HELDOUT]
-        test = [r for r in records if bucket(r) < HELDOUT]
+        ranked = sorted(records, key=bucket)
+        n_test = sum(bucket(r) < HELDOUT for r in records)
+        if len(records) >= 3 * MIN_HELDOUT_PAGES:
+            n_test = max(n_test, MIN_HELDOUT_PAGES)
+        n_test = min(max(n_test, 1), len(records) - 1) if len(records) > 1 else len(records)
+        held = {id(r) for r in ranked[:n_test]}
+        train = [r for r in records if id(r) not in held]
+        test = [r for r in records if id(r) in held]
         how = "pages"
-        if not test:
-            train, test = records[1:], records[:1]
     write_corpus(train, work / "train")
     write_corpus(test, work / "heldout")
     return {"train": len(train), "heldout": len(test), "split_by": how}
@@ -325,6 +378,51 @@ def stage_evaluate(base: Path, new: Path, heldout: list[dict], schema_files: dic
     return out
 
 
+def base_heldout_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """({doc type: layouts}, notes): what the base's own held-out set is drawn from.
+
+    Every doc type the base knows and the generator draws; per type the layouts its training held out
+    (provenance.json `heldout_layouts`), else the ones the trainer's rule (`split_by_layout`, a quarter of
+    each type's layouts, the run's seed) holds out, else (a type with one layout) all of them."""
+    from data.corpus import split_by_layout
+    from data.synth.generator import list_doc_types, list_layouts
+    from models.extractor import ExtractorConfig
+    known = list(ExtractorConfig.load(base_dir).doc_types)
+    drawable = [t for t in known if t in list_doc_types()]
+    notes = [f"{t}: the generator cannot draw it, so it has no base held-out pages" for t in known
+             if t not in drawable]
+    prov_file = base_dir / "provenance.json"
+    prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.is_file() else {}
+    named: dict[str, list[str]] = {}
+    for item in prov.get("heldout_layouts") or []:
+        dt, _, lay = str(item).partition("/")
+        if dt in drawable and lay in list_layouts(dt):
+            named.setdefault(dt, []).append(lay)
+    dummies = [{"doc_type": t, "layout": lay} for t in drawable for lay in list_layouts(t)]
+    _, held = split_by_layout(dummies, BASE_HELDOUT_SHARE, int(prov.get("seed", 0)))
+    layouts = {}
+    for t in drawable:
+        layouts[t] = sorted(named.get(t) or [r["layout"] for r in held if r["doc_type"] == t] or list_layouts(t))
+    return layouts, notes
+
+
+def base_heldout_records(base_dir: Path, pages_per_type: int = BASE_HELDOUT_PAGES,
+                         seed: int = BASE_HELDOUT_SEED) -> tuple[list[dict], dict]:
+    """(records, summary) of the base's own held-out set: `pages_per_type` generated pages (fixed seed,
+    no degradation: they are scored on their own lines) of each doc type the base knew, layouts held
+    out as `base_heldout_layouts` says. The same base always gets the same pages."""
+    from data.synth.generator import generate, page_seed
+    layouts, notes = base_heldout_layouts(base_dir)
+    records = []
+    for dt, lays in layouts.items():
+        for i in range(pages_per_type):
+            s = page_seed(seed, i)
+            _, gt = generate(dt, s, lays[i % len(lays)], "none", image_name=f"{dt}_{s}.jpg")
+            gt["id"] = f"base_heldout/{dt}/{i}"
+            records.append(gt)
+    return records, {"pages": len(records), "layouts": layouts, "notes": notes, "seed": seed}
+
+
 def field_f1(metrics: dict) -> dict[str, float]:
     return {f"{dt}.{k}": v["f1"] for dt, d in metrics["doc_types"].items() for k, v in d["fields"].items()}
 
@@ -370,11 +468,28 @@ def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: li
                f"({summary['ocr_labels']['labelled']}/{summary['ocr_labels']['values']} values aligned)"]
               if summary.get("ocr_labels") else []),
             f"- latest pointer: {summary['promotion']}", "",
+            *_base_heldout_rows(summary.get("base_heldout")),
             "| field | base F1 | new F1 |", "| --- | ---: | ---: |"]
     rows += [f"| {k} | {bf.get(k, 0.0):.3f} | {nf.get(k, 0.0):.3f} |" for k in keys]
     rows += ["", "![loss](loss.png)", "", "![per-field F1](f1.png)", ""]
     rows += [f"- note: {n}" for n in summary["finetune"].get("notes", [])]
     (out / "report.md").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def _base_heldout_rows(kept: dict | None) -> list[str]:
+    """report.md section: base vs new on the base's own held-out set, per doc type."""
+    if not kept:
+        return []
+    rows = [f"Base's own held-out pages ({kept.get('pages', 0)} generated pages, layouts its training held out; "
+            f"promotion needs no type to lose more than {PROMOTION_TOLERANCE} F1):", "",
+            "| doc type | layouts | base F1 | new F1 | type accuracy base -> new |",
+            "| --- | --- | ---: | ---: | ---: |"]
+    for dt, before in sorted(kept["base_f1_by_type"].items()):
+        acc = kept.get("type_accuracy", {}).get(dt) or [None, None]
+        rows.append(f"| {dt} | {', '.join(kept.get('layouts', {}).get(dt, []))} | {before:.3f} | "
+                    f"{kept['new_f1_by_type'].get(dt, 0.0):.3f} | "
+                    + " -> ".join("-" if a is None else f"{a:.0%}" for a in acc) + " |")
+    return rows + [f"- note: {n}" for n in kept.get("notes", [])] + [""]
 
 
 # --- the command ----------------------------------------------------------------------------------
@@ -398,10 +513,10 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     from models.extractor import is_model_dir
     check_name(name)
     if not is_model_dir(base):
-        raise SystemExit(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
+        raise RetrainError(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
                          f"vocab.txt); use models/default or a directory this command exported")
     if not corpus.exists():
-        raise SystemExit(f"--corpus {corpus} does not exist")
+        raise RetrainError(f"--corpus {corpus} does not exist")
     pipe = pipe or {}
     registry = ModelRegistry(out_root)
     key = run_key({"corpus": str(corpus.resolve()), "base": str(base.resolve()), "fmt": fmt, "schemas": list(schemas),
@@ -418,6 +533,13 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     imported = stages.done("import") or stages.finish("import", stage_import(
         corpus, fmt, list(schemas), work, read_page_with_ocr))
     split = stages.done("split") or stages.finish("split", stage_split(work / "corpus", work, seed))
+    if split["heldout"] < MIN_HELDOUT_PAGES and not force:       # refuse before any training is spent
+        total = split["train"] + split["heldout"]
+        raise RetrainError(
+            f"only {split['heldout']} of the corpus' {total} pages can be held out to judge the new model; at "
+            f"least {MIN_HELDOUT_PAGES} are needed (a corpus of {3 * MIN_HELDOUT_PAGES} or more pages holds out "
+            f"{MIN_HELDOUT_PAGES}), else one lucky page decides whether `latest` moves. Label more pages, or "
+            f"pass --force to train and promote without this check")
     schema_files = corpus_schemas(work / "corpus")
     train_recs, heldout = read_corpus(work / "train"), read_corpus(work / "heldout")
 
@@ -444,6 +566,15 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
         base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
 
+    # what the base knew: its own doc types on generated pages of held-out layouts, base and new alike
+    if not stages.done("base_heldout"):
+        base_recs, base_set = base_heldout_records(base)
+        write_corpus(base_recs, work / "base_heldout")
+        stages.finish("base_heldout", base_set)
+    base_set = stages.done("base_heldout") or {}
+    base_kept = stages.done("evaluate_base_heldout") or stages.finish("evaluate_base_heldout", stage_evaluate(
+        base, work / "finetuned", read_corpus(work / "base_heldout"), schema_files, "gt", ocr_cache))
+
     done = stages.done("export")
     if done:
         print(f"already exported as {done['version']}")
@@ -452,25 +583,35 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     suffix = "_real" if judged == "real" else ""
     base_f1 = evaluated["base" + suffix]["overall_field"]["f1"]
     new_f1 = evaluated["new" + suffix]["overall_field"]["f1"]
+    kept_base, kept_new = base_kept["base"]["f1_by_type"], base_kept["new"]["f1_by_type"]
+    decision = decide_promotion(base_f1, new_f1, split["heldout"], kept_base, kept_new)
     version = registry.reserve(name)
     import shutil
     for f in (work / "finetuned").iterdir():
         if f.is_file():
             shutil.copy2(f, version / f.name)
     copy_schemas(schema_files, version)
-    better = new_f1 >= base_f1
     previous = registry.latest(name)
-    if better or force:
+    if decision.promote or force:
         registry.promote(name, version)
-        promotion = (f"moved to {version.name}" + ("" if better else " (--force; new F1 is below the base's)"))
+        promotion = f"moved to {version.name}" + ("" if decision.promote else
+                                                   " (--force, although: " + "; ".join(decision.reasons) + ")")
     else:
-        promotion = (f"kept at {previous.name if previous else 'none'}: new F1 {new_f1:.3f} < base {base_f1:.3f} "
-                     f"(use --force to promote anyway)")
+        promotion = (f"kept at {previous.name if previous else 'none'}: " + "; ".join(decision.reasons)
+                     + " (use --force to promote anyway)")
     summary = {"corpus": str(corpus), "base": str(base), "version": version.name, "command": command,
-               "import": imported, "split": split, "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
+               "import": imported, "split": split,
+               "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
                "finetune": {k: v for k, v in tuned.items() if k != "losses"}, "base_f1": base_f1, "new_f1": new_f1,
-               "promoted": bool(better or force), "promotion": promotion, "seconds": round(time.time() - t0, 1),
-               "judged_on": "real PP-OCR of the held-out images" if judged == "real" else "the held-out pages' own lines",
+               "base_heldout": {**base_set, "base_f1_by_type": kept_base, "new_f1_by_type": kept_new,
+                                "type_accuracy": {dt: [base_kept[m]["doc_types"].get(dt, {}).get("doc_type_accuracy")
+                                                       for m in ("base", "new")] for dt in kept_base}},
+               "promotion_rule": {"min_heldout_pages": MIN_HELDOUT_PAGES, "tolerance": PROMOTION_TOLERANCE,
+                                  "refused_because": decision.reasons},
+               "promoted": bool(decision.promote or force), "promotion": promotion,
+               "seconds": round(time.time() - t0, 1),
+               "judged_on": ("real PP-OCR of the held-out images" if judged == "real"
+                             else "the held-out pages' own lines"),
                "ocr_labels": stages.done("ocr_labels")}
     if judged == "real":
         summary["gt_lines"] = {"base_f1": evaluated["base"]["overall_field"]["f1"],
@@ -480,7 +621,10 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     write_report(version, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
                  (evaluated["base"], evaluated["new"]) if judged == "real" else None)
     stages.finish("export", {"version": str(version)})
-    print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}; latest {promotion}")
+    print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}")
+    print("base's own held-out pages, F1 by doc type: " + ", ".join(
+        f"{dt} {kept_base[dt]:.3f} -> {kept_new.get(dt, 0.0):.3f}" for dt in sorted(kept_base)))
+    print(f"latest {promotion}")
     print(f"model exported to {version} (report: {version / 'report.md'})")
     return version
 
@@ -492,7 +636,9 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, help="import the corpus from this format first (default: ours)")
     p.add_argument("--schema", action="append", default=[], help="schema YAML of a new doc type (repeatable)")
     p.add_argument("--pretrain", action="store_true", help="adapt the encoder with whole-word-masked MLM first")
-    p.add_argument("--force", action="store_true", help="move `latest` even if the new model scores lower")
+    p.add_argument("--force", action="store_true",
+                   help="move `latest` even if the new model scores lower on the corpus or on the base's own "
+                        "held-out pages, or the corpus holds out too few pages to judge it")
     p.add_argument("--out-root", type=Path, default=Path("models"), help="versions go to OUT_ROOT/registry/")
     p.add_argument("--name", default="extractor", help="model name: versions are NAME-v0001, NAME-v0002, ...")
     p.add_argument("--steps", type=int, default=300, help="fine-tune steps")
@@ -515,11 +661,23 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
 
 
 def retrain_main(a: argparse.Namespace) -> int:
+    """Exit 0: exported and promoted; 2: refused (with the reason): nothing trained (bad input, too few
+    held-out pages), or trained and exported for inspection but `latest` left where it was."""
+    from data.corpus import CorpusError
+    from models.checkpoint import CheckpointError
     pipe = {"stages": a.pipeline_stages, "micro_batches": a.micro_batches}
-    retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
-            a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
-            "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-            a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache)
+    try:
+        version = retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
+                          a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
+                          "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+                          a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache)
+    except (RetrainError, CorpusError, CheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report = json.loads((version / "report.json").read_text(encoding="utf-8"))
+    if not report.get("promoted"):
+        print(f"error: {version.name} not promoted: latest {report['promotion']}", file=sys.stderr)
+        return 2
     return 0
 
 
