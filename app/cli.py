@@ -4,8 +4,11 @@ A subcommand module defines `HELP` (one line), `add_arguments(parser)` and `run(
 exit code). Registering it is one line in COMMANDS. Modules are imported only to build the parser,
 and a module that fails to import is reported instead of breaking the other commands.
 
-Bad input (data.io.InputError, a missing file) ends with a one-line message and exit code 2, never a
-traceback; set APP_DEBUG=1 to see the traceback.
+Every command follows EXIT_STATUS (also the epilog of `--help`): problems found before any work
+(bad options, a FILE that is not a readable file, an output that cannot be written) end with a message
+on stderr and exit status 2, never a traceback (APP_DEBUG=1 shows it); documents that fail while
+being processed are reported on stderr and recorded in the output, the others still run, and the
+exit status is 1. `check_inputs` and `check_writable` are the up-front checks the commands share.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterable
 
 # name -> module defining HELP, add_arguments(parser), run(args)
 COMMANDS: dict[str, str] = {
@@ -22,7 +27,75 @@ COMMANDS: dict[str, str] = {
     "ui": "app.ui_cmd",
 }
 
-EXIT_BAD_INPUT = 2
+EXIT_OK = 0
+EXIT_FAILED = 1        # the command ran; one or more documents could not be processed
+EXIT_BAD_INPUT = 2     # usage or input error found before any work: nothing was processed or written
+
+EXIT_STATUS = """\
+exit status (every command):
+  0  every document was processed
+  1  the command ran, but one or more documents failed (unreadable content, too many pages, ...):
+     each is reported on stderr and recorded in the output (an error entry), the others are processed
+     (batch counts an IN that matches nothing here too, and goes on with the others)
+  2  usage or input error, found before any work: a bad option or --type, a FILE that does not exist
+     or is not a readable file (missing, directory, symbolic link loop, dangling link, no permission),
+     an output path that cannot be written, a missing model; the message is on stderr and nothing is
+     processed or written
+  130  interrupted (Ctrl-C)"""
+
+
+class UsageError(ValueError):
+    """A problem with the command line found before any work: reported on stderr, exit status 2."""
+
+
+def check_inputs(files: Iterable[str]) -> None:
+    """Every FILE must be a readable regular file before the first one is processed, so a typo in the
+    last argument does not surface after the OCR of all the others. Raises UsageError naming each bad
+    one (one per line). Content (corrupt, too large, not a document) is checked when the file is read."""
+    from data.io import InputError, check_file
+    problems = []
+    for path in files:
+        try:
+            check_file(path)
+        except InputError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise UsageError("\n".join(problems))
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write `text` (UTF-8) through a temporary file in the same folder, fsync'd and renamed over
+    `path`: a crash leaves the old file or the new one, never half of one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def check_writable(path: str, what: str, directory: bool = False) -> None:
+    """Fail now, before any OCR, if `path` (a file to be written, or a folder to write into) cannot be
+    written: its folder is created if missing and a scratch file is made there and removed."""
+    if directory and os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{what} {path}: is a file, not a folder; give a folder")
+    if not directory and os.path.isdir(path):
+        raise UsageError(f"{what} {path}: is a folder; give a file name")
+    folder = path if directory else os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot be written ({exc.strerror or exc}); choose another path") from None
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
@@ -30,7 +103,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Chinese document intelligence: OCR, field extraction and batch runs over images and PDFs.",
-        epilog=f"Run `{prog} COMMAND --help` for a command's options.")
+        epilog=f"Run `{prog} COMMAND --help` for a command's options.\n\n{EXIT_STATUS}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     broken: dict[str, str] = {}
     for name, module_name in COMMANDS.items():
@@ -39,7 +113,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
         except ImportError as exc:
             broken[name] = f"{module_name} cannot be imported ({exc})"
             continue
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog=EXIT_STATUS,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser, broken
@@ -50,18 +125,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in broken:
         print(f"error: command {argv[0]!r} is unavailable: {broken[argv[0]]}", file=sys.stderr)
-        return 1
-    args = parser.parse_args(argv)
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(argv)     # argparse itself exits 2 on a bad option
     if not getattr(args, "_run", None):
-        parser.print_help()
-        return 1
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
     from data.io import InputError
     try:
         return int(args._run(args) or 0)
-    except (InputError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (UsageError, InputError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         if os.environ.get("APP_DEBUG"):
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -9,6 +9,9 @@ directory gets <name>.json per input file: an object when that file holds one do
 documents when it holds several. Files are written atomically (temporary file, fsync, rename).
 --draw writes <name>_p<N>.png for every page, drawn as soon as the page is processed (no page image
 is kept for later), with the fields of the document that page belongs to.
+
+Exit status (app/cli.py EXIT_STATUS): 2 before any OCR for a bad FILE, --type, --model, --json or
+--draw; 1 when a document failed (its error on stderr and in the JSON); 0 otherwise.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable
 from data.document import Document, Page
 
 HELP = "OCR and extract fields from images or PDFs; print a table, write JSON and overlays"
@@ -117,6 +121,14 @@ def run(args: argparse.Namespace) -> int:
     except UnknownTypeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    check_inputs(args.files)                          # the rest of the command line, still before any OCR
+    if args.model and not os.path.isdir(args.model):
+        raise UsageError(f"--model {args.model}: no such directory; pass a model directory made by "
+                         "`python -m training export`, or leave --model out for the bundled default")
+    if args.json:
+        check_writable(args.json, "--json", directory=Path(args.json).suffix.lower() != ".json")
+    if args.draw:
+        check_writable(args.draw, "--draw", directory=True)
     per_file: list[list[Document]] = []
     failed = 0
     for path in args.files:
@@ -131,8 +143,13 @@ def run(args: argparse.Namespace) -> int:
         per_file.append(docs)
         failed += analysis.document.error is not None or any(d.error is not None for d in docs)
         for doc in docs:
-            print(result_title(path, doc))
-            print(field_table(doc))
+            if doc.error:       # on stderr (exit status 1); --json keeps it as the document's error entry
+                message = str(doc.error.get("message"))
+                named = path in message or str(Path(path)) in message
+                print(f"error: {message if named else f'{path}: {message}'}", file=sys.stderr)
+            else:
+                print(result_title(path, doc))
+                print(field_table(doc))
             for page in doc.pages:
                 if drawer is not None and page.index in drawer.written:
                     print(f"  overlay: {drawer.written[page.index]}")
@@ -150,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             for docs in per_file:
                 write_json_atomic(out / f"{Path(docs[0].source).stem or 'document'}.json", _payload(docs))
         print(f"JSON written to {out}")
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,10 @@
 
 Prints each page's lines (or a one-line summary per file with --summary), writes one Document per
 file (pages, lines with quads and scores, timings) to --json (a .json file for one input, else JSON
-Lines) and overlay PNGs to --draw. A bad file is reported on one line and the others still run; the
-exit code is 2 when any file failed.
+Lines, written atomically) and overlay PNGs to --draw. Every FILE, --json and --draw are checked
+before the OCR engine loads (exit status 2: a missing file, an unwritable output); a file that fails
+while being read is reported on one line, the others still run, and the exit status is 1 (app/cli.py
+EXIT_STATUS).
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import argparse
 import sys
 import time
 from pathlib import Path
+
+from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable, write_text_atomic
 
 HELP = "OCR images or PDFs (PP-OCR, offline): print lines, write Document JSON and overlay PNGs"
 
@@ -38,9 +42,9 @@ def _page_range(spec: str | None) -> tuple[int, int] | None:
         a, _, b = spec.partition("-")
         start, stop = int(a), int(b or a)
     except ValueError:
-        raise SystemExit(f"error: --pages expects A-B (e.g. 1-5), got {spec!r}") from None
+        raise UsageError(f"--pages expects A-B (e.g. 1-5), got {spec!r}") from None
     if start < 1 or stop < start:
-        raise SystemExit(f"error: --pages {spec!r}: pages are 1-based and A <= B")
+        raise UsageError(f"--pages {spec!r}: pages are 1-based and A <= B")
     return start - 1, stop
 
 
@@ -84,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
     from data.io import DEFAULT_DPI, InputError
     from models.ocr import OCRSettings, get_engine
 
+    page_range = _page_range(args.pages)      # the command line first: a typo should cost no model load
+    check_inputs(args.files)
+    if args.json:
+        check_writable(args.json, "--json")
+    if args.draw:
+        check_writable(args.draw, "--draw", directory=True)
     overrides = {}
     if args.threads:
         overrides["cpu_threads"] = args.threads
@@ -93,7 +103,6 @@ def run(args: argparse.Namespace) -> int:
         overrides["use_angle_cls"] = False
     engine = get_engine(OCRSettings(**overrides))
     draw_dir = Path(args.draw) if args.draw else None
-    page_range = _page_range(args.pages)
     docs: list[Document] = []
     failed = 0
     files = tqdm(args.files, desc="ocr", unit="file", disable=len(args.files) < 2 or not sys.stderr.isatty())
@@ -117,9 +126,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"{line.score:.2f}  {line.text}")
     if args.json:
         out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
         if len(docs) == 1 and out.suffix != ".jsonl":
-            out.write_text(docs[0].to_json(indent=1) + "\n", encoding="utf-8")
+            write_text_atomic(out, docs[0].to_json(indent=1) + "\n")
         else:
-            out.write_text("".join(d.to_json() + "\n" for d in docs), encoding="utf-8")
-    return 2 if failed else 0
+            write_text_atomic(out, "".join(d.to_json() + "\n" for d in docs))
+    return EXIT_FAILED if failed else 0

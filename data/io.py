@@ -107,6 +107,13 @@ def _check_path(path: Path) -> int:
     return size
 
 
+def check_file(path: str | os.PathLike) -> int:
+    """Size in bytes of `path` when it is a readable regular file, else InputError saying why (missing,
+    a symbolic link loop or dangling link, a directory, no permission). Reads no content: the commands
+    check every FILE argument with it before processing the first one."""
+    return _check_path(Path(path))
+
+
 def _read_head(path: Path) -> bytes:
     try:
         with open(path, "rb") as fh:

@@ -4,7 +4,6 @@ list of the ones it was, and a retrained model's new type is accepted."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -51,5 +50,6 @@ def test_new_type_passes_the_check_with_its_model(tmp_path, capsys, monkeypatch)
         raise FileNotFoundError(path)
 
     monkeypatch.setattr("app.pipeline.analyse_file", fake_analyse_file)
+    (tmp_path / "a.png").write_bytes(b"")          # it must exist: missing files are refused before any work
     assert main(["extract", str(tmp_path / "a.png"), "--model", str(new), "--type", "parking_receipt"]) == 2
     assert seen == {"model": str(new), "doc_type": "parking_receipt"}, "the type reached the pipeline"
