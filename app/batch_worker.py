@@ -139,10 +139,16 @@ def _analyse(path: str, drawer: _Drawer | None) -> Analysis:
 def result_rows(analysis: Analysis, path: str, sha256: str, drawer: _Drawer | None = None) -> list[dict[str, Any]]:
     """One row per document of the file: {"file", "sha256", "part", "parts", **Document.to_dict()}."""
     rows = []
-    for result in analysis.parts():
+    parts = analysis.parts()
+    owner = {p.index: i for i, r in enumerate(parts) for p in r.pages}
+    for index in sorted(drawer.written if drawer is not None else []):
+        if index not in owner:      # a page skipped as blank: its overlay goes with the result noting it
+            before = [i for i, r in enumerate(parts) if r.pages and r.pages[0].index < index]
+            owner[index] = before[-1] if before else 0
+    for i, result in enumerate(parts):
         row = {"file": path, "sha256": sha256, "part": result.part, "parts": result.parts, **result.to_dict()}
         if drawer is not None:
-            overlays = [drawer.written[p.index] for p in result.pages if p.index in drawer.written]
+            overlays = [drawer.written[k] for k in sorted(drawer.written) if owner.get(k) == i]
             if overlays:
                 row["overlays"] = overlays
             if drawer.failed:

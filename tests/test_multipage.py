@@ -101,14 +101,19 @@ def test_a_file_with_no_text_gives_one_result_with_all_pages(ocr_only):
 
 def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_only, tmp_path, monkeypatch, capsys):
     from app.batch_csv import BASE_COLUMNS, csv_record
-    from app.batch_worker import result_rows
+    from app.batch_worker import _Drawer, result_rows
     ocr_only([3, 0, 3, 3])
     path = tmp_path / "three.tif"
     path.write_bytes(tiff_bytes([white() for _ in range(4)]))
-    a = pipeline.analyse_file(str(path))
-    rows = result_rows(a, str(path), "abc")
+    drawer = _Drawer(str(path), "abc", str(tmp_path / "draw"))     # batch --draw: each page as it is done
+    a = pipeline.analyse_file(str(path), on_image=drawer)
+    rows = result_rows(a, str(path), "abc", drawer)
     assert [(r["part"], r["parts"], [p["index"] for p in r["pages"]]) for r in rows] == \
         [(1, 3, [0]), (2, 3, [2]), (3, 3, [3])]
+    # the blank page 2's overlay goes with the result that notes it
+    assert [[Path(o).name for o in r["overlays"]] for r in rows] == \
+        [["three_abc_p1.png", "three_abc_p2.png"], ["three_abc_p3.png"], ["three_abc_p4.png"]]
+    assert all(Path(o).is_file() for r in rows for o in r["overlays"])
     assert all(r["file"] == str(path) and r["sha256"] == "abc" for r in rows)
     record = dict(zip(BASE_COLUMNS, csv_record(rows[1], [])))
     assert (record["part"], record["parts"], record["page"]) == ("2", "3", "3")
