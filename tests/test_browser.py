@@ -92,7 +92,7 @@ def test_upload_invoice_in_a_real_browser(server, tmp_path):
             with page.expect_download(timeout=30_000) as download:
                 page.get_by_role("button", name="Download CSV").click()
             csv_text = Path(download.value.path()).read_text(encoding="utf-8-sig")
-            assert csv_text.startswith("file,source,pages,doc_type")
+            assert csv_text.startswith("file,part,parts,source,pages,page,doc_type")
             assert "invoice_7.png" in csv_text
             assert not page.locator("[data-testid='stException']").count(), "the app showed a traceback"
         finally:
