@@ -36,6 +36,7 @@ from models.encoder import Encoder, EncoderConfig
 from models.form_pairs import decode_form
 from models.heads import ExtractionHead, HeadConfig
 from models.ocr_eval import edit_distance
+from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
@@ -703,6 +704,15 @@ class Extractor:
 
     # --- model ----------------------------------------------------------------------------------
     @paddle.no_grad()
+    def _forward(self, ids: np.ndarray, bbox: np.ndarray, mask: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(tag probabilities, doc-type probabilities averaged over windows, link scores or None). Runs on
+        the model thread (models/runtime.py): dygraph mode and Paddle's oneDNN state are per thread."""
+        res = self.model(paddle.to_tensor(ids), paddle.to_tensor(bbox), None, paddle.to_tensor(mask))
+        tags = paddle.nn.functional.softmax(res[0], -1).numpy()
+        doc = paddle.nn.functional.softmax(res[1], -1).numpy().mean(0)
+        return tags, doc, (res[2].numpy() if len(res) > 2 else None)
+
     def predict_page(self, page: Page) -> dict:
         """Raw predictions for one page: doc-type probabilities, per-character tag probabilities
         (NaN on whitespace) and a `link(a, b)` scorer between two (line, char) positions."""
@@ -714,11 +724,8 @@ class Extractor:
                     "probs": probs, "link": lambda a, b: None}
         arr = enc.arrays()
         used = int(arr["attention_mask"].sum(1).max())     # drop padding every window shares
-        res = self.model(*(paddle.to_tensor(arr[k][:, :used]) for k in ("input_ids", "bbox")), None,
-                         paddle.to_tensor(arr["attention_mask"][:, :used]))
-        tags = paddle.nn.functional.softmax(res[0], -1).numpy()
-        doc = paddle.nn.functional.softmax(res[1], -1).numpy().mean(0)
-        links = res[2].numpy() if len(res) > 2 else None
+        tags, doc, links = on_model_thread(self._forward, *(arr[k][:, :used]
+                                                             for k in ("input_ids", "bbox", "attention_mask")))
         for t, row in enumerate(enc.merge(tags)):
             probs[enc.line[t]][enc.start[t]] = row
         token_of = {(enc.line[t], enc.start[t]): t for t in range(len(enc.ids))}
@@ -1139,5 +1146,6 @@ def _cached(model_dir: str) -> Extractor:
 
 
 def get_extractor(model_dir: str | Path | None = None) -> Extractor:
-    """The process-wide extractor for a model directory (loaded on first use only)."""
-    return _cached(str(Path(model_dir or DEFAULT_MODEL_DIR).resolve()))
+    """The process-wide extractor for a model directory (loaded on first use only). Safe from any thread:
+    loaded on the model thread (models/runtime.py), where its forward passes run too."""
+    return on_model_thread(_cached, str(Path(model_dir or DEFAULT_MODEL_DIR).resolve()))

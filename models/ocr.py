@@ -8,7 +8,8 @@ tall text boxes, so it is turned a quarter first; then the angle classifier vote
 lines on 0 versus 180. Every line of the page is then read the same way up, and quads are given in
 the upright page's coordinates (`Page.rotation` = clockwise degrees the input was turned).
 
-Use `get_engine(OCRSettings(...))`: it loads the models once per process and per settings.
+Use `get_engine(OCRSettings(...))`: it loads the models once per process and per settings. An engine
+may be used from any thread: its predictors run on the process's model thread (models/runtime.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from data.document import Line, Page
 from models.ocr_det import UPSCALE_BELOW, DetParams, boxes_from_prob, det_input, order_quad, resize_for_det
 from models.ocr_rec import classify_angles, crop_line, filter_crop, recognise
 from models.ocr_runtime import ModelPaths, Predictor, cpu_has_bf16, load_charset
+from models.runtime import on_model_thread
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,12 @@ def _as_bgr(image: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def get_engine(settings: OCRSettings | None = None) -> OCREngine:
-    """The process-wide engine for these settings (models load on first use only)."""
+def _engine(settings: OCRSettings | None) -> OCREngine:
     return OCREngine(settings)
+
+
+def get_engine(settings: OCRSettings | None = None) -> OCREngine:
+    """The process-wide engine for these settings (models load on first use only). Safe from any thread:
+    it is looked up and built on the model thread (models/runtime.py), so two threads asking at once get
+    the same engine, and its predictors run there whoever calls `read`."""
+    return on_model_thread(_engine, settings)

