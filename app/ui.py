@@ -24,7 +24,8 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 
-paddle.disable_static()   # the extractor runs in dygraph mode; some imports flip Paddle to static
+paddle.disable_static()   # dygraph mode; the models themselves run on their own thread, which ensures it too
+                          # (models/runtime.py: Streamlit runs every rerun on a new thread)
 
 import streamlit as st  # noqa: E402
 
@@ -114,7 +115,10 @@ def sidebar() -> tuple[str | None, str | None, str]:
 # --- processing --------------------------------------------------------------------------------------
 
 def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | None) -> dict:
-    """Process one upload once per (content, model, type); the result lives in the session."""
+    """Process one upload once per (content, model, type); the result lives in the session. A failed
+    result (the file's document has an `error`) is never kept: the next rerun, or removing and adding
+    the file again, reads it afresh instead of showing a stale failure (a transient model error used to
+    stick to the file's content for the whole session)."""
     key = f"{hashlib.sha256(data).hexdigest()[:16]}|{model}|{doc_type}"
     cache = st.session_state.setdefault("analyses", {})
     if key in cache:
@@ -137,7 +141,8 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
         bar.empty()
         result = {"key": key, "name": name, "analysis": analysis, "corrected": analysis.document,
                   "version": 0, "error": analysis.document.error}
-    cache[key] = result
+    if not result.get("error"):
+        cache[key] = result
     return result
 
 
