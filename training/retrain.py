@@ -14,8 +14,9 @@ from its last checkpoint. The export reserves a NEW version (<name>-v0001, -v000
 moves to it only when (`decide_promotion`, unless --force) the corpus held out at least MIN_HELDOUT_PAGES
 pages, the new model's F1 on them is not below the base's, and on the base's own held-out set (generated
 pages of every doc type the base knew, layouts its training held out) it loses no more than
-PROMOTION_TOLERANCE F1 on any type. A run with too few held-out pages is refused before training;
-`python -m training retrain` exits 2 with the reason when it refuses or does not promote.
+PROMOTION_TOLERANCE F1 on any type. A run with too few held-out pages is refused before training
+(`python -m training retrain` exits 2 with the reason); a version that is not promoted is still
+exported for inspection, and the command exits 1 with the reasons.
 
 Real OCR is where a layout's headroom is: `--eval-ocr real` also scores base and new through PP-OCR
 of the held-out images (and promotes on that), and `--ocr-train` adds the training pages as OCR reads
@@ -59,8 +60,8 @@ BASE_HELDOUT_SHARE = 0.25    # share of a type's layouts held out when the base'
 
 
 class RetrainError(Exception):
-    """A retrain that cannot go on or whose model may not be promoted; the message says why and what
-    to do. `python -m training retrain` prints it and exits 2."""
+    """A retrain that cannot go on (bad input, a corpus too small to judge the new model); the message
+    says why and what to do. `python -m training retrain` prints it and exits 2."""
 
 
 @dataclass
@@ -661,8 +662,9 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
 
 
 def retrain_main(a: argparse.Namespace) -> int:
-    """Exit 0: exported and promoted; 2: refused (with the reason): nothing trained (bad input, too few
-    held-out pages), or trained and exported for inspection but `latest` left where it was."""
+    """Exit status as app/cli.py's EXIT_STATUS: 0 exported and promoted; 1 the run finished and the
+    version is exported for inspection, but `latest` stays where it was (the reasons on stderr); 2 refused
+    before training (bad input, too few held-out pages), with the reason on stderr."""
     from data.corpus import CorpusError
     from models.checkpoint import CheckpointError
     pipe = {"stages": a.pipeline_stages, "micro_batches": a.micro_batches}
@@ -677,7 +679,7 @@ def retrain_main(a: argparse.Namespace) -> int:
     report = json.loads((version / "report.json").read_text(encoding="utf-8"))
     if not report.get("promoted"):
         print(f"error: {version.name} not promoted: latest {report['promotion']}", file=sys.stderr)
-        return 2
+        return 1
     return 0
 
 
