@@ -205,6 +205,8 @@ def test_small_corpus_is_refused_before_training_with_exit_2(tmp_path, capsys):
     assert err.startswith("error: only ") and "--force" in err and "Traceback" not in err
     work = next((root / "registry" / ".work").iterdir())
     assert not (work / "stages" / "finetune.json").exists() and ModelRegistry(root).versions("tiny") == []
+    # told to label more pages, the user adds them to the same folder: the next run imports them afresh
+    assert not (work / "stages" / "import.json").exists() and not (work / "stages" / "split.json").exists()
 
 
 def test_small_imported_corpus_holds_out_at_least_the_minimum(tmp_path):

@@ -536,6 +536,8 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     split = stages.done("split") or stages.finish("split", stage_split(work / "corpus", work, seed))
     if split["heldout"] < MIN_HELDOUT_PAGES and not force:       # refuse before any training is spent
         total = split["train"] + split["heldout"]
+        for stage in ("import", "split"):     # the user adds pages and runs again: import them afresh
+            (stages.dir / f"{stage}.json").unlink(missing_ok=True)
         raise RetrainError(
             f"only {split['heldout']} of the corpus' {total} pages can be held out to judge the new model; at "
             f"least {MIN_HELDOUT_PAGES} are needed (a corpus of {3 * MIN_HELDOUT_PAGES} or more pages holds out "
