@@ -1,6 +1,7 @@
 """`python -m app batch`: process folders of documents into JSONL (and CSV, and overlay images).
 
     python -m app batch scans/ invoices/*.pdf --out results.jsonl --csv table.csv --workers 2
+    python -m app batch scans/ --out results.jsonl --ray auto      # the same on a Ray cluster
 
 Rerunning the same command after a crash, Ctrl-C or `kill -9` does only the files that have no
 rows yet (see app/batch_state.py for why no row is lost or duplicated, and app/batch_pool.py for
@@ -15,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -24,6 +25,9 @@ from app.batch_inputs import DOCUMENT_SUFFIXES, expand_inputs
 from app.batch_pool import WorkerPool, WorkersFailedToStart
 from app.batch_state import ResultsFile, ResultsLocked, escape_text, file_sha256
 from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task
+
+if TYPE_CHECKING:   # app.batch_ray is imported only with --ray (it loads Ray)
+    from app.batch_ray import RayPool, RaySettings
 
 STAGES = ("decode", "ocr", "extract", "total")
 
@@ -48,6 +52,15 @@ and ignored.
 If a worker process dies (killed, out of memory), only the file it was reading is tried again, once,
 in a new worker; a file that kills a worker twice gets a WorkerCrashed error row. Workers exit when
 the batch process does.
+
+More than one machine: --ray [ADDRESS] sends the documents to Ray actors instead of local worker
+processes (ADDRESS as ray.init takes it: `auto` for the cluster this machine belongs to, HOST:PORT of
+its head; none starts a Ray instance on this machine only). Each actor loads the models once; the
+default is one actor per CPU of the cluster. This process reads each file and ships its bytes, so
+nodes need no shared disk (--shared-input: send paths instead, for a mount every node has at the same
+path). Rows, resume, CSV and --draw overlays are written here, exactly as without --ray. An actor that
+dies has its document tried once more on another actor, then a WorkerCrashed row. --ray takes an
+optional value: put it after IN, or write --ray=ADDRESS.
 
 Exit status: 0 when every file has good rows, 1 when any failed or an IN matched nothing, 2 for
 bad arguments (an unwritable --csv or --draw is found before any work) or a locked --out.
@@ -76,10 +89,17 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--csv", metavar="FILE.csv",
                         help="also write a table: one row per document, one column per field "
                              "(rebuilt from --out at the end; UTF-8 with BOM so Excel shows Chinese)")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="worker processes (default 1). Each loads its own OCR and extraction "
-                             "models, about 1-3 GB of memory per worker, so N above the number of "
-                             "CPU cores or of free GB/2 makes things slower, not faster")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="worker processes (default 1; with --ray: actors, default one per CPU of the "
+                             "cluster). Each loads its own OCR and extraction models, about 1-3 GB of "
+                             "memory per worker, so N above the number of CPU cores or of free GB/2 makes "
+                             "things slower, not faster")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                        help="run on Ray actors: ADDRESS as ray.init takes it (auto, HEAD_IP:6379); none "
+                             "starts a Ray instance on this machine (see 'More than one machine' above)")
+    parser.add_argument("--shared-input", action="store_true",
+                        help="with --ray: actors open the input paths themselves (every node mounts them at "
+                             "the same path) instead of receiving the bytes from this process")
     parser.add_argument("--draw", metavar="DIR",
                         help="also save each page with its OCR lines and fields drawn, as PNG in DIR")
     parser.add_argument("--type", dest="doc_type", metavar="T",
@@ -115,6 +135,8 @@ class Summary:
     pages: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     wall: float = 0.0
+    pool: str = ""           # where the documents ran, when not here or in local workers (Ray)
+    overhead_per_document: float = 0.0   # Ray: seconds per document outside the actors' own work
 
     @property
     def ok(self) -> bool:
@@ -145,6 +167,8 @@ class Summary:
         if self.stage_seconds:
             parts = [f"{s} {self.stage_seconds[s]:.1f} s" for s in STAGES if s in self.stage_seconds]
             lines.append("time per stage, summed over documents: " + ", ".join(parts))
+        if self.pool:
+            lines.append(self.pool)
         if self.earlier_failed:
             lines.append(f"{self.earlier_failed} files have error rows from earlier runs; "
                          "add --retry-failed to process them again")
@@ -229,6 +253,18 @@ def run_in_pool(tasks: list[Task], options: WorkerOptions, workers: int, results
     pool.run(tasks)
 
 
+def connect_ray(options: WorkerOptions, workers: int | None, settings: "RaySettings") -> "RayPool":
+    """Start or join Ray before any document is read (a wrong ADDRESS is a setup error, exit 2)."""
+    from app.batch_ray import RayPool, RaySetupError
+    pool = RayPool(options, workers, lambda task, rows: None, settings)
+    try:
+        pool.connect()
+    except RaySetupError as exc:
+        pool.close()
+        raise BatchSetupError(str(exc)) from None
+    return pool
+
+
 def check_writable(path: str, what: str, directory: bool = False) -> None:
     """Fail now, before hours of OCR, if `path` (a file to be replaced, or a folder to write into)
     cannot be written: create its folder and a scratch file there, and remove the scratch file."""
@@ -263,12 +299,15 @@ def warn_about_file(out: str, results: ResultsFile) -> None:
               "they will be redone", file=sys.stderr)
 
 
-def run_batch(inputs: list[str], out: str, *, workers: int = 1, csv_path: str | None = None,
-              options: WorkerOptions | None = None, progress: bool = True, retry_failed: bool = False) -> Summary:
-    """The whole command as a function (tests and scripts call this directly).
+def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path: str | None = None,
+              options: WorkerOptions | None = None, progress: bool = True, retry_failed: bool = False,
+              ray: "RaySettings | None" = None) -> Summary:
+    """The whole command as a function (tests and scripts call this directly). With `ray`, documents
+    go to Ray actors (app/batch_ray.py; `workers` None = one per CPU of the cluster), and everything
+    else is as without it.
 
-    Raises BatchSetupError (an output that cannot be written) or ResultsLocked (another batch writes
-    `out`) before any document is read."""
+    Raises BatchSetupError (an output that cannot be written, Ray not reachable) or ResultsLocked
+    (another batch writes `out`) before any document is read."""
     options = options or WorkerOptions()
     if csv_path:
         check_writable(csv_path, "--csv")
@@ -279,12 +318,22 @@ def run_batch(inputs: list[str], out: str, *, workers: int = 1, csv_path: str | 
     started = time.perf_counter()
     with ResultsFile.open(out) as results:     # held (and locked) until the CSV is written too
         warn_about_file(out, results)
-        tasks = plan_tasks(found.files, results, summary, retry_failed)
-        with _progress(len(tasks), progress) as bar:
-            if workers <= 1 or len(tasks) <= 1:
-                run_in_process(tasks, options, results, summary, bar, started)
-            else:
-                run_in_pool(tasks, options, min(workers, len(tasks)), results, summary, bar, started)
+        ray_pool = connect_ray(options, workers, ray) if ray is not None else None
+        try:
+            tasks = plan_tasks(found.files, results, summary, retry_failed)
+            with _progress(len(tasks), progress) as bar:
+                if ray_pool is not None:
+                    ray_pool.sink = lambda task, rows: _record(task, rows, results, summary, bar, started)
+                    ray_pool.run(tasks)
+                    summary.pool = ray_pool.describe()
+                    summary.overhead_per_document = ray_pool.overhead_s / max(ray_pool.documents, 1)
+                elif (workers or 1) <= 1 or len(tasks) <= 1:
+                    run_in_process(tasks, options, results, summary, bar, started)
+                else:
+                    run_in_pool(tasks, options, min(workers or 1, len(tasks)), results, summary, bar, started)
+        finally:
+            if ray_pool is not None:
+                ray_pool.close()
         summary.wall = time.perf_counter() - started
         if csv_path:
             write_csv(out, csv_path, options.doc_type)
@@ -292,8 +341,12 @@ def run_batch(inputs: list[str], out: str, *, workers: int = 1, csv_path: str | 
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         print("--workers must be 1 or more", file=sys.stderr)
+        return 2
+    if args.shared_input and args.ray is None:
+        print("--shared-input goes with --ray (without it the files are read on this machine anyway)",
+              file=sys.stderr)
         return 2
     if args.model_dir and not os.path.isdir(args.model_dir):
         print(f"--model {args.model_dir}: no such directory; pass a model directory made by "
@@ -306,9 +359,14 @@ def main(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     options = WorkerOptions(model_dir=args.model_dir, doc_type=args.doc_type, draw_dir=args.draw)
+    ray = None
+    if args.ray is not None:
+        from app.batch_ray import RaySettings
+        ray = RaySettings(address=args.ray, shared_input=args.shared_input)
     try:
-        summary = run_batch(args.inputs, args.out, workers=args.workers, csv_path=args.csv,
-                            options=options, progress=not args.no_progress, retry_failed=args.retry_failed)
+        summary = run_batch(args.inputs, args.out, workers=args.workers if ray else (args.workers or 1),
+                            csv_path=args.csv, options=options, progress=not args.no_progress,
+                            retry_failed=args.retry_failed, ray=ray)
     except (BatchSetupError, ResultsLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
