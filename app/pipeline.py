@@ -24,8 +24,8 @@ from __future__ import annotations
 import functools
 import os
 import time
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
