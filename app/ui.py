@@ -305,6 +305,10 @@ def main() -> None:
     results = []
     for upload in uploads:
         results.append(analyse_upload(upload.name, upload.getvalue(), model, doc_type))
+    failed = [r for r in results if r.get("error")]
+    if len(results) > 1 and failed:     # every failure in view, not only the chosen file's
+        st.error(f"{len(failed)} of {len(results)} files could not be read:\n"
+                 + "\n".join(f"- **{r['name']}**: {error_in_words(r['error'])}" for r in failed))
     if len(results) > 1:
         names = [f"{r['name']}{' — failed' if r.get('error') else ''}" for r in results]
         chosen = st.selectbox("Document 文档", range(len(results)), format_func=lambda i: names[i])
