@@ -80,13 +80,35 @@ def _swap_text(value: Any, old: str, new: str) -> Any:
     return value
 
 
+SCRATCH_PREFIX = "piaoju-ray-"
+
+
+def _remove_orphan_scratch() -> None:
+    """Remove the scratch folders of actors that are gone: one killed mid-document (out of memory, the
+    end of its batch) had no chance to remove its own, with that document's bytes in it."""
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        if not name.startswith(SCRATCH_PREFIX):
+            continue
+        try:
+            pid = int(name[len(SCRATCH_PREFIX):].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except OSError:       # alive, another user's
+            continue
+
+
 class BatchActor:
     """A Ray actor: the models loaded once, then one file at a time (see the module docstring).
 
     Defined as a plain class and made remote by RayPool, so importing this module needs no Ray."""
 
     def __init__(self, options: WorkerOptions) -> None:
-        self.scratch = tempfile.mkdtemp(prefix="piaoju-ray-")
+        _remove_orphan_scratch()
+        self.scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         self.draw_target = options.draw_dir           # the driver's folder; overlays go back as bytes
         self.draw_dir = os.path.join(self.scratch, "draw") if options.draw_dir else None
         self.node = socket.gethostname()
@@ -207,6 +229,7 @@ class RayPool:
             # a single-machine instance listens on the loopback interface only (Ray otherwise binds
             # its ports to the LAN address); read by Ray when it is imported
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            os.environ.setdefault("RAY_AUTH_MODE", "token")   # Ray's default for a new instance, said without a warning
         try:
             import ray
         except ImportError as exc:
