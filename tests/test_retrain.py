@@ -269,3 +269,69 @@ def test_retrain_keeps_latest_when_the_base_heldout_drops(tmp_path, monkeypatch,
     assert not rep["promoted"] and reg.latest("p") is None and rep["split"]["heldout"] >= 8
     assert rep["base_heldout"]["base_f1_by_type"] == {"generic_form": 0.60}
     assert "generic_form" in (version / "report.md").read_text(encoding="utf-8")
+
+
+# --- rehearsal (replay) -----------------------------------------------------------------------------
+
+def test_replay_pages_are_the_base_types_on_its_training_layouts_never_the_gates(tmp_path):
+    """Replay pages: every doc type the bundled model knew, only layouts its training used (the exact
+    complement of what the promotion gate scores on), other seeds than the gate's; drawn once."""
+    from data.synth.generator import list_layouts
+    from models.extractor import DEFAULT_MODEL_DIR, ExtractorConfig
+    from training.retrain import base_heldout_layouts, base_heldout_records, replay_layouts, replay_records
+    held, _ = base_heldout_layouts(DEFAULT_MODEL_DIR)
+    layouts, _ = replay_layouts(DEFAULT_MODEL_DIR)
+    assert set(layouts) == set(ExtractorConfig.load(DEFAULT_MODEL_DIR).doc_types)
+    for dt, lays in layouts.items():
+        assert lays and not set(lays) & set(held[dt]) and set(lays) | set(held[dt]) == set(list_layouts(dt))
+    recs, summary = replay_records(DEFAULT_MODEL_DIR, tmp_path / "replay", pages_per_type=3, seed=0)
+    assert summary["pages"] == len(recs) == 3 * len(layouts)
+    assert all(r["layout"] in layouts[r["doc_type"]] and r["layout"] not in held[r["doc_type"]] for r in recs)
+    assert {r["doc_type"] for r in recs} == set(layouts)
+    gate, _ = base_heldout_records(DEFAULT_MODEL_DIR, pages_per_type=3)
+    assert not {(r["doc_type"], r["seed"]) for r in recs} & {(r["doc_type"], r["seed"]) for r in gate}
+    assert all(Path(r["image"]).is_file() for r in recs)
+    # generated once: a second call reads the same pages back and writes nothing
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "replay").rglob("*.json")}
+    again, _ = replay_records(DEFAULT_MODEL_DIR, tmp_path / "replay", pages_per_type=3, seed=0)
+    assert again == recs and stamps == {p: p.stat().st_mtime_ns for p in (tmp_path / "replay").rglob("*.json")}
+
+
+def test_replay_stream_mixes_the_stated_share_into_every_batch(tmp_path):
+    """Every batch holds round(share * batch) replay windows (base types) and the rest corpus windows
+    (the new type), whichever source runs out first; the base's labels keep their indices."""
+    from data.corpus import read_corpus
+    from models.extractor import DEFAULT_MODEL_DIR, ExtractorConfig
+    from models.tokenizer import Tokenizer
+    from training.dataset import TrainingSet, gt_lines
+    from training.noise import NoiseConfig
+    from training.retrain import (RetrainError, ReplayStream, corpus_schemas, label_map, replay_pages,
+                                  replay_records, replay_rows)
+    corpus = make_corpus(tmp_path / "c", 5)
+    base = ExtractorConfig.load(DEFAULT_MODEL_DIR)
+    tags, types, _ = label_map(read_corpus(corpus), corpus_schemas(corpus), base.tag_labels, base.doc_types)
+    assert tags[:len(base.tag_labels)] == base.tag_labels and types[:len(base.doc_types)] == base.doc_types
+    assert types[len(base.doc_types):] == ["parking_ticket"]
+    recs, _ = replay_records(DEFAULT_MODEL_DIR, tmp_path / "replay", pages_per_type=2, seed=0)
+    vocab, tag_index = Tokenizer.from_dir(DEFAULT_MODEL_DIR), {t: i for i, t in enumerate(tags)}
+    type_index = {t: i for i, t in enumerate(types)}
+    new_type = type_index["parking_ticket"]
+
+    def sets() -> tuple[TrainingSet, TrainingSet]:
+        return (TrainingSet([gt_lines(r) for r in read_corpus(corpus)], vocab, tag_index, type_index, 256,
+                            NoiseConfig(), 0),
+                TrainingSet(replay_pages(recs), vocab, tag_index, type_index, 256, NoiseConfig(), 1))
+
+    for share, batch_size, want in ((0.5, 8, 4), (0.25, 8, 2), (0.5, 4, 2), (0.1, 8, 1), (0.0, 8, 0)):
+        stream = ReplayStream(*sets(), batch_size, share)
+        assert replay_rows(share, batch_size) == want == stream.rows["replay"]
+        seen = set()
+        for _ in range(30):        # several epochs of the 5-page corpus and the 12 replay pages
+            batch = stream.next()
+            assert len(batch) == batch_size
+            assert [s.doc_type == new_type for s in batch] == [False] * want + [True] * (batch_size - want)
+            seen |= {types[s.doc_type] for s in batch[:want]}
+        assert seen == (set(base.doc_types) if want else set())
+    for bad in (1.0, -0.1):
+        with pytest.raises(RetrainError, match="--replay"):
+            replay_rows(bad, 8)

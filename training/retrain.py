@@ -1,12 +1,17 @@
 """Retrain on a user's corpus: import -> (WWM adaptation) -> fine-tune -> base vs new -> versioned export.
 
     python -m training retrain --corpus DIR --base MODEL [--pretrain] [--force] [--out-root models/]
-                               [--eval-ocr real] [--ocr-train]
+                               [--eval-ocr real] [--ocr-train] [--replay 0.5]
     python -m training import --format ours|ppocrlabel|xfund|labelstudio|csv --src PATH --out DIR
 
 A new document type is data: put its schema YAML in CORPUS/schemas/ (or pass --schema) beside labelled
 pages, and the heads grow to its fields (the base's labels first, so what the base knew is kept, then
 the new ones). The exported directory carries the schema, so the app lists the new type.
+
+Fine-tuning on the corpus alone forgets what the base knew (60 steps on train tickets took the base's
+receipts and generic forms to F1 0), so every batch also rehearses it (`--replay`, half of each batch by
+default): generated pages of each doc type the base knew, drawn once into the work dir on the layouts its
+training used (never the layouts the promotion check scores on), with a seed apart from that check's.
 
 Stages run in order and each leaves a marker in the work directory (<out-root>/registry/.work/<key>/),
 so a killed run started again with the same arguments skips finished stages and the fine-tune resumes
@@ -57,6 +62,14 @@ BASE_HELDOUT_PAGES = 8       # pages per doc type in the base's own held-out set
 BASE_HELDOUT_SEED = 16016
 BASE_HELDOUT_SHARE = 0.25    # share of a type's layouts held out when the base's provenance does not name them
                              # (the trainer's default, configs/default.yaml data.heldout_layouts)
+# Rehearsal (replay) of what the base knew, mixed into every fine-tune batch (`ReplayStream`):
+REPLAY_SHARE = 0.5           # share of each batch's windows drawn from replay pages (`--replay`; 0 turns it off).
+                             # Without replay, 60 steps on 30 train tickets took generic_form 0.941 -> 0.000 and
+                             # receipt 0.992 -> 0.000 on the base's held-out pages (bench/retrain_replay_bench.py)
+REPLAY_PAGES_PER_TYPE = 32   # generated pages per doc type the base knew (~0.05 s each), layouts it TRAINED on
+REPLAY_SEED = 27027          # + the run's seed: never the gate's BASE_HELDOUT_SEED, and its layouts never the gate's
+REPLAY_OCR_PAGES_PER_TYPE = 4    # with --ocr-train: replay pages also read by real PP-OCR (~3 s each), as the
+                                 # trainer reads a share of its generated pages
 
 
 class RetrainError(Exception):
@@ -133,6 +146,7 @@ def label_map(records: list[dict], schema_files: dict[str, Path], base_tags: lis
 def grow_from_base(base_dir: Path, tags: list[str], types: list[str]):
     """A model with the base's encoder and a head for `tags`/`types`; rows the base had are copied."""
     import paddle
+
     from models.extractor import ExtractorConfig
     base_cfg = ExtractorConfig.load(base_dir)
     cfg = ExtractorConfig(encoder=dict(base_cfg.encoder), tag_labels=list(tags), doc_types=list(types),
@@ -190,7 +204,7 @@ def stage_import(corpus: Path, fmt: str | None, schemas: list[str], dest: Path, 
         if (corpus / CORPUS_FILE).is_file() or corpus.suffix == ".jsonl":
             fmt = "ours"
         elif corpus.is_dir() and any(corpus.glob("*.json")):
-            from data.corpus import corpus_from_synth_dir     # a generator output folder
+            from data.corpus import corpus_from_synth_dir  # a generator output folder
             corpus_from_synth_dir(corpus, dest / "_synth")
             if (corpus / SCHEMA_DIR).is_dir():
                 import shutil
@@ -233,14 +247,19 @@ def stage_split(corpus_dir: Path, work: Path, seed: int) -> dict:
 
 def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema_files: dict[str, Path],
              work: Path, steps: int, batch_size: int, lr: float, pipe: dict, seed: int,
-             ocr_recs: list[dict] = (), ocr_repeat: int = 2) -> dict:
+             ocr_recs: list[dict] = (), ocr_repeat: int = 2, replay: list | None = None,
+             replay_share: float = 0.0, replay_noise: dict | None = None) -> dict:
     """Fine-tune the (grown) base on the corpus through the trainer's step function (pipeline engine
     where installed); checkpoints in work/checkpoint make it resumable.
 
     `ocr_recs` (training/ocr_labels.py) are the training pages as real OCR read them, labelled by
-    alignment; they join the mix `ocr_repeat` times each and get no synthetic noise (OCR's is real)."""
+    alignment; they join the mix `ocr_repeat` times each and get no synthetic noise (OCR's is real).
+    `replay` (`replay_pages`: the base's doc types on layouts it trained on) fills `replay_share` of every
+    batch (`ReplayStream`), noised as the base's own training noised them (`replay_noise`, its
+    provenance's `noise`), so the fine-tune keeps rehearsing what the base knew."""
     import paddle
     from tqdm import tqdm
+
     from models.checkpoint import CheckpointSlots
     from models.extractor import ExtractorConfig, save_model
     from models.tokenizer import Tokenizer
@@ -257,7 +276,8 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     model, cfg = grow_from_base(base_dir, tags, types)
     vocab = Tokenizer.from_dir(base_dir)
     warmup = max(1, steps // 10)
-    sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
+    sched = paddle.optimizer.lr.LambdaDecay(
+        lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
     step_fn = EngineStep(model.blocks(), extractor_loss, sched, pipe)
     how = step_fn.how
     ckpt = CheckpointSlots(work / "checkpoint")      # the newest two; a torn newest falls back to the older
@@ -279,15 +299,19 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
         page = gt_lines(rec)
         page.source = "ocr"
         pages += [page] * ocr_repeat
-    dataset = TrainingSet(pages, vocab, {t: i for i, t in enumerate(tags)},
-                          {t: i for i, t in enumerate(types)}, cfg.max_len, NoiseConfig(), seed + state["step"])
+    tag_index, type_index = {t: i for i, t in enumerate(tags)}, {t: i for i, t in enumerate(types)}
+    dataset = TrainingSet(pages, vocab, tag_index, type_index, cfg.max_len, NoiseConfig(), seed + state["step"])
+    rehearsal = None
+    if replay and replay_share > 0:
+        known = set(NoiseConfig.__dataclass_fields__)
+        noise = NoiseConfig(**{k: v for k, v in (replay_noise or {}).items() if k in known})
+        rehearsal = TrainingSet(list(replay), vocab, tag_index, type_index, cfg.max_len, noise,
+                                seed + 1 + state["step"])
+    stream = ReplayStream(dataset, rehearsal, batch_size, replay_share if rehearsal else 0.0)
     every = max(1, min(50, steps // 4))
-    batches: list = []
     with tqdm(total=steps, initial=state["step"], desc=f"fine-tune [{how}]", unit="step") as bar:
         while state["step"] < steps:
-            if not batches:
-                batches = dataset.batches(batch_size, dataset.epoch())
-            batch = batches.pop()
+            batch = stream.next()
             batch = batch[:step_fn.usable_rows(len(batch))]
             if not batch:
                 continue
@@ -304,7 +328,9 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     copy_schemas(schema_files, out)
     plot_losses(state["losses"], out / "loss.png")
     return {"steps": state["step"], "step_function": how, "losses": state["losses"], "notes": notes,
-            "pages": {"gt": len(train_recs), "ocr": len(ocr_recs), "ocr_repeat": ocr_repeat if ocr_recs else 0},
+            "pages": {"gt": len(train_recs), "ocr": len(ocr_recs), "ocr_repeat": ocr_repeat if ocr_recs else 0,
+                      "replay": len(replay or []) if rehearsal else 0},
+            "batch_rows": dict(stream.rows),
             "tag_labels": len(tags), "new_doc_types": [t for t in types if t not in base_cfg.doc_types]}
 
 
@@ -342,6 +368,7 @@ def normalise_gold(records: list[dict], schema_files: dict[str, Path]) -> list[d
     the evaluator does for bundled ones.
     """
     import copy
+
     from data.normalize import normalize_value
     from data.schemas import list_schemas, load_schema_file
     schemas = {dt: load_schema_file(p) for dt, p in schema_files.items() if dt not in list_schemas()}
@@ -424,6 +451,140 @@ def base_heldout_records(base_dir: Path, pages_per_type: int = BASE_HELDOUT_PAGE
     return records, {"pages": len(records), "layouts": layouts, "notes": notes, "seed": seed}
 
 
+# --- rehearsal: what the base knew, replayed during the fine-tune ----------------------------------
+
+def replay_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """({doc type: layouts}, notes): the layouts replay pages are drawn from, per doc type the base knew.
+
+    Exactly the generator layouts the promotion gate does NOT score on (`base_heldout_layouts`, the same
+    split): replaying a held-out layout would teach the gate's own test pages. A type whose every layout
+    is held out (one layout only) gets no replay pages, and a note says so."""
+    from data.synth.generator import list_layouts
+    held, notes = base_heldout_layouts(base_dir)
+    out: dict[str, list[str]] = {}
+    for dt, lays in held.items():
+        train = [lay for lay in list_layouts(dt) if lay not in lays]
+        if train:
+            out[dt] = train
+        else:
+            notes.append(f"{dt}: every layout it has is in the base's held-out set, so it gets no replay pages")
+    return out, notes
+
+
+def replay_seed(seed: int) -> int:
+    """Generator seed of a run's replay pages: REPLAY_SEED + the run's seed, stepped past the gate's."""
+    s = REPLAY_SEED + seed
+    return s + 1 if s == BASE_HELDOUT_SEED else s
+
+
+def replay_records(base_dir: Path, dest: Path, pages_per_type: int = REPLAY_PAGES_PER_TYPE,
+                   seed: int = 0) -> tuple[list[dict], dict]:
+    """(records, summary) of the replay pages: `pages_per_type` generated pages of each doc type the base
+    knew, its training layouts in turn (`replay_layouts`), degraded as the base's training pages were
+    (provenance `data.degrade`, else "mix"), images and ground truth under `dest`.
+
+    Generated once per retrain: a page whose JSON exists is not drawn again (the JSON is written last,
+    by rename), so a killed run resumes where it stopped and a rerun costs nothing."""
+    from data.synth.degrade import LEVELS
+    from data.synth.generator import generate, page_seed
+    layouts, notes = replay_layouts(base_dir)
+    prov_file = base_dir / "provenance.json"
+    prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.is_file() else {}
+    degrade = str(((prov.get("config") or {}).get("data") or {}).get("degrade") or "mix")
+    degrade = degrade if degrade in LEVELS else "mix"
+    base_seed = replay_seed(seed)
+    records = []
+    for dt, lays in layouts.items():
+        folder = dest / dt
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(pages_per_type):
+            s = page_seed(base_seed, i)
+            stem = f"{dt}_{s}"
+            gt_file = folder / f"{stem}.json"
+            if gt_file.is_file():
+                gt = json.loads(gt_file.read_text(encoding="utf-8"))
+            else:
+                image, gt = generate(dt, s, lays[i % len(lays)], degrade, image_name=f"{stem}.jpg")
+                tmp_img = folder / f"{stem}.tmp.jpg"
+                image.save(tmp_img, quality=92)
+                tmp_img.replace(folder / f"{stem}.jpg")
+                tmp = folder / f"{stem}.json.tmp"
+                tmp.write_text(json.dumps(gt, ensure_ascii=False), encoding="utf-8")
+                tmp.replace(gt_file)
+            gt["id"] = f"replay/{dt}/{s}"        # the page seed: a shared --ocr-cache never mixes two runs' pages
+            gt["image"] = str((folder / f"{stem}.jpg").resolve())
+            records.append(gt)
+    return records, {"pages": len(records), "layouts": layouts, "notes": notes, "seed": base_seed,
+                     "degrade": degrade}
+
+
+def replay_pages(records: list[dict], ocr: dict | None = None, ocr_repeat: int = 2) -> list:
+    """TaggedPages of the replay records as the trainer takes its generated pages: each page's own
+    lines (noised afresh every epoch), and for those read by real OCR (`ocr`: {record id: Page}) also
+    the OCR lines labelled by alignment (training/dataset.py `ocr_lines`), `ocr_repeat` times each."""
+    from training.dataset import gt_lines, ocr_lines
+    from training.trainer import _rid
+    pages = [gt_lines(r) for r in records]
+    for r in records:
+        if ocr and _rid(r) in ocr:
+            pages += [ocr_lines(r, ocr[_rid(r)])] * ocr_repeat
+    return pages
+
+
+def replay_ocr_choice(records: list[dict], per_type: int, seed: int) -> list[dict]:
+    """The replay pages real OCR reads with --ocr-train: `per_type` of each doc type, a seeded sample."""
+    rng = random.Random(seed)
+    chosen = []
+    for dt in sorted({str(r.get("doc_type")) for r in records}):
+        of_type = [r for r in records if str(r.get("doc_type")) == dt]
+        chosen += rng.sample(of_type, min(per_type, len(of_type)))
+    return chosen
+
+
+class ReplayStream:
+    """Training batches of `batch_size` windows, `replay_rows(share, batch_size)` of them from the replay
+    set and the rest from the corpus, every batch (never a batch of one source alone, so no step pulls
+    the shared encoder and heads toward the new data only).
+
+    Each source keeps its own queue of length-bucketed groups (`TrainingSet.batches`, a fresh noise draw
+    each epoch); a group shorter than needed is topped up from the next, and what a batch does not take
+    goes back to the queue, so every window is seen once per epoch of its source."""
+
+    def __init__(self, corpus, replay, batch_size: int, share: float):
+        self.sets = {"corpus": corpus, "replay": replay}
+        self.batch_size = batch_size
+        self.rows = {"replay": replay_rows(share, batch_size) if replay is not None and replay.pages else 0}
+        self.rows["corpus"] = batch_size - self.rows["replay"]
+        self.queues: dict[str, list] = {"corpus": [], "replay": []}
+
+    def _take(self, source: str) -> list:
+        want, queue, out = self.rows[source], self.queues[source], []
+        while len(out) < want:
+            if not queue:
+                data = self.sets[source]
+                queue.extend(data.batches(want, data.epoch()))
+                if not queue:
+                    raise RetrainError(f"the {source} pages give no training windows")
+            out += queue.pop()
+        if len(out) > want:
+            queue.append(out[want:])
+        return out[:want]
+
+    def next(self) -> list:
+        """One batch: replay windows first, then the corpus'."""
+        return (self._take("replay") if self.rows["replay"] else []) + self._take("corpus")
+
+
+def replay_rows(share: float, batch_size: int) -> int:
+    """Replay windows in a batch of `batch_size` for a replay share: at least one when the share is
+    above 0, and always at least one corpus window."""
+    if not 0.0 <= share < 1.0:
+        raise RetrainError(f"--replay must be in [0, 1) (a share of each batch), got {share}")
+    if share == 0.0 or batch_size < 2:
+        return 0
+    return min(batch_size - 1, max(1, round(share * batch_size)))
+
+
 def field_f1(metrics: dict) -> dict[str, float]:
     return {f"{dt}.{k}": v["f1"] for dt, d in metrics["doc_types"].items() for k, v in d["fields"].items()}
 
@@ -438,6 +599,7 @@ def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: li
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from training.trainer import plot_losses
     plot_losses(losses or [float("nan")], out / "loss.png")
     bf, nf = field_f1(base_m), field_f1(new_m)
@@ -461,6 +623,12 @@ def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: li
             f"{summary['split']['heldout']} held-out pages, held out by {summary['split']['split_by']})",
             f"- base: `{summary['base']}`; adaptation (WWM MLM): {summary['pretrain'] or 'no'}",
             f"- fine-tune: {summary['finetune']['steps']} steps via {summary['finetune']['step_function']}",
+            *([f"- replay: {summary['finetune'].get('batch_rows', {}).get('replay', 0)} of every "
+               f"{sum(summary['finetune'].get('batch_rows', {}).values())} windows per batch from "
+               f"{summary['replay'].get('pages', 0)} generated pages of the base's doc types (layouts it trained "
+               f"on: " + "; ".join(f"{dt} {', '.join(lays)}"
+                                   for dt, lays in summary['replay'].get('layouts', {}).items())
+               + ")"] if summary.get("replay") else ["- replay: none (fine-tuned on the corpus alone)"]),
             f"- held-out field F1 ({summary.get('judged_on', 'own lines')}): base **{summary['base_f1']:.3f}**, "
             f"new **{summary['new_f1']:.3f}**",
             *([f"- on the held-out pages' own lines: base {summary['gt_lines']['base_f1']:.3f}, "
@@ -498,6 +666,7 @@ def _base_heldout_rows(kept: dict | None) -> list[str]:
 def read_page_with_ocr(path: Path):
     """PP-OCR of one image file (the csv importer's OCR function)."""
     import cv2
+
     from models.ocr import get_engine
     image = cv2.imread(str(path))
     if image is None:
@@ -509,8 +678,12 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             schemas: list[str] = (), pretrain: bool = False, force: bool = False, steps: int = 300,
             batch_size: int = 8, lr: float = 3e-4, pretrain_steps: int = 100, pipe: dict | None = None,
             seed: int = 0, command: str = "", eval_ocr: str = "gt", ocr_train: bool = False,
-            ocr_repeat: int = 2, ocr_cache: Path | None = None) -> Path:
-    """Run every stage (skipping finished ones) and return the exported version directory."""
+            ocr_repeat: int = 2, ocr_cache: Path | None = None, replay: float = REPLAY_SHARE,
+            replay_pages_per_type: int = REPLAY_PAGES_PER_TYPE) -> Path:
+    """Run every stage (skipping finished ones) and return the exported version directory.
+
+    `replay` is the share of each fine-tune batch drawn from generated pages of the doc types the base
+    knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone."""
     from models.extractor import is_model_dir
     check_name(name)
     if not is_model_dir(base):
@@ -519,13 +692,17 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     if not corpus.exists():
         raise RetrainError(f"--corpus {corpus} does not exist")
     pipe = pipe or {}
+    replay_rows(replay, batch_size)               # a bad --replay is refused before any work
+    if replay_pages_per_type < 1:
+        raise RetrainError(f"--replay-pages must be at least 1, got {replay_pages_per_type}")
     registry = ModelRegistry(out_root)
     key = run_key({"corpus": str(corpus.resolve()), "base": str(base.resolve()), "fmt": fmt, "schemas": list(schemas),
                    "pretrain": pretrain, "steps": steps, "bs": batch_size, "lr": lr, "pipe": pipe, "seed": seed,
                    "name": name, "pretrain_steps": pretrain_steps,
                    # only when set, so the work dirs of runs made before these options keep their key
                    **({"eval_ocr": eval_ocr} if eval_ocr != "gt" else {}),
-                   **({"ocr_train": ocr_repeat} if ocr_train else {})})
+                   **({"ocr_train": ocr_repeat} if ocr_train else {}),
+                   **({"replay": replay, "replay_pages": replay_pages_per_type} if replay > 0 else {})})
     work = registry.root / ".work" / f"{name}-{key}"
     stages = Stages(work)
     print(f"work directory {work} (stages resume from here after a kill)")
@@ -564,8 +741,25 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             write_corpus(labelled, work / "ocr_train")
             stages.finish("ocr_labels", coverage)
         ocr_recs = read_corpus(work / "ocr_train")
+    rehearsal: list = []
+    replay_noise: dict = {}
+    if replay > 0 and not stages.done("finetune"):
+        # the base's doc types on the layouts it trained on (never the gate's), generated once into the work dir
+        found, replay_set = replay_records(base, work / "replay", replay_pages_per_type, seed)
+        ocr_read: dict = {}
+        if ocr_train and found:       # as the trainer does with its generated pages: a share read by real OCR
+            from training.trainer import ocr_records
+            chosen = replay_ocr_choice(found, REPLAY_OCR_PAGES_PER_TYPE, replay_set["seed"])
+            ocr_read = ocr_records(chosen, ocr_cache, desc="real OCR (replay pages)")
+            replay_set["ocr_pages"] = len(ocr_read)
+        stages.finish("replay", replay_set)
+        rehearsal = replay_pages(found, ocr_read, ocr_repeat)
+        prov_file = base / "provenance.json"
+        prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.is_file() else {}
+        replay_noise = (prov.get("config") or {}).get("noise") or {}
     tuned = stages.done("finetune") or stages.finish("finetune", finetune(
-        start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat))
+        start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat,
+        rehearsal, replay, replay_noise))
     evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
         base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
 
@@ -606,6 +800,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
                "import": imported, "split": split,
                "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
                "finetune": {k: v for k, v in tuned.items() if k != "losses"}, "base_f1": base_f1, "new_f1": new_f1,
+               "replay": {"share": replay, **(stages.done("replay") or {})} if replay > 0 else None,
                "base_heldout": {**base_set, "base_f1_by_type": kept_base, "new_f1_by_type": kept_new,
                                 "type_accuracy": {dt: [base_kept[m]["doc_types"].get(dt, {}).get("doc_type_accuracy")
                                                        for m in ("base", "new")] for dt in kept_base}},
@@ -661,6 +856,12 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ocr-cache", type=Path,
                    help="PP-OCR page cache (JSONL) to read and extend (default: WORK/ocr_cache.jsonl); runs "
                         "on the same images can share one")
+    p.add_argument("--replay", type=float, default=REPLAY_SHARE,
+                   help="share of each fine-tune batch drawn from generated pages of the base's own doc types "
+                        "(layouts its training used, never those the promotion check scores), so it does not "
+                        f"forget them; 0 = the corpus alone (default: {REPLAY_SHARE})")
+    p.add_argument("--replay-pages", type=int, default=REPLAY_PAGES_PER_TYPE,
+                   help="replay pages generated per doc type the base knew (default: %(default)s)")
 
 
 def retrain_main(a: argparse.Namespace) -> int:
@@ -674,7 +875,7 @@ def retrain_main(a: argparse.Namespace) -> int:
         version = retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
                           a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
                           "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-                          a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache)
+                          a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages)
     except (RetrainError, CorpusError, CheckpointError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
