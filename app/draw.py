@@ -6,24 +6,40 @@ OpenCV's Hershey fonts cannot draw Chinese.
 """
 from __future__ import annotations
 
+import os
 import zlib
+from typing import Any
 
 import numpy as np
 
-from data.document import Document, Field, Page, Pair
+from data.document import Box, Document, Field, Page, Pair
 
-# Tableau-like colours (RGB) that stay distinct on white paper and from each other.
+# Distinct colours (RGB) that stay readable on white paper and apart from each other and from the
+# grey OCR lines. Fields drawn on one page take them in order (`field_colours`), so the first 18 fields
+# of a page never share a colour (hashing keys into the palette gave four fields the same teal).
 PALETTE: list[tuple[int, int, int]] = [
-    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
-    (140, 86, 75), (227, 119, 194), (23, 190, 207), (188, 189, 34), (127, 127, 127)]
+    (230, 25, 75), (60, 160, 60), (0, 110, 200), (245, 130, 48), (145, 30, 180), (0, 150, 150),
+    (220, 40, 210), (150, 95, 30), (128, 0, 0), (120, 120, 0), (0, 0, 128), (0, 180, 220),
+    (200, 160, 0), (255, 100, 160), (100, 100, 230), (30, 100, 30), (190, 70, 0), (100, 40, 120)]
 LINE_COLOUR = (120, 120, 120)          # OCR lines: grey, so field colours stand out
 KEY_COLOUR = (31, 119, 180)            # generic-form pairs: key boxes blue, value boxes orange
 VALUE_COLOUR = (255, 127, 14)
+ITEM_COLOUR = (90, 90, 90)             # line-item cells: one dark grey, thinner, so header fields stand out
+HIGHLIGHT_COLOUR = (255, 0, 0)         # the box the user picked in the UI: thick red over a yellow wash
+HIGHLIGHT_FILL = (255, 230, 0, 90)
 
 
 def field_colour(key: str) -> tuple[int, int, int]:
-    """The RGB colour of a field key, stable across pages, runs and processes (not Python's hash)."""
+    """A colour for a key on its own, stable across runs and processes (not Python's hash); where a
+    page's fields are drawn together, `field_colours` gives each its own instead."""
     return PALETTE[zlib.crc32(key.encode("utf-8")) % len(PALETTE)]
+
+
+def field_colours(keys: list[str]) -> dict[str, tuple[int, int, int]]:
+    """{key: colour} for the fields drawn together, in the order given: distinct for the first
+    len(PALETTE) keys, then repeating. The UI's legend and table read the same mapping."""
+    unique = list(dict.fromkeys(keys))
+    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(unique)}
 
 
 def _scale(image: np.ndarray) -> float:
@@ -33,11 +49,15 @@ def _scale(image: np.ndarray) -> float:
 
 def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] | list[Field] | None = None,
                        pairs: list[Pair] | None = None, show_text: bool = False,
-                       legend: bool = True) -> np.ndarray:
+                       legend: bool = True, items: list[dict[str, Field]] | None = None,
+                       colours: dict[str, tuple[int, int, int]] | None = None,
+                       highlight: list[Box] | None = None) -> np.ndarray:
     """A copy of `image` (BGR uint8, the upright page the quads refer to) with the page's lines (grey
-    quads), the fields on this page (boxes in `field_colour`, a legend strip on the right) and the
-    key-value pairs (key blue, value orange, joined by a line). `show_text` writes each line's OCR text
-    above its quad. Returns BGR uint8, wider than the input when a legend is drawn."""
+    quads), the fields on this page (boxes in their colour: `colours`, else `field_colours` in the
+    order given; a legend strip on the right), line-item cells (`items`, thin dark grey), the key-value
+    pairs (key blue, value orange, joined by a line) and the `highlight` boxes (what the user picked,
+    thick red over a yellow wash, drawn last so nothing hides them). `show_text` writes each line's OCR
+    text above its quad. Returns BGR uint8, wider than the input when a legend is drawn."""
     from PIL import Image, ImageDraw
 
     from data.fonts import pil_font
@@ -57,19 +77,24 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
             draw.text((pts[0][0], pts[0][1] - label_font.size - 2), line.text, fill=(200, 0, 0), font=label_font)
 
     field_list = list(fields.values()) if isinstance(fields, dict) else list(fields or [])
+    here = [f for f in field_list if f.page == page.index and f.box]
+    colours = colours or field_colours([f.key for f in here])
     shown: dict[str, tuple[int, int, int]] = {}
-    for f in field_list:
-        if f.page != page.index or not f.box:
-            continue
-        colour = field_colour(f.key)
+    for f in here:
+        colour = colours.get(f.key) or field_colour(f.key)
         x0, y0, x1, y1 = f.box
         pad = thick
         draw.rectangle([x0 - pad, y0 - pad, x1 + pad, y1 + pad], outline=colour, width=thick)
         shown.setdefault(f"{f.label} {f.key}" if f.label else f.key, colour)
 
-    for pair in pairs or []:
-        if pair.page != page.index:
-            continue
+    cells = [f for row in items or [] for f in row.values() if f.page == page.index and f.box]
+    for f in cells:
+        draw.rectangle(f.box, outline=ITEM_COLOUR, width=thin)
+    if cells:
+        shown.setdefault("items", ITEM_COLOUR)
+
+    drawn_pairs = [p for p in pairs or [] if p.page == page.index]
+    for pair in drawn_pairs:
         if pair.key_box:
             draw.rectangle(pair.key_box, outline=KEY_COLOUR, width=thick)
         if pair.value_box:
@@ -78,9 +103,21 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
             kx, ky = (pair.key_box[0] + pair.key_box[2]) / 2, (pair.key_box[1] + pair.key_box[3]) / 2
             vx, vy = (pair.value_box[0] + pair.value_box[2]) / 2, (pair.value_box[1] + pair.value_box[3]) / 2
             draw.line([(kx, ky), (vx, vy)], fill=KEY_COLOUR, width=thin)
-    if pairs:
+    if drawn_pairs:
         shown.setdefault("key", KEY_COLOUR)
         shown.setdefault("value", VALUE_COLOUR)
+
+    if highlight:
+        wash = Image.new("RGBA", canvas.size, (0, 0, 0, 0))
+        wash_draw = ImageDraw.Draw(wash)
+        for b in highlight:
+            wash_draw.rectangle([b[0], b[1], b[2], b[3]], fill=HIGHLIGHT_FILL)
+        canvas = Image.alpha_composite(canvas.convert("RGBA"), wash).convert("RGB")
+        draw = ImageDraw.Draw(canvas)
+        for b in highlight:
+            pad = 2 * thick
+            draw.rectangle([b[0] - pad, b[1] - pad, b[2] + pad, b[3] + pad], outline=HIGHLIGHT_COLOUR,
+                           width=2 * thick)
 
     if legend and shown:
         canvas = _with_legend(canvas, shown, label_font)
@@ -104,10 +141,16 @@ def _with_legend(canvas, entries: dict[str, tuple[int, int, int]], font):
     return out
 
 
-def draw_document(image: np.ndarray, doc: Document, page: int = 0, **kw) -> np.ndarray:
-    """`draw_document_page` for page number `page` of `doc`, with the document's fields and pairs."""
+def draw_document(image: np.ndarray, doc: Document, page: int = 0, **kw: Any) -> np.ndarray:
+    """`draw_document_page` for page number `page` of `doc`, with the document's fields (coloured in the
+    document's order, as the UI's legend and table show them), line items and pairs."""
     pg = next((p for p in doc.pages if p.index == page), None)
     if pg is None:
         raise ValueError(f"document {doc.source!r} has no page {page}; it has {len(doc.pages)}")
-    item_fields = [f for row in doc.items for f in row.values()]
-    return draw_document_page(image, pg, list(doc.fields.values()) + item_fields, doc.pairs, **kw)
+    kw.setdefault("colours", document_colours(doc, page))
+    return draw_document_page(image, pg, list(doc.fields.values()), doc.pairs, items=doc.items, **kw)
+
+
+def document_colours(doc: Document, page: int) -> dict[str, tuple[int, int, int]]:
+    """The colour of each field of `doc` with a box on page `page`, in the document's field order."""
+    return field_colours([k for k, f in doc.fields.items() if f.page == page and f.box])

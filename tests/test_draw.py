@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.draw import LINE_COLOUR, PALETTE, draw_document, draw_document_page, field_colour
+from app.draw import LINE_COLOUR, PALETTE, draw_document, draw_document_page, field_colour, field_colours
 from data.document import Document, Field, Line, Page, Pair, box_to_quad
 
 
@@ -24,6 +24,12 @@ def test_field_colour_is_stable_and_from_the_palette():
     assert len({field_colour(k) for k in ("a", "b", "c", "d", "e", "f", "g", "h")}) > 3
 
 
+def test_fields_drawn_together_get_distinct_colours():
+    keys = [f"k{i}" for i in range(len(PALETTE))]
+    assert len(set(field_colours(keys).values())) == len(PALETTE)
+    assert LINE_COLOUR not in PALETTE
+
+
 def test_lines_only_keeps_size_and_draws_grey_quads():
     image, page = _page()
     out = draw_document_page(image, page)
@@ -41,13 +47,13 @@ def test_fields_are_boxed_in_their_colour_with_a_legend():
               "other_page": Field(key=other, value="1", box=[10, 300, 60, 320], page=1)}
     out = draw_document_page(image, page, fields)
     assert out.shape[0] == image.shape[0] and out.shape[1] > image.shape[1]      # legend strip on the right
-    colour = _bgr(field_colour("invoice_number"))
+    colour = _bgr(field_colours(["invoice_number"])["invoice_number"])     # the first field on the page
     ys, xs = np.nonzero(np.all(out[:, :600] == colour, axis=2))
     assert len(xs) > 100 and xs.min() < 180 and xs.max() > 300                  # box around the value
     legend = out[:, 600:]
     assert np.all(legend == colour, axis=2).sum() > 50                           # colour chip
     assert (legend.min(axis=2) < 100).sum() > 50                                 # label text drawn (CJK font)
-    assert not np.all(out[:, :600] == _bgr(field_colour(other)), axis=2).any()   # other page's field not drawn
+    assert not np.all(out[:, :600] == _bgr(PALETTE[1]), axis=2).any()   # other page's field not drawn
 
 
 def test_show_text_writes_chinese_and_pairs_are_linked():
