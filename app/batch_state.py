@@ -36,6 +36,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from data.document import display_name, json_safe
+
 try:
     import fcntl
 except ImportError:  # not POSIX: no lock (the batch command is documented for Linux)
@@ -60,24 +62,7 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def escape_text(text: str) -> str:
-    """`text` unchanged when it is valid Unicode, else its undecodable bytes (lone surrogates from
-    os.fsdecode) written as `\\xNN`, so it can be encoded as UTF-8."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _escape_all(value: Any) -> Any:
-    if isinstance(value, str):
-        return escape_text(value)
-    if isinstance(value, dict):
-        return {escape_text(k) if isinstance(k, str) else k: _escape_all(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_escape_all(v) for v in value]
-    return value
+escape_text = display_name     # the name batch code uses: undecodable bytes written as \\xNN
 
 
 def encode_row(row: dict[str, Any]) -> bytes:
@@ -85,12 +70,12 @@ def encode_row(row: dict[str, Any]) -> bytes:
     path = row.get("file")
     if isinstance(path, str) and escape_text(path) != path:
         row = {**row, "file_bytes_hex": os.fsencode(path).hex()}
-        row = _escape_all(row)
+        row = json_safe(row)
     try:
         text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
         text.encode("utf-8")
     except UnicodeEncodeError:  # an undecodable name somewhere else in the row (a message, a source)
-        text = json.dumps(_escape_all(row), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(json_safe(row), ensure_ascii=False, separators=(",", ":"))
     return (text + "\n").encode("utf-8")
 
 

@@ -92,19 +92,12 @@ def overlay_name(path: str, sha256: str, page: int) -> str:
 def draw_page(image: np.ndarray, page: Page, result: Document | None, path: str, sha256: str,
               draw_dir: str) -> str:
     """Write the overlay of one page (its result's fields; OCR lines only for a page skipped as blank)."""
-    import cv2
-
+    from app.cli import write_png
     from app.ui_view import page_overlay
     os.makedirs(draw_dir, exist_ok=True)
     out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
-    drawn = page_overlay(image, page, result or Document(pages=[page]), legend=True)
-    # encode here and write with Python: cv2.imwrite segfaults on a str path with undecodable bytes
-    # (a GBK file name from a Windows zip), which would kill the whole batch
-    ok, png = cv2.imencode(".png", np.ascontiguousarray(drawn))
-    if not ok:
-        raise OSError(f"cannot encode the overlay of {out!r}")
-    with open(out, "wb") as fh:
-        fh.write(png.tobytes())
+    # write_png, not cv2.imwrite: that segfaults on a name with undecodable bytes (GBK from a zip)
+    write_png(out, page_overlay(image, page, result or Document(pages=[page]), legend=True))
     return out
 
 

@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable
+from typing import Any
 
 # name -> module defining HELP, add_arguments(parser), run(args)
 COMMANDS: dict[str, str] = {
@@ -63,15 +64,15 @@ def check_inputs(files: Iterable[str]) -> None:
         raise UsageError("\n".join(problems))
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write `text` (UTF-8) through a temporary file in the same folder, fsync'd and renamed over
-    `path`: a crash leaves the old file or the new one, never half of one."""
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` through a temporary file in the same folder, fsync'd and renamed over `path`: a
+    crash leaves the old file or the new one, never half of one. Paths may hold any bytes."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -79,6 +80,22 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """`text` as UTF-8, atomically (write_bytes_atomic)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_png(path: str | os.PathLike, image: Any) -> None:
+    """Write a BGR image as PNG, atomically. Encoded by OpenCV but written by Python: cv2.imwrite
+    segfaults on a path with undecodable bytes (a GBK file name from a Windows zip)."""
+    import cv2
+    import numpy as np
+    ok, png = cv2.imencode(".png", np.ascontiguousarray(image))
+    if not ok:
+        raise OSError(f"cannot encode an image for {os.fsdecode(path)!r}")
+    write_bytes_atomic(path, png.tobytes())
 
 
 def check_writable(path: str, what: str, directory: bool = False) -> None:

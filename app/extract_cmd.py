@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable
-from data.document import Document, Page
+from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable, write_png, write_text_atomic
+from data.document import Document, Page, display_name, json_safe
 
 HELP = "OCR and extract fields from images or PDFs; print a table, write JSON and overlays"
 
@@ -80,31 +79,18 @@ class _Drawer:
         self.written: dict[int, Path] = {}
 
     def __call__(self, image: np.ndarray, page: Page, result: Document | None) -> None:
-        import cv2
-
         from app.ui_view import page_overlay
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{self.stem}_p{page.index + 1}.png"
         drawn = page_overlay(image, page, result or Document(pages=[page]))
-        if not cv2.imwrite(str(path), np.ascontiguousarray(drawn)):
-            raise OSError(f"cannot write {path}")
+        write_png(path, drawn)
         self.written[page.index] = path
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON through a temporary file in the same directory, fsync'd and renamed over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, ensure_ascii=False, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write JSON atomically (app.cli.write_text_atomic); any text, file names with undecodable
+    bytes included, is written as valid UTF-8 (data.document.json_safe)."""
+    write_text_atomic(path, json.dumps(json_safe(payload), ensure_ascii=False, indent=1))
 
 
 def _payload(docs: list[Document]) -> Any:
@@ -142,22 +128,23 @@ def run(args: argparse.Namespace) -> int:
         docs = analysis.parts()
         per_file.append(docs)
         failed += analysis.document.error is not None or any(d.error is not None for d in docs)
+        shown_path = display_name(path)     # printable whatever bytes the name holds (GBK from a zip)
         for doc in docs:
             if doc.error:       # on stderr (exit status 1); --json keeps it as the document's error entry
-                message = str(doc.error.get("message"))
-                named = path in message or str(Path(path)) in message
-                print(f"error: {message if named else f'{path}: {message}'}", file=sys.stderr)
+                message = display_name(str(doc.error.get("message")))
+                named = shown_path in message or display_name(str(Path(path))) in message
+                print(f"error: {message if named else f'{shown_path}: {message}'}", file=sys.stderr)
             else:
-                print(result_title(path, doc))
+                print(result_title(shown_path, doc))
                 print(field_table(doc))
             for page in doc.pages:
                 if drawer is not None and page.index in drawer.written:
-                    print(f"  overlay: {drawer.written[page.index]}")
+                    print(f"  overlay: {display_name(str(drawer.written[page.index]))}")
         if drawer is not None:          # pages skipped as blank belong to no document: listed once
             shown = {p.index for d in docs for p in d.pages}
             for index, overlay in sorted(drawer.written.items()):
                 if index not in shown:
-                    print(f"  overlay (page {index + 1}, skipped as blank): {overlay}")
+                    print(f"  overlay (page {index + 1}, skipped as blank): {display_name(str(overlay))}")
     if args.json:
         out = Path(args.json)
         if out.suffix.lower() == ".json":

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable, write_text_atomic
+from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable, write_png, write_text_atomic
 
 HELP = "OCR images or PDFs (PP-OCR, offline): print lines, write Document JSON and overlay PNGs"
 
@@ -53,10 +53,10 @@ def ocr_file(path: str, engine, dpi: int, page_range: tuple[int, int] | None, dr
     import cv2
 
     from app.draw import draw_document_page
-    from data.document import Document
+    from data.document import Document, display_name
     from data.io import iter_pages
 
-    doc = Document(source=path)
+    doc = Document(source=display_name(path))
     timings: dict[str, float] = {"decode": 0.0}
     t_total = time.perf_counter()
     pages = iter_pages(path, dpi=dpi, page_range=page_range)
@@ -74,7 +74,7 @@ def ocr_file(path: str, engine, dpi: int, page_range: tuple[int, int] | None, dr
             turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
             upright = image if not page.rotation else cv2.rotate(image, turns[page.rotation])
             draw_dir.mkdir(parents=True, exist_ok=True)
-            cv2.imwrite(str(draw_dir / f"{Path(path).stem}_p{index + 1}.png"), draw_document_page(upright, page))
+            write_png(draw_dir / f"{Path(path).stem}_p{index + 1}.png", draw_document_page(upright, page))
         index += 1
     timings["total"] = time.perf_counter() - t_total
     doc.timings = {k: round(v, 4) for k, v in timings.items()}

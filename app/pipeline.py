@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from data.document import Document, Page
+from data.document import Document, Page, display_name
 
 PageCallback = Callable[[int, int], None]   # (pages done, pages in the document)
 
@@ -340,10 +340,11 @@ def analyse_file(path: str, model_dir: str | None = None, doc_type: str | None =
     try:
         pages, total = _open_file(path)
     except Exception as exc:  # InputError for bad or unreadable files
-        return _input_failure(os.path.basename(path), exc, {"decode": time.perf_counter() - started},
+        return _input_failure(display_name(os.path.basename(path)), exc,
+                              {"decode": time.perf_counter() - started},
                               started)
     timings = {"decode": time.perf_counter() - started}
-    return _finish(analyse_pages(pages, total, os.path.basename(path), model_dir, doc_type, on_page,
+    return _finish(analyse_pages(pages, total, display_name(os.path.basename(path)), model_dir, doc_type, on_page,
                                  timings, preview=preview, on_image=on_image), started)
 
 

@@ -18,6 +18,29 @@ Box = list[float]          # [x0, y0, x1, y1]
 Quad = list[list[float]]   # [[x, y]] * 4, clockwise from top-left
 
 
+def display_name(text: str) -> str:
+    """A file name (or path) as text that can always be written as UTF-8: unchanged when it is valid
+    Unicode, else each undecodable byte (a lone surrogate from os.fsdecode, e.g. a GBK name from a
+    Windows zip) written as `\\xNN`. Lossless for display; keep the original str to open the file."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def json_safe(value: Any) -> Any:
+    """`value` (dicts, lists, strings...) with every string passed through `display_name`, so that
+    json.dumps(..., ensure_ascii=False) of it always encodes as UTF-8."""
+    if isinstance(value, str):
+        return display_name(value)
+    if isinstance(value, dict):
+        return {display_name(k) if isinstance(k, str) else k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def quad_to_box(quad: Quad) -> Box:
     xs = [p[0] for p in quad]
     ys = [p[1] for p in quad]
@@ -121,8 +144,9 @@ class Document:
         return asdict(self)
 
     def to_json(self, **kw: Any) -> str:
+        """JSON text that always encodes as UTF-8 (undecodable file-name bytes become \\xNN)."""
         kw.setdefault("ensure_ascii", False)
-        return json.dumps(self.to_dict(), **kw)
+        return json.dumps(json_safe(self.to_dict()), **kw)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Document":

@@ -144,3 +144,19 @@ def test_check_writable_accepts_a_new_folder_and_leaves_no_probe(tmp_path):
     check_writable(str(tmp_path / "a" / "b" / "out.json"), "--json")
     check_writable(str(tmp_path / "draw"), "--draw", directory=True)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "draw"]
+
+
+def test_a_file_name_that_is_not_utf8_is_written_escaped(tmp_path, capsys):
+    """A GBK file name (from a Windows zip) reaches the JSON as \\xNN escapes instead of crashing the
+    writer (it used to leave no --json at all). The real pipeline: the content is refused at decode."""
+    import os
+    name = os.fsencode(str(tmp_path)) + b"/" + "发票.png".encode("gbk")
+    with open(name, "wb") as fh:
+        fh.write(b"not an image at all\n")
+    out = tmp_path / "out.json"
+    rc = main(["extract", os.fsdecode(name), "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 1 and "Traceback" not in captured.err
+    doc = json.loads(out.read_bytes().decode("utf-8"))          # valid UTF-8 JSON
+    # b"\xc6\xb1" happens to be valid UTF-8 (Ʊ): only the undecodable bytes are escaped, losslessly
+    assert doc["source"] == "\\xb7\\xa2Ʊ.png" and "not a JPEG" in doc["error"]["message"]
