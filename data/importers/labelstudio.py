@@ -12,8 +12,16 @@ import math
 from pathlib import Path
 
 from data.importers.jsonpos import find_array, iter_array_spans, line_of
-from data.importers.records import (XFUND_LABELS, CorpusWriter, bad_byte, field_from_line, make_line,
-                                    pairs_from_links, read_source, write_checked)
+from data.importers.records import (
+    XFUND_LABELS,
+    CorpusWriter,
+    bad_byte,
+    field_from_line,
+    make_line,
+    pairs_from_links,
+    read_source,
+    write_checked,
+)
 from data.importers.report import ImportReport
 
 IMAGE_KEYS = ("ocr", "image", "img", "url")

@@ -9,8 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from data.importers.records import (XFUND_LABELS, CorpusWriter, bad_byte, field_from_line, make_line,
-                                    pairs_from_links, read_source, write_checked)
+from data.importers.records import (
+    XFUND_LABELS,
+    CorpusWriter,
+    bad_byte,
+    field_from_line,
+    make_line,
+    pairs_from_links,
+    read_source,
+    write_checked,
+)
 from data.importers.report import ImportReport
 
 NO_CLASS = {"", "none", "null", "ignore"}

@@ -7,8 +7,15 @@ import json
 from pathlib import Path
 
 from data.importers.jsonpos import find_array, iter_array_spans, line_of
-from data.importers.records import (XFUND_LABELS, CorpusWriter, bad_byte, make_line, pairs_from_links,
-                                    read_source, write_checked)
+from data.importers.records import (
+    XFUND_LABELS,
+    CorpusWriter,
+    bad_byte,
+    make_line,
+    pairs_from_links,
+    read_source,
+    write_checked,
+)
 from data.importers.report import ImportReport
 
 
