@@ -49,7 +49,7 @@ from typing import Any
 
 from app.batch_pool import MAX_ATTEMPTS, RowsSink, WorkersFailedToStart
 from app.batch_state import escape_text
-from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task
+from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
 
 LOCAL = "local"              # --ray without ADDRESS: a Ray instance on this machine only
 WAIT_NOTICE_SECONDS = 30.0   # say so when no actor is ready after this long (a full cluster, an autoscaler)
@@ -101,12 +101,36 @@ def _remove_orphan_scratch() -> None:
             continue
 
 
+def _take_a_core() -> Any:
+    """Pin this actor to a core of its own on its node, as local workers are (share_cores): OCR threads
+    of several actors on one core made two workers slower than one. Actors on a node do not know each
+    other, so each claims the first free core by an exclusive lock on a per-core file, held for the
+    process's life (the kernel releases it when the actor dies). Returns the open lock file, or None
+    when no core is free (more actors than cores) or there are no locks: then the OS schedules."""
+    try:
+        import fcntl
+        cores = sorted(os.sched_getaffinity(0))
+    except (ImportError, AttributeError):
+        return None
+    for slot in range(len(cores)):
+        handle = open(os.path.join(tempfile.gettempdir(), f"piaoju-core-{slot}.lock"), "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        share_cores(slot, len(cores))
+        return handle
+    return None
+
+
 class BatchActor:
     """A Ray actor: the models loaded once, then one file at a time (see the module docstring).
 
     Defined as a plain class and made remote by RayPool, so importing this module needs no Ray."""
 
     def __init__(self, options: WorkerOptions) -> None:
+        self.core_lock = _take_a_core()
         _remove_orphan_scratch()
         self.scratch = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
         self.draw_target = options.draw_dir           # the driver's folder; overlays go back as bytes

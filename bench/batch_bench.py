@@ -39,6 +39,7 @@ def start_ray(cores: int) -> float:
     import time
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # loopback only
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
     started = time.perf_counter()
     ray.init(address="local", num_cpus=cores, include_dashboard=False, log_to_driver=False,
