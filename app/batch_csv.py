@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import csv
 import os
-import tempfile
 from typing import Any, Iterable
 
 from app.batch_state import latest_rows
+from data.atomic import atomic_write
 
 BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "page", "doc_type", "doc_type_score", "error_type",
                 "error_message"]
@@ -72,18 +72,9 @@ def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None) -> in
     columns = field_columns(rows, doc_type)
     target_dir = os.path.dirname(os.path.abspath(csv_path))
     os.makedirs(target_dir, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".batch-", suffix=".csv.tmp", dir=target_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8-sig", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(BASE_COLUMNS + columns)
-            for row in rows:
-                writer.writerow(csv_record(row, columns))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, csv_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(csv_path, "w", encoding="utf-8-sig", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(BASE_COLUMNS + columns)
+        for row in rows:
+            writer.writerow(csv_record(row, columns))
     return len(rows)

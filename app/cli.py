@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from data.atomic import write_bytes_atomic, write_text_atomic  # noqa: F401 - the commands import them from here
+
 # name -> module defining HELP, add_arguments(parser), run(args)
 COMMANDS: dict[str, str] = {
     "ocr": "app.ocr_cmd",
@@ -62,29 +64,6 @@ def check_inputs(files: Iterable[str]) -> None:
             problems.append(str(exc))
     if problems:
         raise UsageError("\n".join(problems))
-
-
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` through a temporary file in the same folder, fsync'd and renamed over `path`: a
-    crash leaves the old file or the new one, never half of one. Paths may hold any bytes."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """`text` as UTF-8, atomically (write_bytes_atomic)."""
-    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_png(path: str | os.PathLike, image: Any) -> None:

@@ -15,13 +15,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
 
+from data.atomic import write_text_atomic
 from data.document import Document, Field, Page
 from data.importers.records import CORPUS_FILE, IMAGE_DIR, check_record, make_line
 
@@ -124,10 +124,5 @@ def save_correction(doc: Document, page_index: int, image: np.ndarray, out_dir: 
             if raw.strip() and json.loads(raw).get("image") != image_name:
                 kept.append(raw)
     kept.append(json.dumps(record, ensure_ascii=False))
-    fd, tmp = tempfile.mkstemp(prefix=".corpus-", suffix=".tmp", dir=root)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(kept) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, corpus)
+    write_text_atomic(corpus, "\n".join(kept) + "\n")
     return corpus

@@ -37,6 +37,7 @@ from typing import Callable, TypeVar
 import numpy as np
 import paddle
 
+from data.atomic import fsync_path
 from models.encoder import Encoder, EncoderConfig
 from models.heads import ExtractionHead, HeadConfig
 
@@ -455,20 +456,6 @@ class CheckpointError(ValueError):
     """No checkpoint in a directory could be read (each one's reason is in the message)."""
 
 
-def _fsync_path(path: Path) -> None:
-    """fsync a file, or a directory's entries (where the platform lets a directory be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 class CheckpointSlots:
     """Training checkpoints under `root`: root/step_00000200/, root/step_00000400/ (the newest `keep`).
 
@@ -505,17 +492,17 @@ class CheckpointSlots:
         tmp = self.staging(step)
         files = {f.name: f.stat().st_size for f in sorted(tmp.iterdir()) if f.is_file()}
         for name in files:
-            _fsync_path(tmp / name)
+            fsync_path(tmp / name)
         with open(tmp / CKPT_MANIFEST, "w", encoding="utf-8") as fh:
             json.dump({"step": int(step), "files": files}, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        _fsync_path(tmp)
+        fsync_path(tmp)
         final = self.slot(step)
         if final.exists():                # the same step saved again (a time budget stop right after a save)
             shutil.rmtree(final)
         os.replace(tmp, final)
-        _fsync_path(self.root)
+        fsync_path(self.root)
         for old in self.slots()[self.keep:]:
             if old != self.root:
                 shutil.rmtree(old, ignore_errors=True)

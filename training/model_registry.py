@@ -8,9 +8,10 @@ survives copying, zipping and filesystems without links, and so directory scans 
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
+
+from data.atomic import write_text_atomic
 
 REGISTRY_DIR = "registry"
 _VERSION = re.compile(r"^(?P<name>.+)-v(?P<num>\d{4,})$")
@@ -74,9 +75,7 @@ class ModelRegistry:
         version_dir = Path(version_dir)
         if version_dir.parent.resolve() != self.root.resolve() or not version_dir.is_dir():
             raise RegistryError(f"{version_dir} is not a version directory of {self.root}")
-        tmp = self.pointer(name).with_suffix(".tmp")
-        tmp.write_text(version_dir.name + "\n", encoding="utf-8")
-        os.replace(tmp, self.pointer(name))
+        write_text_atomic(self.pointer(name), version_dir.name + "\n")
 
     def names(self) -> list[str]:
         if not self.root.is_dir():

@@ -18,7 +18,6 @@ What a run does, in order (every step is resumable from the work directory):
 from __future__ import annotations
 
 import json
-import math
 import random
 import shutil
 import subprocess
@@ -108,6 +107,7 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
     """OCR each record's image once; pages cached as JSONL under `cache` ({id, ocr, page}). `ocr` names
     the engine's settings: a row read with other settings (an older default) is read again."""
     import cv2
+
     from data.document import Document
     from models.ocr import OCRSettings, get_engine
     tag = OCRSettings().tag()

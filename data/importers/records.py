@@ -18,6 +18,7 @@ from typing import Any
 
 from PIL import Image
 
+from data.atomic import fsync_path, write_text_atomic
 from data.document import box_to_quad, quad_to_box, union_box
 
 CORPUS_FILE = "corpus.jsonl"
@@ -271,26 +272,7 @@ def clip_to_page(rec: dict[str, Any]) -> None:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader sees the old file or the new one, never a part."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:             # a platform that cannot open directories (Windows): rename is what it has
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    write_text_atomic(path, text)
 
 
 class CorpusWriter:
@@ -337,7 +319,7 @@ class CorpusWriter:
         os.fsync(self._fh.fileno())
         self._fh.close()
         os.replace(self._tmp, self.path)
-        _fsync_dir(self.out)
+        fsync_path(self.out)
 
     def abort(self) -> None:
         """Drop what was written; an existing corpus.jsonl stays as it was."""
