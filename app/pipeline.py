@@ -33,6 +33,8 @@ import numpy as np
 from data.document import Document, Page, display_name
 
 PageCallback = Callable[[int, int], None]   # (pages done, pages in the document)
+StageCallback = Callable[[str, int, int], None]
+# (stage starting: "decode" | "ocr" | "extract", its page 1..N, pages in the file): the UI's progress
 
 
 PREVIEW_SIDE = 1600   # longest side, in pixels, of the page previews the UI keeps (a 200-dpi A4 page is 2339)
@@ -240,7 +242,7 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
 def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_dir: str | None = None,
                   doc_type: str | None = None, on_page: PageCallback | None = None,
                   timings: dict[str, float] | None = None, *, preview: int | None = None,
-                  on_image: ImageSink | None = None) -> Analysis:
+                  on_image: ImageSink | None = None, on_stage: StageCallback | None = None) -> Analysis:
     """OCR each page and extract the documents of the file, one page at a time: a page is decoded,
     read, extracted (when it starts a document) and handed to `on_image` before the next page is
     decoded, so one full-size page image is alive at a time whatever the page count. Time spent
@@ -260,11 +262,15 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
         engine = ocr_engine()
         page_iter = iter(pages)
         while True:
+            if on_stage and len(doc.pages) < total:
+                on_stage("decode", len(doc.pages) + 1, total)
             stage, t0 = "decode", time.perf_counter()
             image = next(page_iter, None)
             page_timings = {"decode": time.perf_counter() - t0}
             if image is None:
                 break
+            if on_stage:
+                on_stage("ocr", len(doc.pages) + 1, total)
             stage, t0 = "ocr", time.perf_counter()
             image = _as_bgr(image)
             page: Page = engine.read(image, page_index=len(doc.pages), timings=page_timings)
@@ -280,6 +286,8 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
                 note = _skipped_note(page, total)
                 (analysis.results[-1].warnings if analysis.results else leading).append(note)
             else:
+                if on_stage:
+                    on_stage("extract", len(doc.pages), total)
                 result = _extract([page], [page_timings], source, extractor, doc_type)
                 result.warnings[:0] = leading
                 leading = []
@@ -350,7 +358,7 @@ def analyse_file(path: str, model_dir: str | None = None, doc_type: str | None =
 
 def analyse_bytes(data: bytes, filename: str, model_dir: str | None = None, doc_type: str | None = None,
                   on_page: PageCallback | None = None, *, preview: int | None = PREVIEW_SIDE,
-                  on_image: ImageSink | None = None) -> Analysis:
+                  on_image: ImageSink | None = None, on_stage: StageCallback | None = None) -> Analysis:
     """As `analyse_file`, for an upload held in memory (`filename` names it in messages); keeps a
     preview of each page (longest side `PREVIEW_SIDE`) for the UI by default. Pages are decoded one
     at a time from the bytes, never all at once."""
@@ -361,7 +369,7 @@ def analyse_bytes(data: bytes, filename: str, model_dir: str | None = None, doc_
         return _input_failure(filename, exc, {"decode": time.perf_counter() - started}, started)
     timings = {"decode": time.perf_counter() - started}
     return _finish(analyse_pages(pages, total, filename, model_dir, doc_type, on_page, timings,
-                                 preview=preview, on_image=on_image), started)
+                                 preview=preview, on_image=on_image, on_stage=on_stage), started)
 
 
 def process_file(path: str, model_dir: str | None = None, doc_type: str | None = None) -> Document:

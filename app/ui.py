@@ -1,10 +1,14 @@
 """The upload UI: `streamlit run app/ui.py` (scripts/run.sh starts it).
 
-Drop photos, scans or PDFs; each page is shown with its OCR lines and extracted fields drawn as
-coloured boxes, next to an editable table of the fields. Corrected values are re-normalised and
-re-validated at once; the result downloads as JSON or CSV, and "Save corrections" stores the page as a
-training example (app/ui_corrections.py) in the one folder the server sets ($PIAOJU_CORRECTIONS_DIR,
-else runs/corrections): the sidebar shows it, a visitor cannot change it.
+Drop photos, scans or PDFs. Each page is shown on the left with its OCR lines, fields (each its own
+colour), line-item cells and form pairs drawn on it; on the right, at full height, tabs hold the
+editable field table (a failed check colours its row and says why, in Chinese), the line items, the
+form's key-value pairs and the OCR text. Picking a field, an item row or a pair highlights its box and
+zooms the page to it. Corrected values are re-normalised and re-validated at once. Downloads: JSON, a
+CSV of fields, a CSV of items, one Excel workbook (app/ui_export.py), for one document or the whole
+upload. A page marked 已核对 (checked) can be saved as a training example (app/ui_corrections.py) in the
+one folder the server sets ($PIAOJU_CORRECTIONS_DIR, else runs/corrections): the sidebar shows it, a
+visitor cannot change it; unchecked pages are never saved.
 
 Served on 127.0.0.1 with the upload limit and no usage statistics by .streamlit/config.toml (read from
 the directory Streamlit starts in: the repository root, as scripts/run.sh does).
@@ -33,23 +37,46 @@ from app import pipeline  # noqa: E402
 from app.batch_inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
 from app.ui_corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
+from app.ui_export import XLSX_MIME, export_json, fields_csv, items_csv, workbook  # noqa: E402
 from app.ui_fields import (  # noqa: E402
+    COL_CHECK,
     COL_KEY,
+    COL_LABEL,
+    COL_NORM,
+    COL_PAGE,
+    COL_SCORE,
+    COL_VALUE,
     EDITABLE,
     apply_edits,
-    document_csv,
     error_in_words,
+    failed_rows_style,
     fields_frame,
+    items_frame,
     lines_frame,
+    pairs_frame,
     schema_label,
 )
-from app.ui_view import legend_html, page_overlay, timings_text  # noqa: E402
-from data.document import Document, Page  # noqa: E402
+from app.ui_view import legend_html, page_overlay, timings_text, zoom_crop  # noqa: E402
+from app.ui_words import warning_words  # noqa: E402
+from data.document import Box, Document, Page  # noqa: E402
 from data.io import MAX_FILE_BYTES, size_advice, sniff  # noqa: E402
 
 UPLOAD_TYPES = [s.lstrip(".") for s in DOCUMENT_SUFFIXES]
 AUTO = "自动识别 Automatic"
-OCR_ONLY = "OCR only (no extraction model installed)"
+OCR_ONLY = "仅文字识别（未安装抽取模型） OCR only (no extraction model installed)"
+LATEST = "latest|"          # a model choice that follows a registry's `latest` pointer: latest|<registry>|<name>
+RETRAIN_COMMAND = "python -m training retrain --corpus {corpus} --base models/default"
+NOTHING = ""                # the "find on page" choice that highlights nothing
+# Streamlit's Deploy button and its developer menu mean nothing to a clerk: hidden (also
+# client.toolbarMode in .streamlit/config.toml). The page uses the window's width.
+CHROME_CSS = """<style>
+[data-testid="stAppDeployButton"], [data-testid="stMainMenu"], [data-testid="stToolbarActions"]
+  {display: none !important;}
+.block-container {padding-top: 2rem; padding-left: 1.5rem; padding-right: 1.5rem; max-width: 100%;}
+</style>"""
+STAGE_WORDS = {"decode": ("解码页面", "decoding the page", 0.0),
+               "ocr": ("文字检测与识别", "OCR: detecting and recognising text", 0.1),
+               "extract": ("字段抽取", "extracting fields", 0.8)}
 
 
 def upload_limit_mb() -> int:
@@ -61,14 +88,23 @@ def upload_limit_mb() -> int:
 
 # --- models and choices ------------------------------------------------------------------------------
 
-@st.cache_resource(show_spinner="Loading the OCR and extraction models (first time only)…")
+@st.cache_resource(show_spinner="正在加载识别模型（仅第一次）Loading the OCR and extraction models (first time only)…")
 def load_models(model_dir: str | None) -> bool:
     pipeline.warm_up(model_dir)
     return True
 
 
-@st.cache_data(show_spinner=False)
+def _internal(path: Path) -> bool:
+    """A work folder of training or retraining (models/registry/.work/..., any hidden folder): never
+    offered as a model even though it holds one."""
+    return any(part.startswith(".") for part in path.parts)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
 def model_choices() -> list[str]:
+    """Models to offer: the bundled default, each registry name's `latest` (followed when used, so a
+    promotion shows without a restart), then every other model directory under models/ and runs/,
+    work folders left out. Cached for 30 s; the sidebar's refresh button clears it."""
     try:
         from models.extractor import find_model_dirs
     except ImportError:
@@ -77,7 +113,40 @@ def model_choices() -> list[str]:
     runs = ROOT / "runs"
     if runs.is_dir():
         dirs += [d for d in find_model_dirs(runs) if d not in dirs]
-    return [str(d) for d in dirs]
+    dirs = [d for d in dirs if not _internal(d)]
+    from training.model_registry import REGISTRY_DIR, ModelRegistry
+    registries = {d.parent for d in dirs if d.parent.name == REGISTRY_DIR}
+    if (ROOT / "models" / REGISTRY_DIR).is_dir():
+        registries.add(ROOT / "models" / REGISTRY_DIR)
+    latest = [f"{LATEST}{reg}|{name}" for reg in sorted(registries)
+              for name in ModelRegistry(reg.parent).names() if ModelRegistry(reg.parent).latest(name)]
+    return [str(d) for d in dirs[:1]] + latest + [str(d) for d in dirs[1:]]
+
+
+def resolve_model(choice: str | None) -> str | None:
+    """The model directory a choice stands for now (a `latest` choice: where its pointer points)."""
+    if not choice or not choice.startswith(LATEST):
+        return choice
+    from training.model_registry import ModelRegistry
+    _, registry, name = choice.split("|", 2)
+    target = ModelRegistry(Path(registry).parent).latest(name)
+    return str(target) if target else None
+
+
+def model_name(choice: str) -> str:
+    if choice.startswith(LATEST):       # the label stays when the pointer moves, so the choice is kept
+        return f"{choice.split('|', 2)[2]} · latest 最新"
+    path = Path(choice)
+    try:
+        from models.extractor import DEFAULT_MODEL_DIR
+        if path == DEFAULT_MODEL_DIR.resolve():
+            return "default · 内置模型 bundled"
+    except ImportError:
+        pass
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return path.name
 
 
 @st.cache_data(show_spinner=False)
@@ -91,34 +160,45 @@ def type_choices(model: str | None) -> dict[str, str]:
 
 def sidebar() -> tuple[str | None, str | None, str]:
     st.sidebar.header("设置 Settings")
+    if st.sidebar.button("↻ 刷新模型列表 Refresh models", help="重新查找模型（新训练或新发布的 latest）"
+                         " Look for models again (a new version, a moved `latest`)"):
+        model_choices.clear()
+        type_choices.clear()
     models = model_choices()
     if models:
-        model = st.sidebar.selectbox("Model 模型", models, format_func=lambda p: Path(p).name,
-                                     help="Model directories found under models/ and runs/")
+        choice = st.sidebar.selectbox("模型 Model", models, format_func=model_name, key="model",
+                                      help="models/ 与 runs/ 下的模型；latest 跟随注册表的最新发布版本 "
+                                           "Models under models/ and runs/; `latest` follows the registry")
+        model = resolve_model(choice)
+        if choice.startswith(LATEST):
+            st.sidebar.caption(f"latest → {Path(model).name if model else '—'}")
     else:
-        st.sidebar.selectbox("Model 模型", [OCR_ONLY], disabled=True)
+        st.sidebar.selectbox("模型 Model", [OCR_ONLY], disabled=True)
         model = None
     types = type_choices(model)
-    choice = st.sidebar.selectbox("Document type 文档类型", [AUTO] + list(types),
+    choice = st.sidebar.selectbox("文档类型 Document type", [AUTO] + list(types),
                                   format_func=lambda t: types.get(t, t),
-                                  help="Automatic: the model decides and shows its confidence. "
-                                       "Listed: the types the selected model was trained on")
+                                  help="自动：由模型判断并显示置信度；列出的是所选模型训练过的类型 Automatic: the "
+                                       "model decides and shows its confidence. Listed: the types the selected "
+                                       "model was trained on")
     corrections = str(corrections_dir())
-    st.sidebar.text_input("Corrections are saved in 纠正保存目录", corrections, disabled=True,
-                          help="Corrected pages are written here as a training corpus (corpus.jsonl + "
-                               f"images/). Set on the server ({CORRECTIONS_ENV}), not in the browser")
-    st.sidebar.caption(f"Files: {', '.join(UPLOAD_TYPES)}; up to {upload_limit_mb()} MB each. "
-                       "PDF and multi-page TIFF pages are all read.")
+    st.sidebar.text_input("纠正保存目录 Corrections are saved in", corrections, disabled=True,
+                          help="已核对的页作为训练语料保存在这里 Checked pages are written here as a training corpus "
+                               f"(corpus.jsonl + images/). Set on the server ({CORRECTIONS_ENV}), not in the browser")
+    st.sidebar.caption(f"文件 Files: {', '.join(UPLOAD_TYPES)}; 每个最多 up to {upload_limit_mb()} MB each. "
+                       "PDF 与多页 TIFF 的每一页都会读取 Every page of a PDF or TIFF is read.")
     return model, (None if choice == AUTO else choice), corrections
 
 
 # --- processing --------------------------------------------------------------------------------------
 
-def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | None) -> dict:
+def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | None,
+                   file_no: int = 1, files: int = 1) -> dict:
     """Process one upload once per (content, model, type); the result lives in the session. A failed
     result (the file's document has an `error`) is never kept: the next rerun, or removing and adding
     the file again, reads it afresh instead of showing a stale failure (a transient model error used to
-    stick to the file's content for the whole session)."""
+    stick to the file's content for the whole session). While it runs, a bar names the file (n of N),
+    the page (n of N) and the stage."""
     key = f"{hashlib.sha256(data).hexdigest()[:16]}|{model}|{doc_type}"
     cache = st.session_state.setdefault("analyses", {})
     if key in cache:
@@ -132,12 +212,19 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
             "message": f"{name} is {len(data) / 2**20:.1f} MB, above the {upload_limit_mb()} MB limit; "
                        f"{size_advice(sniff(data[:1024]))}, or use the batch command (python -m app batch)"}}
     else:
-        bar = st.progress(0.0, text=f"Reading {name}…")
+        where = f"文件 {file_no}/{files} file {file_no} of {files}: {name}"
+        bar = st.progress(0.0, text=f"{where} · 读取中 reading…")
+
+        def on_stage(stage: str, page: int, total: int) -> None:
+            zh, en, at = STAGE_WORDS.get(stage, (stage, stage, 0.0))
+            done = (file_no - 1 + (page - 1 + at) / max(total, 1)) / files
+            bar.progress(min(done, 1.0), text=f"{where} · 第 {page}/{total} 页 page {page} of {total} · {zh} {en}…")
 
         def on_page(done: int, total: int) -> None:
-            bar.progress(done / total, text=f"{name}: page {done} of {total} read")
+            bar.progress(min((file_no - 1 + done / max(total, 1)) / files, 1.0),
+                         text=f"{where} · 第 {done}/{total} 页已完成 page {done} of {total} done")
 
-        analysis = pipeline.analyse_bytes(data, name, model, doc_type, on_page=on_page)
+        analysis = pipeline.analyse_bytes(data, name, model, doc_type, on_page=on_page, on_stage=on_stage)
         bar.empty()
         result = {"key": key, "name": name, "analysis": analysis, "corrected": analysis.document,
                   "version": 0, "error": analysis.document.error}
@@ -148,55 +235,161 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
 
 # --- one document ------------------------------------------------------------------------------------
 
-def show_header(result: dict) -> None:
-    doc = result["corrected"]
-    c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Document type 类型", schema_label(doc.doc_type) if doc.doc_type else "not detected")
-    c2.metric("Confidence 置信度", "—" if doc.doc_type_score is None else f"{doc.doc_type_score:.0%}")
-    c3.metric("Pages 页数", len(doc.pages))
-    c4.metric("Fields 字段", len(doc.fields))
+def show_header(view: dict) -> None:
+    """Type and confidence in full (the type's Chinese name and key wrap, never cut), then counts."""
+    doc = view["corrected"]
+    label = schema_label(doc.doc_type) if doc.doc_type else "未识别 not detected"
+    c1, c2, c3, c4, c5, c6 = st.columns([4, 2, 1, 1, 1, 1])
+    c1.markdown(f"<div style='font-size:0.875rem'>文档类型 Document type</div>"
+                f"<div style='font-size:1.6rem;line-height:1.25'>{label}</div>", unsafe_allow_html=True)
+    c2.metric("置信度 Confidence", "—" if doc.doc_type_score is None else f"{doc.doc_type_score:.0%}",
+              help="模型对文档类型的把握；手动选择类型时也显示 The model's confidence in the type")
+    c3.metric("页 Pages", len(doc.pages))
+    c4.metric("字段 Fields", len(doc.fields))
+    c5.metric("明细 Items", len(doc.items))
+    c6.metric("键值对 Pairs", len(doc.pairs))
 
 
-def show_page(result: dict, page_index: int) -> None:
-    """Page `page_index` (its position in the document's pages) drawn on its preview, beside the
-    fields read on it. Images, fields and the page picker use the page's index in the file."""
-    analysis = result["analysis"]
-    doc = result["corrected"]
+def find_targets(doc: Document, page: Page) -> dict[str, tuple[str, list[Box]]]:
+    """What "find on page" offers on this page: {id: (label, boxes)} for each field with a box, each
+    line item with a boxed cell and each form pair."""
+    targets: dict[str, tuple[str, list[Box]]] = {}
+    for key, f in doc.fields.items():
+        if f.page == page.index and f.box:
+            targets[f"field:{key}"] = (f"{f.label or key}：{f.value}", [f.box])
+    for i, row in enumerate(doc.items):
+        boxes = [f.box for f in row.values() if f.page == page.index and f.box]
+        if boxes:
+            name = row["name"].value if "name" in row else ""
+            targets[f"item:{i}"] = (f"明细第 {i + 1} 行 item {i + 1} {name}".strip(), boxes)
+    for i, p in enumerate(doc.pairs):
+        boxes = [b for b in (p.key_box, p.value_box) if b]
+        if p.page == page.index and boxes:
+            targets[f"pair:{i}"] = (f"{p.key}：{p.value}", boxes)
+    return targets
+
+
+def _pick_from_table(table_key: str, pick_key: str, prefix: str, numbers: list[int]) -> None:
+    """A row picked in the items or pairs table becomes the "find on page" choice (callbacks run
+    before the script, so the picker shows it on this rerun)."""
+    rows = st.session_state[table_key].selection.rows
+    if rows:
+        st.session_state[pick_key] = f"{prefix}:{numbers[rows[0]] - 1}"
+
+
+def _table_height(rows: int) -> int:
+    """Every row visible without an inner scroll bar, up to a screen's worth."""
+    return min(38 + 35 * max(rows, 1), 900)
+
+
+def show_fields_tab(view: dict, page: Page) -> None:
+    doc = view["corrected"]
+    frame = fields_frame(doc, page.index)
+    if frame.empty:
+        st.info("此页没有抽取到字段。" + ("这是表单：见“键值对”。 This is a form: see the pairs tab." if doc.pairs else
+                                    "见“文本”中的 OCR 文字。 No fields on this page: see the text tab."))
+        return
+    st.caption("在“识别值”列改正数值，立即重新校验。 Correct a value in the 识别值 Value column; it is checked again "
+               "at once. 校验未通过的行标红 Rows that fail a check are red.")
+    multi_page = len(doc.pages) > 1
+    edited = st.data_editor(
+        failed_rows_style(frame), key=f"edit-{view['key']}-{page.index}-{view['version']}",
+        hide_index=True, width="stretch", num_rows="fixed", height=_table_height(len(frame)),
+        disabled=[c for c in frame.columns if c not in EDITABLE],
+        column_config={COL_KEY: None, COL_PAGE: st.column_config.NumberColumn(width=50) if multi_page else None,
+                       COL_LABEL: st.column_config.TextColumn(width=150),
+                       COL_VALUE: st.column_config.TextColumn(width=190),
+                       COL_NORM: st.column_config.TextColumn(width=130),
+                       COL_SCORE: st.column_config.TextColumn(width=80),
+                       COL_CHECK: st.column_config.TextColumn(width=250)})
+    corrected, changed = apply_edits(doc, edited)
+    if changed:
+        view["corrected"] = corrected
+        view["version"] += 1
+        view.setdefault("changed", set()).update(changed)
+        st.rerun()
+
+
+def show_items_tab(view: dict, page: Page, pick_key: str) -> None:
+    doc = view["corrected"]
+    frame = items_frame(doc, page.index)
+    if frame.empty:
+        st.info("此页没有明细行。 No line items on this page.")
+        return
+    table_key = f"items-{view['key']}-{page.index}-{view['version']}"
+    st.caption("点选一行，在页面上定位。 Pick a row to find it on the page.")
+    st.dataframe(failed_rows_style(frame), key=table_key, hide_index=True, width="stretch",
+                 height=_table_height(len(frame)), selection_mode="single-row",
+                 on_select=lambda: _pick_from_table(table_key, pick_key, "item", list(frame["行 Row"])))
+
+
+def show_pairs_tab(view: dict, page: Page, pick_key: str) -> None:
+    doc = view["corrected"]
+    frame = pairs_frame(doc, page.index)
+    if frame.empty:
+        st.info("此页没有键值对（表单的“问题 → 回答”）。 No key-value pairs on this page.")
+        return
+    table_key = f"pairs-{view['key']}-{page.index}"
+    st.caption("点选一行，在页面上定位。 Pick a row to find it on the page.")
+    st.dataframe(frame.style.format({"置信度 Confidence": "{:.0%}"}), key=table_key, hide_index=True,
+                 width="stretch", height=_table_height(len(frame)), selection_mode="single-row",
+                 on_select=lambda: _pick_from_table(table_key, pick_key, "pair", list(frame["#"])))
+
+
+def show_page(view: dict, page_index: int) -> None:
+    """Page `page_index` (its position in the document's pages) on the left, drawn on its preview with
+    the picked box highlighted and zoomed; on the right the tabs of what was read, its warnings and
+    the 已核对 checkbox. Images, fields and the page picker use the page's index in the file."""
+    analysis = view["analysis"]
+    doc = view["corrected"]
     page = doc.pages[page_index]
-    left, right = st.columns([3, 2], gap="large")
+    targets = find_targets(doc, page)
+    pick_key = f"find-{view['key']}-{page.index}"
+    if st.session_state.get(pick_key, NOTHING) not in targets:
+        st.session_state[pick_key] = NOTHING
+    left, right = st.columns([5, 7], gap="medium")
     with left:
+        chosen = st.selectbox("定位 Find on page", [NOTHING] + list(targets), key=pick_key,
+                              format_func=lambda t: targets[t][0] if t else "— 选择字段、明细或键值对 "
+                                                                            "pick a field, item or pair —")
+        label, boxes = targets.get(chosen, ("", []))
         if page.index < len(analysis.images):
-            image = page_overlay(analysis.image(page.index), page, doc)
-            st.image(image, channels="BGR", caption=f"{doc.source} — page {page.index + 1}: "
-                                                    f"{len(page.lines)} text lines", width="stretch")
-        st.markdown(legend_html(doc, page.index), unsafe_allow_html=True)
+            image = page_overlay(analysis.image(page.index), page, doc, highlight=boxes)
+            crop = zoom_crop(image, page, boxes)
+            if crop is not None:
+                st.image(crop, channels="BGR", caption=f"放大 Zoom: {label}", width="stretch")
+            st.image(image, channels="BGR", caption=f"{doc.source} — 第 {page.index + 1} 页 page {page.index + 1}: "
+                                                    f"{len(page.lines)} 行文字 text lines", width="stretch")
+        st.markdown(legend_html(doc, page.index, label), unsafe_allow_html=True)
     with right:
-        frame = fields_frame(doc, page.index)
-        if frame.empty:
-            st.subheader("Text lines 文本行")
-            st.info("No fields were extracted on this page; these are the text lines OCR read.")
-            st.dataframe(lines_frame(page), hide_index=True, width="stretch")
-        else:
-            st.subheader("Fields 字段")
-            st.caption("Edit a value in the 识别值 column to correct it; it is re-checked at once.")
-            edited = st.data_editor(
-                frame, key=f"edit-{result['key']}-{page_index}-{result['version']}",
-                hide_index=True, width="stretch", num_rows="fixed",
-                disabled=[c for c in frame.columns if c not in EDITABLE],
-                column_config={COL_KEY: None})
-            corrected, changed = apply_edits(doc, edited)
-            if changed:
-                result["corrected"] = corrected
-                result["version"] += 1
-                result.setdefault("changed", set()).update(changed)
-                st.rerun()
-        if result.get("changed"):
-            st.caption("Corrected by you: " + ", ".join(sorted(result["changed"])))
+        n_fields = sum(1 for f in doc.fields.values() if f.page == page.index)
+        n_items = len(items_frame(doc, page.index))
+        n_pairs = sum(1 for p in doc.pairs if p.page == page.index)
+        tabs = {"fields": f"字段 Fields ({n_fields})", "items": f"明细 Items ({n_items})",
+                "pairs": f"键值对 Pairs ({n_pairs})", "text": f"文本 Text ({len(page.lines)})"}
+        order = ["pairs", "fields", "items", "text"] if n_pairs and not n_fields else list(tabs)
+        for name, tab in zip(order, st.tabs([tabs[n] for n in order])):
+            with tab:
+                if name == "fields":
+                    show_fields_tab(view, page)
+                elif name == "items":
+                    show_items_tab(view, page, pick_key)
+                elif name == "pairs":
+                    show_pairs_tab(view, page, pick_key)
+                else:
+                    st.dataframe(lines_frame(page), hide_index=True, width="stretch",
+                                 height=_table_height(len(page.lines)))
+        if view.get("changed"):
+            st.caption("你改正的字段 Corrected by you: " + "、".join(
+                doc.fields[k].label if k in doc.fields and doc.fields[k].label else k for k in sorted(view["changed"])))
         for warning in doc.warnings:
-            st.warning(warning)
+            st.warning(warning_words(warning, doc))
+        confirmed = view.setdefault("confirmed", set())
+        checked = st.checkbox("已核对此页，数值无误 I have checked this page", value=page.index in confirmed,
+                              key=f"ok-{view['key']}-{page.index}",
+                              help="只有已核对的页才会保存为训练样本 Only checked pages are saved as training examples")
+        (confirmed.add if checked else confirmed.discard)(page.index)
         st.caption(timings_text(doc.timings))
-    with st.expander(f"OCR text of page {page.index + 1} ({len(page.lines)} lines)"):
-        st.text(page.text or "(no text found)")
 
 
 def _page_for_saving(doc: Document, page_index: int) -> tuple[Document, int]:
@@ -210,33 +403,64 @@ def _page_for_saving(doc: Document, page_index: int) -> tuple[Document, int]:
     return dc_replace(doc, pages=[dc_replace(page, index=0)], fields=fields, items=[], pairs=[]), 0
 
 
-def _full_page(result: dict, page: Page, data: bytes | None) -> np.ndarray:
+def _full_page(view: dict, page: Page, data: bytes | None) -> np.ndarray:
     """The full-size upright page for a training example: decoded again from the upload (the UI keeps
     only previews); the kept image when the upload's bytes are not at hand."""
     if data:
-        return pipeline.page_image(data, result["name"], page.index, page.rotation)
-    return result["analysis"].image(page.index)
+        return pipeline.page_image(data, view["name"], page.index, page.rotation)
+    return view["analysis"].image(page.index)
 
 
-def show_actions(result: dict, page_index: int, corrections_dir: str, data: bytes | None = None) -> None:
-    doc = result["corrected"]
-    stem = Path(result["name"]).stem + (f"_document{doc.part}" if doc.parts > 1 else "")
-    c1, c2, c3 = st.columns(3)
-    c1.download_button("Download JSON", doc.to_json(indent=2).encode("utf-8"), f"{stem}.json",
-                       "application/json", width="stretch")
-    c2.download_button("Download CSV", document_csv(doc, result["name"]), f"{stem}.csv", "text/csv",
-                       width="stretch")
-    if c3.button("Save corrections 保存纠正", width="stretch",
-                 help=f"Adds page {doc.pages[page_index].index + 1} with its current field values to the "
-                      f"training corpus in {corrections_dir}"):
-        try:
-            image = _full_page(result, doc.pages[page_index], data)
-            path = save_correction(*_page_for_saving(doc, page_index), image, corrections_dir)
-        except (OSError, ValueError) as exc:
-            st.error(f"Could not save the corrections: {exc}. The folder is set on the server "
-                     f"({CORRECTIONS_ENV}); ask whoever runs it.")
-        else:
-            st.success(f"Saved page {doc.pages[page_index].index + 1} as a training example in {path}")
+def views_of(result: dict) -> list[dict]:
+    """The views (documents with their corrections state) of an upload that exist so far."""
+    if result.get("error") and not result.get("analysis"):
+        return []
+    return list(result.get("views", {}).values()) or [result]
+
+
+def confirmed_pages(results: list[dict]) -> list[tuple[dict, dict, int]]:
+    """(upload, view, page position) of every page marked 已核对 in these uploads."""
+    out = []
+    for result in results:
+        for view in views_of(result):
+            doc = view["corrected"]
+            out += [(result, view, i) for i, p in enumerate(doc.pages) if p.index in view.get("confirmed", ())]
+    return out
+
+
+def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> None:
+    """Save every checked page (its corrected values as ground truth) into the server's folder."""
+    pages = confirmed_pages(results)
+    saved, path = 0, None
+    try:
+        for result, view, i in pages:
+            doc = view["corrected"]
+            image = _full_page(view, doc.pages[i], data.get(result["key"]))
+            path = save_correction(*_page_for_saving(doc, i), image, folder)
+            saved += 1
+    except (OSError, ValueError) as exc:
+        st.error(f"保存失败 Could not save the corrections ({saved} of {len(pages)} saved): {exc}. "
+                 f"保存目录由服务器设置 The folder is set on the server ({CORRECTIONS_ENV}); ask whoever runs it.")
+    if saved:
+        st.session_state["saved_pages"] = st.session_state.get("saved_pages", 0) + saved
+        total = len((Path(path).read_text(encoding="utf-8") if path else "").splitlines())
+        st.success(f"已保存 {saved} 页已核对的页面为训练样本 Saved {saved} checked page(s) as training examples in "
+                   f"{path} (本次共 {st.session_state['saved_pages']} 页 this session; "
+                   f"语料共 {total} 页 in the corpus)")
+        st.markdown("用这些样本重新训练 Retrain with them (README, “Training and retraining”):")
+        st.code(RETRAIN_COMMAND.format(corpus=folder), language="bash")
+
+
+def export_buttons(docs: list[tuple[str, Document]], stem: str, scope: str, key: str) -> None:
+    c1, c2, c3, c4 = st.columns(4)
+    c1.download_button(f"JSON{scope}", export_json(docs), f"{stem}.json", "application/json",
+                       width="stretch", key=f"json-{key}")
+    c2.download_button(f"字段 CSV{scope}", fields_csv(docs), f"{stem}_fields.csv", "text/csv",
+                       width="stretch", key=f"csv-{key}")
+    c3.download_button(f"明细 CSV{scope}", items_csv(docs), f"{stem}_items.csv", "text/csv",
+                       width="stretch", key=f"items-{key}")
+    c4.download_button(f"Excel{scope}", workbook(docs), f"{stem}.xlsx", XLSX_MIME, width="stretch",
+                       key=f"xlsx-{key}")
 
 
 def part_view(result: dict) -> dict:
@@ -248,14 +472,14 @@ def part_view(result: dict) -> dict:
         return result
     n = len(parts)
     pages = [", ".join(map(str, d.page_numbers())) for d in parts]
-    st.info(f"This file holds {n} documents; each was read from its own page(s) "
-            "(blank pages are skipped). Pick one to check and correct it.")
+    st.info(f"此文件包含 {n} 份文档，每份从自己的页面读取（空白页跳过），请逐份核对。 This file holds {n} documents; "
+            "each was read from its own page(s) (blank pages are skipped). Pick one to check and correct it.")
     overview = [{"#": d.part, "页 Pages": pages[i], "类型 Type": schema_label(d.doc_type) if d.doc_type else "—",
                  "字段 Fields": len(d.fields), "错误 Error": (d.error or {}).get("message", "")}
                 for i, d in enumerate(parts)]
     st.dataframe(overview, hide_index=True, width="stretch")
-    chosen = st.selectbox("Document in this file 文件内文档", range(n),
-                          format_func=lambda i: f"Document {i + 1} of {n} — page {pages[i]}",
+    chosen = st.selectbox("文件内文档 Document in this file", range(n),
+                          format_func=lambda i: f"第 {i + 1}/{n} 份 Document {i + 1} of {n} — page {pages[i]}",
                           key=f"part-{result['key']}")
     views = result.setdefault("views", {})
     if chosen not in views:
@@ -264,11 +488,13 @@ def part_view(result: dict) -> dict:
     return views[chosen]
 
 
-def show_document(result: dict, corrections_dir: str, data: bytes | None = None) -> None:
+def show_document(result: dict) -> dict | None:
+    """One upload: its error, or its document (picked from the file's documents) and page. Returns the
+    view shown, for the export and save buttons."""
     if result.get("error"):
         st.error(error_in_words(result["error"]))
         if not result.get("analysis") or not result["analysis"].document.pages:
-            return
+            return None
     view = part_view(result)
     if view is not result and view["corrected"].error:
         st.error(error_in_words(view["corrected"].error))
@@ -277,45 +503,87 @@ def show_document(result: dict, corrections_dir: str, data: bytes | None = None)
     pages = len(doc.pages)
     page_index = 0
     if pages > 1:
-        page_index = st.selectbox("Page 页", range(pages),
-                                  format_func=lambda i: f"Page {i + 1} of {pages}" if doc.parts <= 1
-                                  else f"Page {doc.pages[i].index + 1} of the file",
+        page_index = st.selectbox("页 Page", range(pages),
+                                  format_func=lambda i: f"第 {i + 1}/{pages} 页 Page {i + 1} of {pages}"
+                                  if doc.parts <= 1 else f"文件第 {doc.pages[i].index + 1} 页 page "
+                                                         f"{doc.pages[i].index + 1} of the file",
                                   key=f"page-{view['key']}")
     show_page(view, page_index)
-    show_actions(view, page_index, corrections_dir, data)
+    return view
+
+
+def all_documents(results: list[dict]) -> list[tuple[str, Document]]:
+    """Every document of every upload that was read, as corrected so far."""
+    out = []
+    for result in results:
+        if not result.get("analysis"):
+            continue
+        views = result.get("views", {})
+        parts = result["analysis"].parts()
+        if len(parts) <= 1:
+            out.append((result["name"], result["corrected"]))
+        else:
+            out += [(result["name"], views[i]["corrected"] if i in views else d) for i, d in enumerate(parts)]
+    return out
 
 
 # --- the app -----------------------------------------------------------------------------------------
 
 def main() -> None:
-    st.set_page_config(page_title="文档识别 Document reader", page_icon="📄", layout="wide")
-    model, doc_type, corrections_dir = sidebar()
+    st.set_page_config(page_title="文档识别 Document reader", page_icon="📄", layout="wide",
+                       initial_sidebar_state="collapsed")
+    st.markdown(CHROME_CSS, unsafe_allow_html=True)
+    model, doc_type, folder = sidebar()
     st.title("文档识别 Document reader")
-    st.caption("Invoices, ID cards, licences, tickets, receipts and forms: upload, check, correct, export.")
-    uploads = st.file_uploader(f"Upload images or PDFs (up to {upload_limit_mb()} MB each)", type=UPLOAD_TYPES,
-                               accept_multiple_files=True)
+    st.caption("发票、身份证、营业执照、车票、小票和表单：上传、核对、改正、导出。 "
+               "Invoices, ID cards, licences, tickets, receipts and forms: upload, check, correct, export. "
+               "模型 Model: "
+               f"{Path(model).name if model else '—'} · 类型 Type: {doc_type or '自动 automatic'} "
+               "（在左侧栏更改 change in the sidebar ›）")
+    uploads = st.file_uploader(f"上传图片或 PDF Upload images or PDFs (每个最多 up to {upload_limit_mb()} MB each)",
+                               type=UPLOAD_TYPES, accept_multiple_files=True)
     if not uploads:
-        st.info("Drop one or more photos, scans or PDFs above to read them.")
+        st.info("把一张或多张照片、扫描件或 PDF 拖到上面。 Drop one or more photos, scans or PDFs above to read them.")
         return
     try:
         load_models(model)
     except (OSError, RuntimeError, ValueError) as exc:
-        st.error(f"The models could not be loaded: {exc}")
+        st.error(f"模型无法加载 The models could not be loaded: {exc}")
         return
-    results = []
-    for upload in uploads:
-        results.append(analyse_upload(upload.name, upload.getvalue(), model, doc_type))
+    results, data = [], {}
+    for n, upload in enumerate(uploads, 1):
+        raw = upload.getvalue()
+        result = analyse_upload(upload.name, raw, model, doc_type, n, len(uploads))
+        results.append(result)
+        data[result["key"]] = raw
     failed = [r for r in results if r.get("error")]
     if len(results) > 1 and failed:     # every failure in view, not only the chosen file's
-        st.error(f"{len(failed)} of {len(results)} files could not be read:\n"
+        st.error(f"{len(failed)} / {len(results)} 个文件无法读取 files could not be read:\n"
                  + "\n".join(f"- **{r['name']}**: {error_in_words(r['error'])}" for r in failed))
     if len(results) > 1:
-        names = [f"{r['name']}{' — failed' if r.get('error') else ''}" for r in results]
-        chosen = st.selectbox("Document 文档", range(len(results)), format_func=lambda i: names[i])
+        names = [f"{r['name']}{' — 失败 failed' if r.get('error') else ''}" for r in results]
+        chosen = st.selectbox("文档 Document", range(len(results)), format_func=lambda i: names[i])
     else:
         chosen = 0
     st.divider()
-    show_document(results[chosen], corrections_dir, uploads[chosen].getvalue())
+    view = show_document(results[chosen])
+    st.divider()
+    if view is not None:
+        doc = view["corrected"]
+        stem = Path(view["name"]).stem + (f"_document{doc.part}" if doc.parts > 1 else "")
+        st.markdown("**下载此文档 Download this document**")
+        export_buttons([(view["name"], doc)], stem, "", "one")
+    everything = all_documents(results)
+    if len(results) > 1 and everything:
+        st.markdown(f"**下载全部 {len(everything)} 份文档 Download all {len(everything)} documents of "
+                    f"{len(results)} files**")
+        export_buttons(everything, "documents", " · 全部 all", "all")
+    checked = len(confirmed_pages(results))
+    if st.button(f"保存已核对的页 Save checked pages ({checked})", disabled=not checked, type="primary",
+                 help=f"把标记为“已核对”的页（含你的改正）作为训练样本保存到 {folder}；未核对的页不保存。 "
+                      "Saves the pages marked as checked, with your corrections as ground truth; unchecked pages "
+                      "are not saved"):
+        save_confirmed(results, data, folder)
 
 
 main()

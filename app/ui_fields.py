@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from app.batch_csv import BASE_COLUMNS, csv_record, field_columns
+from app.ui_words import NOT_FOUND, check_words, error_words
 from data.document import Document, Field, Page
 
 COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (
@@ -20,7 +21,13 @@ COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (
 TABLE_COLUMNS = [COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE]
 EDITABLE = (COL_VALUE,)
 
-CHECK_WORDS = {True: "✓ passed", False: "✗ failed", None: "— no rule"}
+FAILED_ROW = "background-color: #fde2e2; color: #8b0000"     # a row whose check failed
+
+# line-item columns, in the order invoices print them; other item keys follow under their label
+ITEM_HEADERS = {"name": "名称 Name", "spec": "规格型号 Spec", "unit": "单位 Unit", "quantity": "数量 Qty",
+                "unit_price": "单价 Price", "amount": "金额 Amount", "tax_rate": "税率 Rate", "tax": "税额 Tax"}
+COL_ROW, COL_ITEM_CHECK = "行 Row", "校验 Check"
+PAIR_COLUMNS = ["#", "键 Key", "值 Value", "置信度 Confidence", "页 Page"]
 
 
 def load_schema_or_none(doc_type: str | None) -> Any:
@@ -56,14 +63,66 @@ def fields_frame(doc: Document, page: int | None = None, include_missing: bool =
                 continue
             label = schema.field(key).label if schema else key
             rows.append({COL_KEY: key, COL_LABEL: label, COL_VALUE: "", COL_NORM: "", COL_SCORE: None,
-                         COL_CHECK: "— not found", COL_PAGE: None})
+                         COL_CHECK: NOT_FOUND, COL_PAGE: None})
             continue
         if page is not None and f.page != page:
             continue
         rows.append({COL_KEY: key, COL_LABEL: f.label or key, COL_VALUE: f.raw or f.value,
-                     COL_NORM: f.value, COL_SCORE: round(float(f.score), 3), COL_CHECK: CHECK_WORDS[f.valid],
+                     COL_NORM: f.value, COL_SCORE: round(float(f.score), 3), COL_CHECK: check_words(doc, key, f),
                      COL_PAGE: f.page + 1})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def failed_rows_style(frame: pd.DataFrame) -> Any:
+    """The table with every row whose check failed coloured (Streamlit applies it to the columns that
+    are not editable: label, normalised value, confidence, check)."""
+    def colour(row: pd.Series) -> list[str]:
+        bad = str(row.get(COL_CHECK, row.get(COL_ITEM_CHECK, ""))).startswith("✗")
+        return [FAILED_ROW if bad else ""] * len(row)
+    return frame.style.apply(colour, axis=1).format({COL_SCORE: "{:.0%}"}, na_rep="")
+
+
+def item_keys(doc: Document) -> list[str]:
+    """The item columns of `doc`: the schema's item fields in invoice order, then any others read."""
+    schema = load_schema_or_none(doc.doc_type)
+    keys = [k for k in ITEM_HEADERS if schema is None or k in schema.item_keys()]
+    keys += [k for k in (schema.item_keys() if schema else []) if k not in keys]
+    keys += [k for row in doc.items for k in row if k not in keys]
+    return keys
+
+
+def item_header(doc: Document, key: str) -> str:
+    if key in ITEM_HEADERS:
+        return ITEM_HEADERS[key]
+    schema = load_schema_or_none(doc.doc_type)
+    spec = next((s for s in schema.item_fields if s.key == key), None) if schema else None
+    return spec.label if spec else key
+
+
+def items_frame(doc: Document, page: int | None = None) -> pd.DataFrame:
+    """The document's line items, one row each (on `page` only when given), with a check column that
+    names the first failed cell's reason."""
+    keys = item_keys(doc)
+    columns = [COL_ROW] + [item_header(doc, k) for k in keys] + [COL_ITEM_CHECK]
+    rows = []
+    for i, row in enumerate(doc.items):
+        if page is not None and not any(f.page == page for f in row.values()):
+            continue
+        record: dict[str, Any] = {COL_ROW: i + 1}
+        for k in keys:
+            record[item_header(doc, k)] = row[k].value if k in row else ""
+        failed = [check_words(doc, k, f, item_key=k) for k, f in row.items() if f.valid is False]
+        record[COL_ITEM_CHECK] = failed[0] if failed else ("✓ 通过 passed" if any(f.valid for f in row.values())
+                                                           else "")
+        rows.append(record)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def pairs_frame(doc: Document, page: int | None = None) -> pd.DataFrame:
+    """A form's key-value pairs (question -> answer), one row each, on `page` only when given."""
+    rows = [{"#": i + 1, "键 Key": p.key, "值 Value": p.value, "置信度 Confidence": round(float(p.score), 3),
+             "页 Page": p.page + 1} for i, p in enumerate(doc.pairs) if page is None or p.page == page]
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
 def lines_frame(page: Page) -> pd.DataFrame:
@@ -90,8 +149,10 @@ def _validate(doc: Document) -> tuple[dict[str, bool | None], list[str]] | None:
     if schema is None or not schema.fields:
         return None
     from data.validate import validate_fields
-    values: dict[str, Any] = {k: f.value for k, f in doc.fields.items()}
-    values["items"] = [{k: f.value for k, f in row.items()} for row in doc.items]
+    # Field objects, as the extractor passes them: the validators read `raw` first, so the warnings
+    # computed here are word for word the ones extraction wrote, and an edit can replace them all
+    values: dict[str, Any] = dict(doc.fields)
+    values["items"] = [dict(row) for row in doc.items]
     return validate_fields(schema, values)
 
 
@@ -106,6 +167,9 @@ def revalidate(doc: Document, before: Document) -> None:
     stale = set(old[1]) if old else set()
     for key, f in doc.fields.items():
         f.valid = result.get(key)
+    for i, row in enumerate(doc.items):
+        for key, f in row.items():
+            f.valid = result.get(f"items[{i}].{key}")
     doc.warnings = [w for w in doc.warnings if w not in stale] + list(warnings)
 
 
@@ -149,12 +213,6 @@ def document_csv(doc: Document, file_name: str = "") -> bytes:
     return buf.getvalue().encode("utf-8-sig")
 
 
-ERROR_ADVICE = {
-    "InputError": "The file could not be used as a document.",
-    "UnreadableFile": "The file could not be read.",
-}
-
-
 def error_in_words(error: dict[str, str]) -> str:
-    lead = ERROR_ADVICE.get(error.get("type", ""), "This document could not be processed.")
-    return f"{lead} {error.get('message', '')}".strip()
+    """The error of a file or document as the UI shows it (Chinese first, then the message)."""
+    return error_words(error)

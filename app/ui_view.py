@@ -12,10 +12,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from app.draw import LINE_COLOUR, draw_document, field_colour
+from app.draw import (
+    HIGHLIGHT_COLOUR,
+    ITEM_COLOUR,
+    KEY_COLOUR,
+    LINE_COLOUR,
+    VALUE_COLOUR,
+    document_colours,
+    draw_document,
+)
 from data.document import Box, Document, Field, Page
 
-STAGE_NAMES = (("decode", "decode"), ("ocr", "OCR"), ("extract", "extract"), ("total", "total"))
+STAGE_NAMES = (("decode", "解码 decode"), ("ocr", "OCR"), ("extract", "抽取 extract"), ("total", "合计 total"))
 
 
 def _scaled(page: Page, doc: Document, kx: float, ky: float) -> tuple[Page, Document]:
@@ -34,29 +42,62 @@ def _scaled(page: Page, doc: Document, kx: float, ky: float) -> tuple[Page, Docu
     return small, Document(source=doc.source, pages=[small], fields=here, items=items, pairs=pairs)
 
 
-def page_overlay(image: np.ndarray, page: Page, doc: Document, legend: bool = False) -> np.ndarray:
-    """The page (BGR) with OCR lines in grey and each field's box in its colour. `image` may be the
-    full page or a preview of it (smaller, same proportions): boxes are scaled to the image."""
+def page_overlay(image: np.ndarray, page: Page, doc: Document, legend: bool = False,
+                 highlight: list[Box] | None = None) -> np.ndarray:
+    """The page (BGR) with OCR lines in grey, each field's box in its colour, item cells, pairs and the
+    `highlight` boxes (page coordinates). `image` may be the full page or a preview of it (smaller,
+    same proportions): boxes are scaled to the image."""
     h, w = image.shape[:2]
+    colours = document_colours(doc, page.index)
     if page.width and page.height and (w, h) != (page.width, page.height):
-        page, doc = _scaled(page, doc, w / page.width, h / page.height)
-    return draw_document(image, doc, page=page.index, legend=legend)
+        kx, ky = w / page.width, h / page.height
+        highlight = [[b[0] * kx, b[1] * ky, b[2] * kx, b[3] * ky] for b in highlight or []]
+        page, doc = _scaled(page, doc, kx, ky)
+    return draw_document(image, doc, page=page.index, legend=legend, colours=colours, highlight=highlight)
 
 
-def legend_html(doc: Document, page_index: int) -> str:
-    """A row of colour chips, one per field drawn on this page, labelled in Chinese and English."""
-    chips = ['<span style="display:inline-block;margin:2px 10px 2px 0;white-space:nowrap">'
-             f'<span style="display:inline-block;width:12px;height:12px;border:2px solid rgb{LINE_COLOUR};'
-             'margin-right:4px;vertical-align:middle"></span>OCR line</span>']
-    for key, field in doc.fields.items():
-        if field.page != page_index or not field.box:
-            continue
-        colour = "rgb({},{},{})".format(*field_colour(key))
-        label = html.escape(f"{field.label} {key}" if field.label and field.label != key else key)
-        chips.append('<span style="display:inline-block;margin:2px 10px 2px 0;white-space:nowrap">'
-                     f'<span style="display:inline-block;width:12px;height:12px;background:{colour};'
-                     f'margin-right:4px;vertical-align:middle"></span>{label}</span>')
-    return '<div style="font-size:0.85rem;line-height:1.6">' + "".join(chips) + "</div>"
+def zoom_crop(image: np.ndarray, page: Page, boxes: list[Box], margin: float = 0.6) -> np.ndarray | None:
+    """The part of `image` (a preview or the page) around `boxes` (page coordinates), with a margin of
+    `margin` times the boxes' height on every side and at least a fifth of the page's width, so the
+    picked value is seen in its context; None without boxes."""
+    if not boxes:
+        return None
+    h, w = image.shape[:2]
+    kx, ky = (w / page.width, h / page.height) if page.width and page.height else (1.0, 1.0)
+    x0, y0 = min(b[0] for b in boxes) * kx, min(b[1] for b in boxes) * ky
+    x1, y1 = max(b[2] for b in boxes) * kx, max(b[3] for b in boxes) * ky
+    pad = max((y1 - y0) * margin * 2, 24.0)
+    half_w = max((x1 - x0) / 2 + pad, w / 10)
+    cx = (x0 + x1) / 2
+    left, right = int(max(0, cx - half_w)), int(min(w, cx + half_w))
+    top, bottom = int(max(0, y0 - pad)), int(min(h, y1 + pad))
+    if right - left < 2 or bottom - top < 2:
+        return None
+    return image[top:bottom, left:right]
+
+
+def _chip(colour: tuple[int, int, int], label: str, filled: bool = True, thick: int = 2) -> str:
+    rgb = "rgb({},{},{})".format(*colour)
+    swatch = f"background:{rgb}" if filled else f"border:{thick}px solid {rgb}"
+    return ('<span style="display:inline-block;margin:2px 12px 2px 0;white-space:nowrap">'
+            f'<span style="display:inline-block;width:12px;height:12px;{swatch};margin-right:4px;'
+            f'vertical-align:middle;box-sizing:border-box"></span>{html.escape(label)}</span>')
+
+
+def legend_html(doc: Document, page_index: int, highlighted: str = "") -> str:
+    """Every kind of box drawn on this page, explained: each field's own colour (its printed name),
+    item cells, form keys and values, OCR lines and the picked box."""
+    colours = document_colours(doc, page_index)
+    chips = [_chip(colours[k], doc.fields[k].label or k) for k in colours]
+    if any(f.page == page_index and f.box for row in doc.items for f in row.values()):
+        chips.append(_chip(ITEM_COLOUR, "明细单元格 item cell", filled=False))
+    if any(p.page == page_index for p in doc.pairs):
+        chips.append(_chip(KEY_COLOUR, "键 form key", filled=False, thick=3))
+        chips.append(_chip(VALUE_COLOUR, "值 form value", filled=False, thick=3))
+    chips.append(_chip(LINE_COLOUR, "OCR 文本行 text line", filled=False, thick=1))
+    if highlighted:
+        chips.append(_chip(HIGHLIGHT_COLOUR, f"选中 selected: {highlighted}", filled=False, thick=3))
+    return '<div style="font-size:0.85rem;line-height:1.7">' + "".join(chips) + "</div>"
 
 
 def timings_text(timings: dict[str, float]) -> str:

@@ -25,6 +25,7 @@ PACKAGES = [
     ("jieba_fast", "whole-word masking"),
     ("streamlit", "the upload UI"),
     ("pandas", "UI tables"),
+    ("openpyxl", "the UI's Excel download"),
     ("yaml", "schemas and configs"),
     ("tqdm", "progress bars"),
     ("matplotlib", "training plots"),

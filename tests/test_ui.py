@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,16 +15,30 @@ from streamlit.testing.v1 import AppTest
 
 from app import pipeline
 from app.pipeline import Analysis
-from app.ui_fields import COL_CHECK, COL_KEY, COL_NORM, COL_VALUE, apply_edits, document_csv, fields_frame
-from data.document import Document, Field, Line, Page, box_to_quad
+from app.ui_export import export_json, fields_csv, items_csv, workbook
+from app.ui_fields import (
+    COL_CHECK,
+    COL_KEY,
+    COL_NORM,
+    COL_VALUE,
+    apply_edits,
+    document_csv,
+    failed_rows_style,
+    fields_frame,
+)
+from app.ui_words import warning_words
+from data.document import Document, Field, Line, Page, Pair, box_to_quad
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui.py")
 CALLS: list[dict] = []
 
 
 def invoice_document(name: str, pages: int = 1, doc_type: str | None = None) -> Document:
+    """A fixed invoice reading: two header fields and two line items on each page's first page."""
     lines = [Line("发票号码：12345678", box_to_quad([20, 20, 200, 40])),
-             Line("开票日期：2024年03月05日", box_to_quad([20, 50, 220, 70]))]
+             Line("开票日期：2024年03月05日", box_to_quad([20, 50, 220, 70])),
+             Line("办公用品 箱 2 50.00 100.00", box_to_quad([20, 100, 280, 120])),
+             Line("打印纸 包 1 30.00 30.00", box_to_quad([20, 130, 280, 150]))]
     doc = Document(source=name, doc_type=doc_type or "vat_invoice", doc_type_score=0.93,
                    pages=[Page(index=i, width=300, height=200, lines=list(lines)) for i in range(pages)],
                    timings={"decode": 0.01, "ocr": 0.2, "extract": 0.05, "total": 0.26})
@@ -31,18 +46,46 @@ def invoice_document(name: str, pages: int = 1, doc_type: str | None = None) -> 
                                          box=[95, 20, 200, 40], label="发票号码", valid=True, span=[5, 13])
     doc.fields["issue_date"] = Field("issue_date", "2024-03-05", raw="2024年03月05日", score=0.88,
                                      box=[95, 50, 220, 70], label="开票日期", valid=True)
+    for y, (item, unit, qty, price, amount) in ((100, ("办公用品", "箱", "2", "50.00", "100.00")),
+                                                 (130, ("打印纸", "包", "1", "30.00", "30.00"))):
+        cells = {"name": item, "unit": unit, "quantity": qty, "unit_price": price, "amount": amount}
+        doc.items.append({k: Field(k, v, raw=v, box=[20 + 50 * j, y, 60 + 50 * j, y + 20], valid=None)
+                          for j, (k, v) in enumerate(cells.items())})
     return doc
 
 
-def fake_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None, on_page=None) -> Analysis:
-    CALLS.append({"filename": filename, "doc_type": doc_type})
+FORM_PAIRS = [("申请人", "韦军磊"), ("部门", "客服部"), ("日期", "2024-05-06")]
+
+
+def form_document(name: str) -> Document:
+    """A generic form: no fields, three key-value pairs."""
+    lines = []
+    doc = Document(source=name, doc_type="generic_form", doc_type_score=0.9,
+                   timings={"decode": 0.01, "ocr": 0.2, "extract": 0.05, "total": 0.26})
+    for i, (k, v) in enumerate(FORM_PAIRS):
+        y = 20 + 40 * i
+        lines += [Line(k, box_to_quad([20, y, 80, y + 20])), Line(v, box_to_quad([100, y, 200, y + 20]))]
+        doc.pairs.append(Pair(key=k, value=v, key_box=[20, y, 80, y + 20], value_box=[100, y, 200, y + 20],
+                              score=0.9))
+    doc.pages = [Page(index=0, width=300, height=200, lines=lines)]
+    return doc
+
+
+def fake_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None, on_page=None,
+                       on_stage=None) -> Analysis:
+    CALLS.append({"filename": filename, "doc_type": doc_type, "model_dir": model_dir})
     try:
         Image.open(io.BytesIO(data)).load()
     except Exception as exc:
         return Analysis(Document(source=filename, error={"type": "InputError",
                                                          "message": f"{filename} is not an image ({exc})"}))
+    if "form" in filename:
+        return Analysis(form_document(filename), [np.full((200, 300, 3), 255, np.uint8)])
     pages = 2 if "two" in filename else 1
     for i in range(pages):
+        for stage in ("decode", "ocr", "extract"):
+            if on_stage:
+                on_stage(stage, i + 1, pages)
         if on_page:
             on_page(i + 1, pages)
     return Analysis(invoice_document(filename, pages, doc_type),
@@ -72,76 +115,177 @@ def upload(at: AppTest, *files: tuple[str, bytes]) -> AppTest:
     return at.run()
 
 
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def picker(at: AppTest, label: str):
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def shown_text(at: AppTest) -> str:
+    """Everything the main area says in words (markdown, captions, info, warnings, errors, successes)."""
+    return "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "warning", "error", "success")
+                     for e in getattr(at, kind))
+
+
 def test_empty_app_says_what_to_do(app):
     assert any("Drop one or more" in i.value for i in app.info)
     assert "25 MB" in app.file_uploader[0].label
 
 
-def test_upload_shows_type_confidence_and_fields(app):
+def test_upload_shows_type_confidence_fields_and_items(app):
     upload(app, ("inv.png", png_bytes()))
     assert not app.exception and not app.error
-    metrics = {m.label: m.value for m in app.metric}
-    assert "增值税发票" in metrics["Document type 类型"] and metrics["Confidence 置信度"] == "93%"
+    assert metrics(app)["置信度 Confidence"] == "93%"
+    assert "增值税发票 (vat_invoice)" in shown_text(app), "the type's name in full, not cut to fit a metric"
+    assert metrics(app)["明细 Items"] == "2" and metrics(app)["字段 Fields"] == "2"
     table = app.data_editor[0].value
     row = table[table[COL_KEY] == "invoice_number"].iloc[0]
     assert row[COL_VALUE] == "12345678" and row[COL_CHECK].startswith("✓")
     # schema fields the model did not find are offered empty, to be filled in
     assert (table[COL_KEY] == "invoice_code").any()
-    assert [b.label for b in app.get("download_button")] == ["Download JSON", "Download CSV"]
+    items = next(d.value for d in app.dataframe if "名称 Name" in d.value.columns)
+    assert list(items["名称 Name"]) == ["办公用品", "打印纸"] and list(items["金额 Amount"]) == ["100.00", "30.00"]
+    assert {"规格型号 Spec", "单位 Unit", "数量 Qty", "单价 Price", "税率 Rate", "税额 Tax"} <= set(items.columns)
+    assert [b.label for b in app.get("download_button")] == ["JSON", "字段 CSV", "明细 CSV", "Excel"]
+    assert [t.label for t in app.tabs][:3] == ["字段 Fields (2)", "明细 Items (2)", "键值对 Pairs (0)"]
+
+
+def test_a_form_shows_its_pairs_first(app):
+    upload(app, ("form.png", png_bytes()))
+    assert not app.exception and not app.error
+    assert app.tabs[0].label == "键值对 Pairs (3)", "a form opens on its pairs, not on an empty field table"
+    pairs = next(d.value for d in app.dataframe if "键 Key" in d.value.columns)
+    assert list(zip(pairs["键 Key"], pairs["值 Value"])) == FORM_PAIRS
+    assert "No fields were extracted" not in shown_text(app)
+
+
+def test_progress_reports_stages_and_pages(app):
+    upload(app, ("two_pages.png", png_bytes()))
+    assert not app.exception
+    assert CALLS[-1]["filename"] == "two_pages.png"
+    assert not app.get("progress"), "the bar is gone once the file is read"
 
 
 def test_chosen_type_reaches_the_pipeline(app):
-    app.sidebar.selectbox[1].set_value("receipt").run()
+    type_picker(app).set_value("receipt").run()
     upload(app, ("inv.png", png_bytes()))
     assert CALLS[-1]["doc_type"] == "receipt"
-    assert "receipt" in {m.label: m.value for m in app.metric}["Document type 类型"]
+    assert "receipt" in shown_text(app)
+
+
+def edit_value(at: AppTest, key: str, text: str) -> AppTest:
+    editor = at.data_editor[0]
+    row = int(np.flatnonzero(editor.value[COL_KEY] == key)[0])
+    at.session_state[editor.key] = {"edited_rows": {row: {COL_VALUE: text}}, "added_rows": [], "deleted_rows": []}
+    return at.run()
 
 
 def test_edit_is_normalised_validated_and_exported(app):
     upload(app, ("inv.png", png_bytes()))
-    editor = app.data_editor[0]
-    table = editor.value
-    row = int(np.flatnonzero(table[COL_KEY] == "issue_date")[0])
-    app.session_state[editor.key] = {"edited_rows": {row: {COL_VALUE: "2025年1月9日"}},
-                                     "added_rows": [], "deleted_rows": []}
-    app.run()
+    edit_value(app, "issue_date", "2025年1月9日")
     assert not app.exception
     table = app.data_editor[0].value
     edited = table[table[COL_KEY] == "issue_date"].iloc[0]
     assert edited[COL_NORM] == "2025-01-09"
-    assert any("issue_date" in c.value for c in app.caption), "the UI says which fields were corrected"
+    assert any("开票日期" in c.value for c in app.caption), "the UI says which fields were corrected"
     result = next(iter(app.session_state["analyses"].values()))
     doc = result["corrected"]
     assert Document.from_json(doc.to_json()).fields["issue_date"].value == "2025-01-09"
     assert "2025-01-09" in document_csv(doc, "inv.png").decode("utf-8-sig")
 
 
-def test_save_corrections_writes_a_corpus_record(app, tmp_path):
+def test_failed_check_says_why_in_chinese_and_a_fix_clears_it(app):
     upload(app, ("inv.png", png_bytes()))
-    app.button[0].click().run()
+    edit_value(app, "invoice_number", "1234567")           # 7 digits: the schema wants 8
+    row = app.data_editor[0].value.set_index(COL_KEY).loc["invoice_number"]
+    assert row[COL_CHECK].startswith("✗ 应为8位数字"), row[COL_CHECK]
+    warnings = [w.value for w in app.warning]
+    assert any(w.startswith("发票号码：应为8位数字") for w in warnings), warnings
+    assert not any("invoice_number" in w or "\\d" in w for w in warnings), "no keys or regexes shown"
+    edit_value(app, "invoice_number", "87654321")
+    row = app.data_editor[0].value.set_index(COL_KEY).loc["invoice_number"]
+    assert row[COL_CHECK].startswith("✓")
+    assert not any("发票号码" in w.value for w in app.warning), "the warning about the old value is gone"
+
+
+def test_failed_rows_are_coloured():
+    doc = invoice_document("x.png")
+    doc.fields["invoice_number"].valid = False
+    frame = fields_frame(doc, 0)
+    html = failed_rows_style(frame).to_html()
+    styled = {tuple(map(int, m)) for m in re.findall(r"#T_\w+?_row(\d+)_col(\d+)", html.split("</style>")[0])}
+    failed = int(np.flatnonzero(frame[COL_KEY] == "invoice_number")[0])
+    assert styled == {(failed, c) for c in range(len(frame.columns))}, "the failed row, every cell, no other"
+    assert "#fde2e2" in html
+
+
+def test_find_on_page_highlights_and_zooms(app):
+    upload(app, ("inv.png", png_bytes()))
+    find = picker(app, "定位 Find on page")
+    assert {"发票号码：12345678", "明细第 2 行 item 2 打印纸"} <= set(find.options)
+    images_before = len(app.get("image"))
+    find.set_value("field:invoice_number").run()
+    assert not app.exception
+    assert len(app.get("image")) == images_before + 1, "a zoomed crop of the picked value is shown"
+    assert "选中 selected: 发票号码：12345678" in shown_text(app), "the legend names the picked box"
+
+
+def test_downloads_for_one_and_for_all_files(app):
+    from openpyxl import load_workbook
+    upload(app, ("inv.png", png_bytes()), ("form.png", png_bytes()))
+    labels = [b.label for b in app.get("download_button")]
+    assert labels == ["JSON", "字段 CSV", "明细 CSV", "Excel"] + [f"{x} · 全部 all" for x in labels[:4]]
+    docs = [("inv.png", invoice_document("inv.png")), ("form.png", form_document("form.png"))]
+    book = load_workbook(io.BytesIO(workbook(docs)))
+    assert book.sheetnames == ["字段 Fields", "明细 Items", "键值对 Pairs"]
+    assert [c.value for c in book["明细 Items"]["E"]][1:] == ["办公用品", "打印纸"]
+    assert [(r[3], r[4]) for r in book["键值对 Pairs"].iter_rows(min_row=2, values_only=True)] == FORM_PAIRS
+    assert {r[4] for r in book["字段 Fields"].iter_rows(min_row=2, values_only=True)} == {"invoice_number",
+                                                                                          "issue_date"}
+    rows = fields_csv(docs).decode("utf-8-sig").splitlines()
+    assert len(rows) == 3 and rows[1].startswith("inv.png") and rows[2].startswith("form.png")
+    assert len(items_csv(docs).decode("utf-8-sig").splitlines()) == 3
+    assert [d["source"] for d in json.loads(export_json(docs))] == ["inv.png", "form.png"]
+
+
+def save_button(at: AppTest):
+    return next(b for b in at.button if b.label.startswith("保存已核对的页"))
+
+
+def test_only_checked_pages_are_saved_as_corrected(app, tmp_path):
+    upload(app, ("two_pages.png", png_bytes()))
+    assert save_button(app).disabled, "nothing is saved before a page is checked"
+    edit_value(app, "issue_date", "2025年1月9日")
+    app.checkbox[0].check().run()                       # page 1 checked, page 2 not
+    assert save_button(app).label.endswith("(1)")
+    save_button(app).click().run()
     assert not app.exception and not app.error
-    assert any("training example" in s.value for s in app.success)
+    assert any("Saved 1 checked page" in s.value for s in app.success)
+    assert any("python -m training retrain --corpus" in c.value for c in app.code)
     corpus = tmp_path / "corrections" / "corpus.jsonl"
     records = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
     assert len(records) == 1
     rec = records[0]
     assert (corpus.parent / rec["image"]).is_file() and rec["doc_type"] == "vat_invoice"
     assert rec["fields"]["invoice_number"]["value"] == "12345678"
+    assert rec["fields"]["issue_date"]["value"] == "2025-01-09", "the corrected value is the ground truth"
     assert rec["lines"][rec["fields"]["invoice_number"]["line"]]["text"] == "发票号码：12345678"
-    app.button[0].click().run()     # saving the same page again replaces, not duplicates
+    save_button(app).click().run()     # saving the same page again replaces, not duplicates
     assert len(corpus.read_text(encoding="utf-8").splitlines()) == 1
 
 
 def test_many_uploads_pages_and_bad_files_keep_the_app_running(app):
     upload(app, ("two_pages.png", png_bytes()), ("broken.png", b"\x89PNG garbage"), ("empty.png", b""))
     assert not app.exception
-    picker = [s for s in app.selectbox if s.label == "Document 文档"][0]
-    assert len(picker.options) == 3 and "failed" in picker.options[1]
-    assert [s for s in app.selectbox if s.label == "Page 页"], "a two-page document gets a page picker"
-    picker.set_value(1).run()
-    assert "not an image" in app.error[0].value
-    [s for s in app.selectbox if s.label == "Document 文档"][0].set_value(2).run()
-    assert "empty (0 bytes)" in app.error[0].value
+    files = picker(app, "文档 Document")
+    assert len(files.options) == 3 and "failed" in files.options[1]
+    assert [s for s in app.selectbox if s.label == "页 Page"], "a two-page document gets a page picker"
+    files.set_value(1).run()
+    assert "not an image" in app.error[-1].value
+    picker(app, "文档 Document").set_value(2).run()
+    assert "empty (0 bytes)" in app.error[-1].value
 
 
 def test_too_large_upload_is_refused_with_the_limit(app):
@@ -158,7 +302,16 @@ def test_fields_frame_and_apply_edits_without_streamlit():
     out, changed = apply_edits(doc, frame)
     assert changed == ["invoice_number"]
     assert out.fields["invoice_number"].valid is False and doc.fields["invoice_number"].valid is True
-    assert any("invoice_number" in w for w in out.warnings)
+    assert any(w.startswith("发票号码") for w in out.warnings)
+
+
+def test_warnings_are_shown_in_chinese_without_keys():
+    doc = invoice_document("x.png")
+    said = warning_words("page 2 reads poorly (mean OCR confidence 0.71): the image is too blurred", doc)
+    assert said.startswith("第2页识别质量差") and "0.71" in said
+    said = warning_words("价税合计（大写） (total_with_tax_in_words) read as 壹佰圆: taken as the words for "
+                         "total_with_tax 100.00, which differ from it in 1 character(s)", doc)
+    assert "total_with" not in said and "价税合计（小写）" in said
 
 
 # --- the type chooser lists the SELECTED model's types ---------------------------------------------
@@ -194,6 +347,7 @@ def model_dir_with_new_type(root: Path) -> Path:
 @pytest.fixture()
 def two_models_app(monkeypatch, tmp_path):
     import streamlit as st
+
     from models import extractor
     new = model_dir_with_new_type(tmp_path)
     default = extractor.DEFAULT_MODEL_DIR.resolve()
@@ -210,13 +364,13 @@ def two_models_app(monkeypatch, tmp_path):
 
 
 def type_picker(at: AppTest):
-    return [s for s in at.sidebar.selectbox if s.label == "Document type 文档类型"][0]
+    return [s for s in at.sidebar.selectbox if s.label == "文档类型 Document type"][0]
 
 
 def test_type_chooser_lists_only_the_selected_models_types(two_models_app):
     at, default, new = two_models_app
-    model_picker = [s for s in at.sidebar.selectbox if s.label == "Model 模型"][0]
-    assert model_picker.options == [default.name, new.name]
+    model_picker = [s for s in at.sidebar.selectbox if s.label == "模型 Model"][0]
+    assert model_picker.options == ["default · 内置模型 bundled", new.name]
     offered = type_picker(at).options[1:]
     trained = json.loads((default / "labels.json").read_text(encoding="utf-8"))["doc_types"]
     assert len(offered) == len(trained) and "增值税发票 (vat_invoice)" in offered
@@ -231,3 +385,50 @@ def test_type_chooser_lists_only_the_selected_models_types(two_models_app):
     type_picker(at).set_value("parking_receipt").run()
     upload(at, ("inv.png", png_bytes()))
     assert CALLS[-1]["doc_type"] == "parking_receipt"
+
+
+def test_model_list_offers_latest_by_name_refreshes_and_hides_work_folders(monkeypatch, tmp_path):
+    """A registry as `retrain` leaves it: versions, a `<name>-latest` pointer, a work folder holding a
+    half-trained model. The pointer is offered by name and followed; a promotion made while the server
+    runs shows after the refresh button, without a restart; the work folder is never offered."""
+    import shutil
+
+    import streamlit as st
+
+    from models import extractor
+    from training.model_registry import ModelRegistry
+    registry = tmp_path / "models" / "registry"
+    v1 = model_dir_with_new_type(registry)
+    ModelRegistry(registry.parent).promote("retrained", v1)
+    work = registry / ".work" / "retrained-1a2b3c" / "finetuned"
+    shutil.copytree(v1, work)
+    default = extractor.DEFAULT_MODEL_DIR.resolve()
+    found = [default, work, v1]
+    monkeypatch.setattr(extractor, "find_model_dirs", lambda root=None: list(found) if root is None else [])
+    CALLS.clear()
+    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
+    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    st.cache_data.clear()
+    try:
+        at = AppTest.from_file(UI, default_timeout=60)
+        at.run()
+        models = [s for s in at.sidebar.selectbox if s.label == "模型 Model"][0]
+        assert models.options == ["default · 内置模型 bundled", "retrained · latest 最新", "retrained-v0001"], \
+            "no work folder, latest by name"
+        models.set_value(f"latest|{registry}|retrained").run()
+        assert "停车收据 (parking_receipt)" in type_picker(at).options, "the types of the model latest names"
+        upload(at, ("inv.png", png_bytes()))
+        assert CALLS[-1]["model_dir"] == str(v1)
+
+        v2 = registry / "retrained-v0002"            # a retrain promotes a new version meanwhile
+        shutil.copytree(v1, v2)
+        ModelRegistry(registry.parent).promote("retrained", v2)
+        found.append(v2)
+        next(b for b in at.sidebar.button if b.label.startswith("↻")).click().run()
+        models = [s for s in at.sidebar.selectbox if s.label == "模型 Model"][0]
+        assert models.options[1:] == ["retrained · latest 最新", "retrained-v0001", "retrained-v0002"]
+        assert "latest → retrained-v0002" in [c.value for c in at.sidebar.caption]
+        upload(at, ("inv2.png", png_bytes((310, 200))))
+        assert not at.exception and CALLS[-1]["model_dir"] == str(v2), "the same choice follows latest"
+    finally:
+        st.cache_data.clear()

@@ -86,7 +86,8 @@ def test_ui_shows_the_folder_read_only_and_saves_only_there(app, tmp_path):
     assert [t.value for t in app.sidebar.text_input] == [str(folder)]
     assert all(t.disabled for t in app.text_input), "no text field lets a visitor pick where files go"
     upload(app, ("../../../escape.png", png_bytes()))
-    app.button[0].click().run()
+    app.checkbox[0].check().run()                                       # the page is marked 已核对
+    next(b for b in app.button if b.label.startswith("保存已核对的页")).click().run()
     assert not app.exception and not app.error
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert written and all(folder in p.parents for p in written), written
@@ -100,6 +101,7 @@ def test_streamlit_config_binds_loopback_and_sends_no_statistics():
     assert cfg["server"]["address"] == "127.0.0.1"
     assert cfg["server"]["headless"] is True
     assert cfg["browser"]["gatherUsageStats"] is False
+    assert cfg["client"]["toolbarMode"] == "minimal", "no Deploy button or developer menu for visitors"
     run_sh = (ROOT / "scripts" / "run.sh").read_text(encoding="utf-8")
     assert "streamlit run app/ui.py" in run_sh and 'cd "$(dirname "$0")/.."' in run_sh, \
         "run.sh starts Streamlit from the repository root, where it reads .streamlit/config.toml"

@@ -1,0 +1,184 @@
+"""What the UI says to a person: check results and warnings in Chinese with English beside.
+
+The validators (data/validate.py) and the pipeline write warnings for logs and JSON: English after a
+slash, with field keys such as `invoice_number`, regular expressions and `items[0].amount`. A clerk
+reading the page needs the field's printed name and the reason in words, so the UI rewrites them
+here; the JSON and CSV exports keep the original warnings unchanged.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from data.document import Document, Field
+
+VALIDATOR_WORDS: dict[str, tuple[str, str]] = {
+    "id_number": ("身份证号校验位或出生日期不对", "ID number check digit or birth date is wrong"),
+    "credit_code": ("统一社会信用代码校验位不对", "credit code check character is wrong"),
+    "tax_id": ("不是有效的纳税人识别号（18位信用代码，或15位、20位）", "not a valid taxpayer ID"),
+    "date": ("不是可识别的日期（1900–2100年）", "not a readable date between 1900 and 2100"),
+    "date_not_future": ("日期无法识别或晚于今天", "date is unreadable or in the future"),
+    "amount": ("不是可识别的金额", "not a readable amount"),
+    "amount_words": ("不是可识别的大写金额", "not readable as an amount in words"),
+    "pattern": ("格式不符", "not in the expected format"),
+    "enum": ("不在可选值之中", "not one of the allowed values"),
+    "date_range": ("有效期无法识别", "not a readable validity period"),
+}
+RULE_WORDS: dict[str, tuple[str, str]] = {
+    "sum": ("金额之和不等于合计", "the amounts do not add up to the total"),
+    "words_match": ("大写金额与小写不符", "the amount in words differs from the figure"),
+    "items_sum": ("明细金额之和不等于合计", "the line items do not add up to the total"),
+    "item_product": ("数量乘单价不等于金额", "quantity × unit price is not the amount"),
+    "date_order": ("日期先后顺序不对", "the dates are in the wrong order"),
+    "id_birth": ("出生日期与身份证号不符", "the birth date differs from the ID number"),
+    "id_sex": ("性别与身份证号不符", "the sex differs from the ID number"),
+}
+PASSED, NO_RULE, NOT_FOUND = "✓ 通过 passed", "— 无校验 no rule", "— 未识别 not found"
+
+
+def _schema(doc_type: str | None) -> Any:
+    from app.ui_fields import load_schema_or_none
+    return load_schema_or_none(doc_type)
+
+
+def pattern_words(pattern: str | None) -> tuple[str, str]:
+    """A digits-only pattern in words ("\\d{10}|\\d{12}" -> 应为10位或12位数字); other patterns as
+    "格式不符", never the expression itself."""
+    counts = [re.fullmatch(r"\\d\{(\d+)\}", part) for part in (pattern or "").split("|")]
+    if counts and all(counts):
+        n = [m.group(1) for m in counts if m]
+        return f"应为{'位或'.join(n)}位数字", f"should be {' or '.join(n)} digits"
+    return VALIDATOR_WORDS["pattern"]
+
+
+def _validator_reason(spec: Any, raw: str) -> tuple[str, str] | None:
+    """(zh, en) of the first of the field's validators that fails on `raw`, else None."""
+    from data.validate import _check_one
+    for name in spec.validators:
+        try:
+            ok, _ = _check_one(name, spec, raw, None)
+        except ValueError:
+            continue
+        if not ok:
+            if name == "pattern":
+                return pattern_words(spec.pattern)
+            if name == "enum" and spec.choices:
+                return f"应为{'、'.join(spec.choices)}之一", f"should be one of {', '.join(spec.choices)}"
+            return VALIDATOR_WORDS.get(name, VALIDATOR_WORDS["pattern"])
+    return None
+
+
+def _rule_reason(schema: Any, key: str) -> tuple[str, str] | None:
+    for rule in schema.rules:
+        keys = list(rule.fields) + [k for k in (rule.equals, rule.words, rule.figure) if k]
+        if key in keys:
+            zh, en = RULE_WORDS.get(rule.check, ("与其他字段不一致", "does not agree with other fields"))
+            return rule.message_zh or zh, en
+    return None
+
+
+def check_words(doc: Document, key: str, field: Field | None, item_key: str | None = None) -> str:
+    """The check cell of a field's row: passed, no rule, not found, or ✗ with the reason in Chinese
+    (and English) when the field failed a check."""
+    if field is None:
+        return NOT_FOUND
+    if field.valid is None:
+        return NO_RULE
+    if field.valid:
+        return PASSED
+    schema = _schema(doc.doc_type)
+    reason = None
+    if schema is not None:
+        specs = schema.item_fields if item_key else schema.fields
+        spec = next((s for s in specs if s.key == (item_key or key)), None)
+        if spec is not None:
+            reason = _validator_reason(spec, field.raw or field.value)
+        reason = reason or _rule_reason(schema, item_key or key)
+        if reason is None and item_key:
+            reason = next((RULE_WORDS[r.check] for r in schema.rules if r.check == "item_product"), None)
+    zh, en = reason or ("校验未通过", "check failed")
+    return f"✗ {zh} / {en}"
+
+
+# --- warnings -----------------------------------------------------------------------------------------
+
+_PIPELINE = [
+    (re.compile(r"^page (\d+): almost no text was found"),
+     lambda m, s: f"第{m[1]}页几乎没有文字：如果该页有字，请以更高分辨率重新扫描 / page {m[1]}: almost no text "
+                  "was found; if it has text, scan it again at a higher resolution"),
+    (re.compile(r"^page (\d+) reads poorly \(mean OCR confidence ([\d.]+)\)"),
+     lambda m, s: f"第{m[1]}页识别质量差（平均置信度 {m[2]}），请对照原件核对，或以更高分辨率重新扫描 / page {m[1]} "
+                  f"reads poorly (mean confidence {m[2]}): check the values against the page, or scan it again"),
+    (re.compile(r"^page (\d+) of (\d+) was skipped as blank"),
+     lambda m, s: f"第{m[1]}页（共{m[2]}页）是空白页，已跳过 / page {m[1]} of {m[2]} was skipped as blank"),
+    (re.compile(r"^no extraction model is installed"),
+     lambda m, s: "未安装字段抽取模型，只显示OCR文字 / no extraction model is installed: only the OCR text is shown"),
+    (re.compile(r"^the file holds (\d+) documents"),
+     lambda m, s: f"该文件包含{m[1]}份文档，每份从自己的页面识别 / the file holds {m[1]} documents, each read "
+                  "from its own page"),
+    (re.compile(r"^(.+?) \((\w+)\) read as (.*): taken as the words for (\w+) (\S+), which differ from it in "
+                r"(\d+) character"),
+     lambda m, s: f"{m[1]}识别为“{m[3]}”，与{_label(s, m[4])} {m[5]} 相差{m[6]}个字，已按其改正 / {m[1]} was read "
+                  f"as “{m[3]}” and corrected to match {_label(s, m[4])} {m[5]}"),
+    (re.compile(r"^(.+?) \((\w+)\) was not read on the page; (.*) is taken from (.+?) \((\w+)\)$"),
+     lambda m, s: f"页面上未识别到{m[1]}，{m[3]} 取自{m[4]} / {m[1]} was not read on the page; {m[3]} is "
+                  f"taken from {m[4]}"),
+]
+
+
+def _label(schema: Any, key: str) -> str:
+    try:
+        return str(schema.field(key).label) if schema is not None else key
+    except KeyError:
+        return key
+
+
+def _check_warning(warning: str, doc: Document, schema: Any) -> str | None:
+    """A validator warning ("中文 / english with keys (raw)") as Chinese + English without keys."""
+    if " / " not in warning or schema is None:
+        return None
+    zh = warning.split(" / ", 1)[0].strip()
+    m = re.match(r"^(.*)格式不正确 / (items\[(\d+)\]\.)?(\w+): ", warning)
+    if m:
+        label, row, key = m[1], m[3], m[4]
+        where = f"第{int(row) + 1}行明细" if row is not None else ""
+        field = doc.items[int(row)].get(key) if row is not None and int(row) < len(doc.items) else \
+            doc.fields.get(key)
+        reason = check_words(doc, key, field, item_key=key if row is not None else None)
+        if reason.startswith("✗ "):
+            return f"{where}{label}：{reason[2:]}"
+        return f"{where}{label}格式不正确 / {label}: not in the expected format"
+    m = re.match(r"^缺少(.+) / missing ", warning)
+    if m:
+        return f"缺少{m[1]} / {m[1]} is missing"
+    for rule in schema.rules:
+        rzh, ren = RULE_WORDS.get(rule.check, ("", ""))
+        if zh in (rule.message_zh, rzh):
+            row = re.search(r"items\[(\d+)\]", warning)
+            where = f"第{int(row[1]) + 1}行明细：" if row else ""
+            return f"{where}{zh} / {ren}"
+    return None
+
+
+def warning_words(warning: str, doc: Document) -> str:
+    """One warning of `doc` as the UI shows it: Chinese first, English beside, no keys or regexes."""
+    schema = _schema(doc.doc_type)
+    for pattern, words in _PIPELINE:
+        m = pattern.match(warning)
+        if m:
+            return words(m, schema)
+    said = _check_warning(warning, doc, schema)
+    if said:
+        return said
+    return re.sub(r"\s*\((\w+_\w+)\)", "", warning)     # at least no "(field_key)" in what is shown
+
+
+ERROR_WORDS = {
+    "InputError": "无法作为文档读取 / The file could not be used as a document.",
+    "UnreadableFile": "文件无法读取 / The file could not be read.",
+}
+
+
+def error_words(error: dict[str, str]) -> str:
+    lead = ERROR_WORDS.get(error.get("type", ""), "此文档处理失败 / This document could not be processed.")
+    return f"{lead} {error.get('message', '')}".strip()
