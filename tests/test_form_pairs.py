@@ -1,4 +1,4 @@
-"""Generic-form key-value decoding (models/form_pairs.py) on hand-built pages, and once end to end
+"""Generic-form key-value decoding (models/extraction/forms.py) on hand-built pages, and once end to end
 with real OCR and the bundled model on form layouts it was never trained on."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from data.document import Line, Page, box_to_quad
-from models.form_pairs import decode_form
+from models.extraction import PagePrediction
+from models.extraction.forms import decode_form
 
 LABELS = ["O", "B-header", "I-header", "B-question", "I-question", "B-answer", "I-answer"]
-ALLOWED = np.ones(len(LABELS), bool)
 TAG_COL = {"O": 0, "H": 2, "Q": 4, "A": 6}
 
 
@@ -29,17 +29,17 @@ def _page(lines: list[tuple[str, list[float]]], tags: list[str] | None = None, s
             else:
                 p[ci, TAG_COL[seq[ci]]] = 1.0
         probs.append(p)
-    return page, {"probs": probs, "link": lambda a, b: None}
+    return page, PagePrediction(np.zeros(1), probs, lambda a, b: None)
 
 
 def _pairs(lines, tags=None, scores=None) -> list[tuple[str, str]]:
     page, pred = _page(lines, tags, scores)
-    return [(p.key, p.value) for p in decode_form(page, pred, LABELS, ALLOWED)]
+    return [(p.key, p.value) for p in decode_form(page, pred, LABELS)]
 
 
 def test_key_colon_value_on_one_line_splits_at_the_colon_with_boxes_on_each_part():
     page, pred = _page([("姓名：张三", [100, 100, 200, 130])])
-    (pair,) = decode_form(page, pred, LABELS, ALLOWED)
+    (pair,) = decode_form(page, pred, LABELS)
     assert (pair.key, pair.value) == ("姓名", "张三")
     assert pair.key_box[0] == 100 and pair.value_box[2] == 200          # each part keeps its side
     assert pair.key_box[2] <= pair.value_box[0]                          # key left of value, no overlap
@@ -69,7 +69,7 @@ def test_value_on_the_line_below_an_indented_answer_or_a_small_label():
     # a colon-less key with its answer indented on the next line (digits: not a key)
     lines = [("申请针对的物业地址", [100, 100, 400, 130]), ("紫藤苑4号楼3单元301", [170, 140, 440, 170])]
     page, pred = _page(lines)
-    (pair,) = decode_form(page, pred, LABELS, ALLOWED)
+    (pair,) = decode_form(page, pred, LABELS)
     assert (pair.key, pair.value) == ("申请针对的物业地址", "紫藤苑4号楼3单元301")
     assert pair.value_box == [170, 140, 440, 170] and pair.key_box == [100, 100, 400, 130]
     # a row of small labels above a row of answers, one label the model mistags as an answer

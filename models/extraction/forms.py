@@ -17,7 +17,8 @@ and uses the tags as evidence where layout alone cannot decide:
    close). The candidate must not be a key, a header, a sentence, or empty ("$", check boxes).
    Each value goes to one key: strongest evidence first.
 
-`_form_spans` (per-line majority tags) is kept for callers that want the model's own entity spans.
+Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_row_lift,
+form_furniture, form_options_row, form_ticked, form_below, form_ocr_min. Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from data.document import Page, Pair
+from models.decode import page_slope
+from models.extraction.base import PagePrediction, char_box
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 COLONS = "：:"
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别 ...): lexical evidence that
@@ -44,17 +48,6 @@ TICKED = re.compile(r"[☑☒■√✓✔]\s*([^\s□☐☑☒■√✓✔口]+)
 
 CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
 PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
-TRUST = 0.4           # the model knows the page when this share of its lines is tagged question/answer ...
-OTHER = 0.7           # ... and then a line it tags "other" with this mass holds no key or value (编号：...)
-
-OCR_MIN = 0.7         # a pair from a line OCR read less surely than this is more often wrong than right
-ROW_TOL = 0.5         # same row: deskewed centres within this x line height
-RIGHT_GAP = 8.0       # a value right of its key starts within this many line heights
-BELOW_GAP = 1.0       # a value below its key starts within this many line heights of the key's bottom
-LONG_KEY = 10         # keys longer than this take no value from the line below
-KEY_MIN = 0.0         # a colon-less line needs at least this key score (with its row's) to be a key
-KEY_MARGIN = 0.8      # ... and this much more than the text it takes as its value
-
 
 @dataclass
 class Piece:
@@ -69,12 +62,12 @@ class Piece:
     used: bool = False
 
 
-def decode_form(page: Page, pred: dict, tag_labels: list[str], allowed: np.ndarray) -> list[Pair]:
-    """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output.
-    `allowed` (the doc type's tag mask) is part of the extractor's call; form labels are always in it."""
-    masses = _label_masses(pred["probs"], tag_labels)
+def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
+                off: frozenset[str] = frozenset()) -> list[Pair]:
+    """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output."""
+    masses = _label_masses(pred.probs, tag_labels)
     pieces = [p for li in range(len(page.lines)) for p in _split_line(page, li, masses[li])]
-    return _link(page, pieces, masses)
+    return _link(page, pieces, masses, st, off)
 
 
 # --- tags ------------------------------------------------------------------------------------------
@@ -140,7 +133,6 @@ def _second_key_start(text: str, lo: int, hi: int, mass: np.ndarray) -> int:
 
 
 def _split_line(page: Page, li: int, mass: np.ndarray) -> list[Piece]:
-    from models.extractor import _char_box
     line = page.lines[li]
     text = line.text
     colons = _key_colons(text)
@@ -153,7 +145,7 @@ def _split_line(page: Page, li: int, mass: np.ndarray) -> list[Piece]:
         clean = text[start:end].strip().rstrip(COLONS).strip().strip("_＿").lstrip("•●▪·").strip()
         if not clean:
             return None
-        return Piece(li, start, end, clean, _char_box(line, start, end), colon_key)
+        return Piece(li, start, end, clean, char_box(line, start, end), colon_key)
 
     key_start = 0
     last_key: Piece | None = None
@@ -220,8 +212,8 @@ class _Layout:
     """Where pieces sit relative to each other, with the page tilt taken out (the median line
     slope, as item rows use it), so a row that drifts across a skewed photo stays one row."""
 
-    def __init__(self, page: Page, pieces: list[Piece]):
-        from models.decode import page_slope
+    def __init__(self, page: Page, pieces: list[Piece], st: DecodeSettings = DEFAULT_SETTINGS):
+        self.st = st
         self.slope = page_slope([ln.quad for ln in page.lines])
         self.pieces = pieces
 
@@ -236,7 +228,7 @@ class _Layout:
         return max(1.0, p.box[3] - p.box[1])
 
     def same_row(self, a: Piece, b: Piece) -> bool:
-        return a.line != b.line and abs(self.centre(a) - self.centre(b)) < ROW_TOL * max(self.height(a),
+        return a.line != b.line and abs(self.centre(a) - self.centre(b)) < self.st.form_row_tol * max(self.height(a),
                                                                                           self.height(b))
 
     def row_mates(self, p: Piece, among: list[Piece]) -> list[Piece]:
@@ -249,7 +241,7 @@ class _Layout:
         if not row:
             return None
         p = min(row, key=lambda p: p.box[0])
-        return p if p.box[0] - k.box[2] <= RIGHT_GAP * h else None
+        return p if p.box[0] - k.box[2] <= self.st.form_right_gap * h else None
 
     def below(self, k: Piece) -> Piece | None:
         """The nearest line under `k` that overlaps it and starts at or right of its left edge."""
@@ -262,15 +254,17 @@ class _Layout:
             overlaps = p.box[0] < k.box[2] and k.box[0] < p.box[2]
             if gap >= -0.3 * h and overlaps and p.box[0] >= k.box[0] - h and gap < best_gap:
                 best, best_gap = p, gap
-        if best is None or best_gap > BELOW_GAP * max(self.height(k), self.height(best)):
+        if best is None or best_gap > self.st.form_below_gap * max(self.height(k), self.height(best)):
             return None
         return best
 
 
-def _ticked_or_first(geo: _Layout, k: Piece) -> Piece | None:
+def _ticked_or_first(geo: _Layout, k: Piece, off: frozenset[str] = frozenset()) -> Piece | None:
     """The piece right of `k`; where that starts a row of check-box options OCR read one by one
     (□男 ☑女), the ticked option among them."""
     first = p = geo.right_of(k)
+    if "form_ticked" in off:
+        return first
     while p is not None and (CHECK_BOXES.match(p.text) or TICKED.search(p.text)):
         if TICKED.search(p.text):
             return p
@@ -278,14 +272,16 @@ def _ticked_or_first(geo: _Layout, k: Piece) -> Piece | None:
     return first
 
 
-def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pair]:
-    geo = _Layout(page, pieces)
+def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray], st: DecodeSettings = DEFAULT_SETTINGS,
+          off: frozenset[str] = frozenset()) -> list[Pair]:
+    geo = _Layout(page, pieces, st)
     # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
     # on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a page
     # it does not know (a real scan) it tags nearly everything other, and that says nothing.
     line_tags = [_mean_mass(m, 0, len(m)) for m in masses]
     trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
-    furniture = {li for li, t in enumerate(line_tags) if trust >= TRUST and t[3] >= OTHER}
+    furniture = {li for li, t in enumerate(line_tags) if trust >= st.form_trust and t[3] >= st.form_other} \
+        if "form_furniture" not in off else set()
     free = [p for p in pieces if not p.colon_key]
     own = {id(p): float(np.clip(key_score(p.text, _mean_mass(masses[p.line], p.start, p.end)), -3.0, 3.0))
            for p in free}
@@ -297,7 +293,7 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
     def ks(p: Piece, versus: Piece | None = None) -> float:
         if p.colon_key:
             return 9.0
-        lift = [own[id(o)] for o in mates[id(p)] if o is not versus]
+        lift = [own[id(o)] for o in mates[id(p)] if o is not versus] if "form_row_lift" not in off else []
         return own[id(p)] + (max(0.0, float(np.mean(lift))) if lift else 0.0)
 
     def is_value(v: Piece) -> bool:
@@ -306,11 +302,11 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
     def options_row(v: Piece) -> bool:
         """Printed choices after a question (□自取 □邮寄 with the boxes lost): another short piece
         that is no key follows the value closely on its row."""
-        if TICKED.search(v.text):
+        if TICKED.search(v.text) or "form_options_row" in off:
             return False
         nxt = geo.right_of(v)
         return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
-                and nxt.box[0] - v.box[2] <= 3 * geo.height(v) and ks(nxt, v) < KEY_MIN)
+                and nxt.box[0] - v.box[2] <= 3 * geo.height(v) and ks(nxt, v) < st.form_key_min)
 
     # candidate links (strength, key, value); strongest first, each piece used once
     cands: list[tuple[float, Piece, Piece]] = []
@@ -321,16 +317,16 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
             if is_value(k.value) and not options_row(k.value):
                 cands.append((10.0, k, k.value))
             continue
-        if not k.colon_key and ks(k) < KEY_MIN:
+        if not k.colon_key and ("form_colonless_keys" in off or ks(k) < st.form_key_min):
             continue
         # a long prompt ending in a colon introduces a list or a table, not a value on the next line
-        looks = [("right", _ticked_or_first(geo, k))]
-        looks += [("below", geo.below(k))] if len(k.text) <= LONG_KEY else []
+        looks = [("right", _ticked_or_first(geo, k, off))]
+        looks += [("below", geo.below(k))] if len(k.text) <= st.form_long_key and "form_below" not in off else []
         for where, v in looks:
             if v is None or not is_value(v) or (where == "right" and options_row(v)):
                 continue
             margin = ks(k, v) - ks(v, k)
-            if margin >= KEY_MARGIN:
+            if margin >= st.form_key_margin:
                 cands.append((min(margin, 5.0) + (0.5 if where == "right" else 0.0), k, v))
                 break                                # a value to the right wins over the line below
     cands.sort(key=lambda c: -c[0])
@@ -340,39 +336,12 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray]) -> list[Pai
             continue
         k.used = v.used = True
         ocr = min(page.lines[k.line].score, page.lines[v.line].score)
-        if ocr < OCR_MIN or len(k.text) < 2:   # a misread or cut-off key (人, 门) makes a wrong pair
+        # a misread or cut-off key (人, 门) makes a wrong pair
+        if (ocr < st.form_ocr_min and "form_ocr_min" not in off) or len(k.text) < 2:
             continue
         conf = 1 / (1 + np.exp(-(strength - 1.0)))
         ticked = TICKED.search(v.text)
         pairs.append(Pair(key=k.text, value=ticked.group(1) if ticked else v.text, key_box=k.box, value_box=v.box,
                           score=round(float(conf * ocr), 4), page=page.index))
-    pairs.sort(key=lambda p: (p.key_box[1], p.key_box[0]))
+    pairs.sort(key=lambda p: (p.key_box[1], p.key_box[0]) if p.key_box else (0.0, 0.0))
     return pairs
-
-
-# --- the model's own entity spans ------------------------------------------------------------------
-
-def _form_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
-                line_texts: list[str] | None = None, share: float = 0.6) -> list:
-    """Generic forms: a line whose characters mostly agree on one label (header/question/answer)
-    becomes one entity with that label, first to last visible character. XFUND-style forms label
-    whole lines, so a vote per line undoes a shaky first or last character. Lines without a clear
-    majority keep their per-character spans (a key and its value sharing one OCR line)."""
-    from models.extractor import Span, _spans  # the extractor's span decoding; imported late (it imports us)
-    per_char = _spans(line_probs, tag_labels, allowed, line_texts)
-    out: list[Span] = []
-    for li, probs in enumerate(line_probs):
-        mine = [s for s in per_char if s.line == li]
-        visible = [ci for ci in range(len(probs)) if not np.isnan(probs[ci]).any()]
-        if not mine or not visible:
-            continue
-        votes: dict[str, int] = {}
-        for s in mine:
-            votes[s.key] = votes.get(s.key, 0) + sum(1 for ci in visible if s.start <= ci < s.end)
-        key, n = max(votes.items(), key=lambda kv: kv[1])
-        if n >= share * len(visible):
-            score = float(np.mean([s.score for s in mine if s.key == key]))
-            out.append(Span(key, li, visible[0], visible[-1] + 1, score))
-        else:
-            out += mine
-    return out

@@ -1,0 +1,237 @@
+"""Which decoding rule earns its place: each rule of models/extraction switched off in turn.
+
+    python -m bench.decode_ablation --list                 # the rules, in the order they run
+    python -m bench.decode_ablation                        # the ablation table (field F1, pair F1)
+    python -m bench.decode_ablation --freeze runs/decode_dev/frozen.jsonl   # every prediction as JSON
+    python -m bench.decode_ablation --check runs/decode_dev/frozen.jsonl    # byte-identical to it?
+
+The development set: N generated pages per document type and level (none, light, photo) of the layouts
+the bundled model never saw in training (its provenance.json, as bench/extract_levels_bench.py), plus
+the real pages of ../shared/samples. Every page is read once by the OCR engine and the reading cached
+in DIR/ocr.jsonl whatever the OCR settings are later: a rerun scores the decoding alone, so two runs
+compare rule sets on the very same readings. Field F1 and pair F1 are training/evaluate.py's scores.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from data.corpus import corpus_from_synth_dir, read_corpus, write_corpus
+from data.document import Document, Page
+
+LEVELS = ("none", "light", "photo")
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+
+def heldout_layouts(model_dir: Path) -> dict[str, list[str]]:
+    from bench.extract_levels_bench import heldout_layouts as held
+    return held(model_dir)
+
+
+def build_records(out: Path, model_dir: Path, seed: int, n: int, levels: tuple[str, ...]) -> list[dict]:
+    """The generated pages (made once; the same seed gives the same pages) as corpus records."""
+    corpus = out / "corpus.jsonl"
+    if corpus.is_file():
+        return read_corpus(corpus)
+    records = []
+    for doc_type, layouts in heldout_layouts(model_dir).items():
+        for level in levels:
+            d = out / doc_type / level
+            if not any(d.glob("*.json")):
+                subprocess.run([sys.executable, "-m", "data.synth", "--type", doc_type, "--layouts",
+                                ",".join(layouts), "--n", str(n), "--seed", str(seed), "--degrade", level,
+                                "--out", str(d)], check=True, capture_output=True)
+            recs = corpus_from_synth_dir(d)
+            for r in recs:
+                r["id"] = f"{r['id']}_{level}"
+                r["degrade"] = level
+            records += recs
+    write_corpus(records, corpus)
+    return read_corpus(corpus)
+
+
+def sample_images() -> list[Path]:
+    """The real pages of ../shared/samples (no ground truth used: they take part in the identity check)."""
+    d = SAMPLES / "img"
+    return sorted(p for p in d.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if d.is_dir() else []
+
+
+def read_pages(items: list[tuple[str, str]], cache: Path) -> dict[str, list[Page]]:
+    """id -> OCR'd pages of each (id, image path), read once and cached in `cache` (any OCR settings)."""
+    done: dict[str, list[Page]] = {}
+    if cache.is_file():
+        for raw in cache.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                row = json.loads(raw)
+                done[row["id"]] = Document.from_dict({"pages": row["pages"]}).pages
+    todo = [(i, p) for i, p in items if i not in done]
+    if todo:
+        from data.io import iter_pages
+        from models.ocr import get_engine
+        engine = get_engine()
+        with open(cache, "a", encoding="utf-8") as fh:
+            for n, (rid, path) in enumerate(todo, 1):
+                pages = [engine.read(img) for img in iter_pages(path)]
+                for k, pg in enumerate(pages):
+                    pg.index = k
+                done[rid] = pages
+                fh.write(json.dumps({"id": rid, "pages": Document(pages=pages).to_dict()["pages"]},
+                                    ensure_ascii=False) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+                print(f"  OCR {n}/{len(todo)} {rid}", file=sys.stderr, flush=True)
+    return done
+
+
+def dev_set(out: Path, model_dir: Path, seed: int, n: int, levels: tuple[str, ...]
+            ) -> tuple[list[dict], dict[str, list[Page]]]:
+    out.mkdir(parents=True, exist_ok=True)
+    records = build_records(out, model_dir, seed, n, levels)
+    items = [(str(r["id"]), str(r["image"])) for r in records]
+    items += [(f"sample/{p.name}", str(p)) for p in sample_images()]
+    return records, read_pages(items, out / "ocr.jsonl")
+
+
+def predict_all(extractor: Any, records: list[dict], pages: dict[str, list[Page]],
+                off: frozenset[str] = frozenset()) -> dict[str, Document]:
+    """id -> the extracted Document (one page at a time, as app/pipeline.py calls the extractor)."""
+    out = {}
+    ids = [str(r["id"]) for r in records] + sorted(k for k in pages if k.startswith("sample/"))
+    for rid in ids:
+        for pg in pages.get(rid, []):
+            key = f"{rid}#{pg.index}"
+            page = Page.__new__(Page)
+            page.__dict__.update(pg.__dict__)
+            page.lines = list(pg.lines)
+            out[key] = extractor.extract(Document(source=rid, pages=[page]), **({"off": off} if off else {}))
+    return out
+
+
+def score(records: list[dict], docs: dict[str, Document]) -> Any:
+    """training/evaluate.py's report over the generated pages (field F1; generic forms: pair F1)."""
+    from data.schemas import list_schemas, load_schema
+    from training.evaluate import PageScore, Report, gold_of, pred_of, score_fields, score_pairs
+    report = Report()
+    for rec in records:
+        doc = docs.get(f"{rec['id']}#0")
+        if doc is None:
+            continue
+        dt = str(rec.get("doc_type"))
+        schema = load_schema(dt) if dt in list_schemas() else None
+        gf, gi, gp = gold_of(rec, schema)
+        pf, pi, pp = pred_of(doc, schema)
+        report.add(PageScore(dt, score_fields(gf, pf, gi, pi), score_pairs(gp, pp) if dt == "generic_form" else None),
+                   doc.doc_type, rec.get("degrade"))
+    return report
+
+
+def cells(report: Any) -> dict[str, float]:
+    """Every score the bar holds: per level, each type's headline F1 and all fields; overall field and pair F1."""
+    out = {f"{lv}/{t}": f for lv, r in report.by_level.items() for t, f in r.headline().items()}
+    out.update({f"{lv}/all fields": round(r.overall().f1, 4) for lv, r in report.by_level.items()})
+    out["field F1"] = round(report.overall().f1, 4)
+    pairs = report.pairs.get("generic_form")
+    out["pair F1"] = round(pairs.f1, 4) if pairs else 0.0
+    return out
+
+
+def frozen_lines(docs: dict[str, Document]) -> list[str]:
+    """One JSON line per page: the prediction with timings left out (they differ run to run)."""
+    lines = []
+    for key, doc in docs.items():
+        d = doc.to_dict()
+        d.pop("timings", None)
+        d.pop("pages", None)
+        lines.append(json.dumps({"id": key, "doc": d}, ensure_ascii=False, sort_keys=True))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="models/default", help="model directory (default: models/default)")
+    p.add_argument("--seed", type=int, default=5150, help="generator seed of the development set (default 5150)")
+    p.add_argument("--n", type=int, default=4, help="pages per document type and level (default 4)")
+    p.add_argument("--out", default="runs/decode_dev", help="development set and OCR cache folder")
+    p.add_argument("--list", action="store_true", help="print the decoding rules in the order they run and stop")
+    p.add_argument("--rules", help="comma-separated rules to ablate (default: every rule that is not core)")
+    p.add_argument("--json", default="bench/results/decode_ablation.json", help="where the table goes as JSON")
+    p.add_argument("--freeze", help="write every prediction (JSON lines) to this file and stop")
+    p.add_argument("--check", help="compare every prediction with this frozen file and stop (exit 1 if any differs)")
+    a = p.parse_args(argv)
+    if a.list:
+        from models.extraction.rules import table
+        print(table())
+        return 0
+    records, pages = dev_set(Path(a.out), Path(a.model), a.seed, a.n, LEVELS)
+    from models.extractor import Extractor
+    ex = Extractor.load(a.model)
+    memo_forward(ex)
+    base_docs = predict_all(ex, records, pages)
+    lines = frozen_lines(base_docs)
+    if a.freeze:
+        Path(a.freeze).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"{len(lines)} predictions -> {a.freeze}")
+        return 0
+    if a.check:
+        want = Path(a.check).read_text(encoding="utf-8").splitlines()
+        diff = [i for i, (x, y) in enumerate(zip(lines, want)) if x != y]
+        if len(want) != len(lines) or diff:
+            for i in diff[:10]:
+                print("DIFF", json.loads(want[i])["id"])
+            print(f"{len(diff)} of {len(want)} predictions differ (got {len(lines)})")
+            return 1
+        print(f"identical: {len(lines)} predictions")
+        return 0
+    return ablate(ex, records, pages, base_docs, a.rules, Path(a.json))
+
+
+def memo_forward(ex: Any) -> None:
+    """Run the model once per page: every ablation decodes the same tag probabilities again."""
+    seen: dict[Any, Any] = {}
+    predict = ex.predict_page
+
+    def cached(page: Page) -> Any:
+        key = (page.width, page.height, tuple((ln.text, str(ln.quad)) for ln in page.lines))
+        if key not in seen:
+            seen[key] = predict(page)
+        return seen[key]
+    ex.predict_page = cached
+
+
+def ablate(ex: Any, records: list[dict], pages: dict[str, list[Page]], base_docs: dict[str, Document],
+           names: str | None, out: Path) -> int:
+    """Each rule off in turn: its contribution (all on minus it off) per score, and how many pages
+    (generated and real) its absence changes."""
+    from models.extraction.rules import RULES
+    base = cells(score(records, base_docs))
+    base_lines = frozen_lines(base_docs)
+    todo = [r.name for r in RULES if not r.core] if not names else names.split(",")
+    rows = []
+    print(f"{'rule':<24} {'field F1':>9} {'pair F1':>8} {'worst cell':>22} {'pages changed':>13}")
+    print(f"{'(all rules on)':<24} {base['field F1']:9.4f} {base['pair F1']:8.4f}")
+    for name in todo:
+        docs = predict_all(ex, records, pages, frozenset([name]))
+        got = cells(score(records, docs))
+        changed = sum(x != y for x, y in zip(base_lines, frozen_lines(docs)))
+        delta = {k: round(base[k] - got.get(k, 0.0), 4) for k in base}
+        worst = max(delta, key=lambda k: abs(delta[k]))
+        row = {"rule": name, "field_f1": delta["field F1"], "pair_f1": delta["pair F1"],
+               "worst_cell": worst, "worst_delta": delta[worst], "pages_changed": changed, "delta": delta}
+        rows.append(row)
+        print(f"{name:<24} {row['field_f1']:+9.4f} {row['pair_f1']:+8.4f} {worst:>15} {delta[worst]:+.4f} "
+              f"{changed:13d}", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"base": base, "pages": len(base_lines), "ablations": rows}, ensure_ascii=False,
+                              indent=1), encoding="utf-8")
+    tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,139 @@
+"""The typed pieces every rule works on: a page's predictions, candidate spans, the page context.
+
+`PagePrediction` is what `Extractor.predict_page` returns; `Span` a candidate value (characters
+[start, end) of one OCR line, with the field the model gave it); `PageContext` one page being decoded:
+the document filled so far, the schema, the candidates, the settings and the rules switched off.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any, Callable
+
+import numpy as np
+
+from data.document import Document, Field, Line, Page
+from data.normalize import normalize_value
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
+
+COLONS = ":："
+ITEM_PREFIX = "items."
+
+
+@dataclass
+class PagePrediction:
+    """The model's raw reading of one page."""
+    doc: np.ndarray                                   # doc-type probabilities, averaged over windows
+    probs: list[np.ndarray]                           # per line, per character tag probabilities (NaN: space)
+    link: Callable[[tuple[int, int], tuple[int, int]], float | None]   # link score of two (line, char)
+
+
+@dataclass
+class Span:
+    key: str
+    line: int
+    start: int
+    end: int
+    score: float
+    alts: dict[str, float] = dc_field(default_factory=dict)   # mean key mass over the span, per key
+
+
+@dataclass
+class PageContext:
+    """One page of a document being decoded under its type's schema."""
+    doc: Document
+    page: Page
+    schema: Any
+    spans: list[Span]
+    settings: DecodeSettings = DEFAULT_SETTINGS
+    header: list[Span] = dc_field(default_factory=list)       # candidates for the schema's fields
+    rank: list[Callable[[Span], Any]] = dc_field(default_factory=list)   # sort keys before the score
+    used: set[tuple[int, int]] = dc_field(default_factory=set)           # (line, start) of chosen spans
+    item_spans: list[Span] = dc_field(default_factory=list)
+    cells: list[tuple[str, Field]] = dc_field(default_factory=list)
+    rows: list[dict[str, Field]] = dc_field(default_factory=list)   # item rows read on this page
+    height: float = 0.0                                        # median line height (item rows)
+    figures: list[tuple[Any, int, int, int]] | None = None   # (value, line, start, end) of free money figures
+
+    def __post_init__(self) -> None:
+        self.specs = {f.key: f for f in self.schema.fields}
+        self.item_specs = {f.key: f for f in self.schema.item_fields}
+        self.phrases = {k: [re.sub(r"\s+", "", ph) for ph in f.key_phrases] for k, f in self.specs.items()}
+        self.every_phrase = [ph for phs in self.phrases.values() for ph in phs if ph]
+
+    def text(self, s: Span) -> str:
+        return self.page.lines[s.line].text
+
+    def here(self) -> dict[str, Field]:
+        """The fields read on this page (a field of another page is never completed from this one)."""
+        return {key: f for key, f in self.doc.fields.items() if f.page == self.page.index}
+
+    def make_field(self, key: str, spec: Any, s: Span) -> Field:
+        return make_field(key, spec, self.page, s)
+
+
+TYPE_SHAPES = {
+    "date": r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?",
+    "amount": r"(?<![0-9A-Za-z.])-?\d[\d,]*(?:\.\d{1,2})?(?![0-9A-Za-z])",   # not a piece of a code
+    "tax_id": r"[0-9A-Z]{20}|[0-9A-Z]{18}|[0-9A-Z]{15}",
+    "credit_code": r"[0-9A-Z]{18}",
+    "id_number": r"\d{17}[\dXx]",
+}
+TAX_ID = re.compile(r"[0-9A-Z]{15}|[0-9A-Z]{18}|[0-9A-Z]{20}")
+CODE_TYPES = ("code", "tax_id", "id_number", "credit_code")
+
+
+def plausible(spec: Any, raw: str) -> bool:
+    """Whether a candidate's text reads as the field's type (and pattern, when the schema has one)."""
+    raw = clean(raw)
+    if not raw:
+        return False
+    value = normalize_value(spec.type, raw)
+    if value is None:
+        return False
+    if spec.type == "tax_id" and not TAX_ID.fullmatch(value):
+        return False
+    if spec.type == "id_number" and len(value) != 18:
+        return False
+    if spec.pattern and spec.type in CODE_TYPES:
+        return re.fullmatch(spec.pattern, value) is not None
+    return True
+
+
+def near(a: str, b: str) -> bool:
+    """Same length and at most one character different: one OCR misreading apart."""
+    return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) <= 1
+
+
+def char_box(line: Line, start: int, end: int) -> list[float]:
+    """The part of a line's box under characters [start, end), by proportion of characters."""
+    x0, y0, x1, y1 = line.box
+    n = max(1, len(line.text))
+    w = x1 - x0
+    return [round(x0 + w * start / n, 1), y0, round(x0 + w * end / n, 1), y1]
+
+
+def clean(text: str) -> str:
+    return text.strip().strip(":：").strip()
+
+
+def line_starts(page: Page) -> np.ndarray:
+    """Offset of each line's first character in the page text (lines joined by newlines), plus the end."""
+    return np.cumsum([0] + [len(ln.text) + 1 for ln in page.lines])
+
+
+def line_of(offsets: np.ndarray, pos: int) -> int:
+    """Index of the line that holds page-text offset `pos`."""
+    return int(np.searchsorted(offsets, pos, side="right") - 1)
+
+
+def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
+    """A Field from a span: raw text, normalised value, box and page-text offsets."""
+    line = page.lines[s.line]
+    raw = clean(line.text[s.start:s.end])
+    value = normalize_value(spec.type if spec else "text", raw)
+    offset = sum(len(ln.text) + 1 for ln in page.lines[:s.line])
+    return Field(key=key, value=value if value is not None else raw, raw=raw, score=round(s.score, 4),
+                 box=char_box(line, s.start, s.end), page=page.index, label=spec.label if spec else key,
+                 span=[offset + s.start, offset + s.end])

@@ -1,0 +1,131 @@
+"""The document type, and the title field: what the page prints as its title.
+
+`pick_type` takes the classifier's probabilities and the page's printed title (rules type_by_title_line,
+type_needs_title, type_by_key_coverage); `complete_title` and `snap_title` complete a title the model
+or OCR cut short.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from data.document import Field, Line, Page
+from data.normalize import to_halfwidth
+from models.extraction.base import line_of, line_starts
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
+
+
+def title_evidence(phrases: list[str], lines: list[str]) -> float:
+    """How much of one of the titles a page prints: the best share, over titles and lines, of a title's
+    characters found in order in one OCR line (longest common subsequence), so 增值税专用发 read for
+    增值税专用发票 still counts. 0 when the page prints nothing like any of them."""
+    best = 0.0
+    for ph in (to_halfwidth(t) for t in phrases):
+        for ln in lines:
+            prev = [0] * (len(ln) + 1)
+            for ch in ph:
+                cur = [0]
+                for j, c in enumerate(ln):
+                    cur.append(prev[j] + 1 if ch == c else max(prev[j + 1], cur[j]))
+                prev = cur
+            best = max(best, prev[-1] / len(ph))
+    return best
+
+
+def title_line(phrases: list[str], lines: list[str], extra: int = DEFAULT_SETTINGS.title_extra) -> int:
+    """Length of the longest title a page prints as a title: a line holding the title exactly, with at
+    most four characters more (a province: 湖南增值税电子普通发票). 0 when there is none."""
+    best = 0
+    lines = [re.sub(r"[()]", "", ln) for ln in lines]        # OCR drops a bracket now and then
+    for ph in (re.sub(r"[\s()]+", "", to_halfwidth(t)) for t in phrases):
+        if any(ph in ln and len(ln) <= len(ph) + extra for ln in lines):
+            best = max(best, len(ph))
+    return best
+
+
+def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[str],
+              st: DecodeSettings = DEFAULT_SETTINGS, off: frozenset[str] = frozenset()) -> int:
+    """The document type from the classifier and the page's printed title.
+
+    A page that prints a type's title as its own line, read exactly (电子发票（增值税专用发票）), is that
+    type even when the classifier leaned elsewhere (a small, noisy photo taken for a generic form); with
+    several such types the longest title wins (an e-invoice's title holds a VAT invoice's). Otherwise
+    the classifier's most likely type whose title the page shows: a type whose schema says every page
+    prints one of its titles (title_required) is passed over when the page shows less than half of every
+    such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT invoice
+    because the classifier leaned that way), unless the page prints the keys of that type's fields
+    (发票代码, 纳税人识别号 ... on an invoice whose title a seal hides). When no type passes, the most
+    likely one stays."""
+    lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
+    # a title OCR cut in two (电子发票 | （增值税专用发票）) is whole again in a line joined to the next
+    joined = lines + [a + b for a, b in zip(lines, lines[1:])]
+    titled = {i: title_line(schemas[t].title_phrases, joined, st.title_extra) for i, t in enumerate(types)
+              if schemas.get(t) is not None and schemas[t].title_required and "type_by_title_line" not in off}
+    longest = max(titled.values(), default=0)
+    if longest:
+        return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
+    text = "".join(lines)
+    for i in np.argsort(-probs, kind="stable"):
+        schema = schemas.get(types[i])
+        if schema is None or not schema.title_required or "type_needs_title" in off or \
+                title_evidence(schema.title_phrases, lines) >= st.title_evidence or \
+                ("type_by_key_coverage" not in off and key_coverage(schema, text) >= st.key_coverage):
+            return int(i)
+    return int(probs.argmax())
+
+
+def key_coverage(schema, text: str) -> float:
+    """Share of the schema's fields with key phrases whose phrase stands in the page text."""
+    keyed = [f for f in schema.fields if f.key_phrases]
+    hits = sum(any(re.sub(r"\s+", "", to_halfwidth(p)) in text for p in f.key_phrases) for f in keyed)
+    return hits / len(keyed) if keyed else 0.0
+
+
+def snap_title(value: str, phrases: list[str]) -> str:
+    """A title OCR cut short (电子发票(增值 / 福建增值税电子普通) completed from the schema's titles: the
+    longest tail of the value (at least 4 characters) that begins exactly one known title is replaced by
+    that title; what stands before it (a province) stays. A complete or unknown title is kept."""
+    titles = {to_halfwidth(t) for t in phrases}
+    if not value or any(value.endswith(t) for t in titles):
+        return value
+    v = value[:-1] if value.endswith(")") and value.count("(") == value.count(")") else value
+    for i in range(len(v) - 3):
+        tail = v[i:]
+        fits = {t for t in titles if t.startswith(tail) and t != tail}
+        if len(fits) == 1:
+            return v[:i] + fits.pop()
+        if fits:
+            return value
+    return value
+
+
+def complete_title(f: Field, page: Page, phrases: list[str]) -> None:
+    """A title the model tagged only in part (电子发 of 电子发票 | （增值税专用发票）, OCR's two lines on one
+    row or stacked) is the printed title it belongs to: its line, alone or joined to the line before or
+    after it, holds a known title exactly, with at most four characters more before it (a province)."""
+    if f.span is None:
+        return
+    titles = sorted({re.sub(r"\s+", "", to_halfwidth(t)) for t in phrases}, key=len, reverse=True)
+    cur = re.sub(r"\s+", "", to_halfwidth(f.value or ""))
+    if not cur or any(cur.endswith(t) for t in titles):
+        return
+    offsets = line_starts(page)
+    li = line_of(offsets, f.span[0])
+
+    def close(a: Line, b: Line) -> bool:         # on one row, or b stacked right under a
+        h = max(1.0, a.box[3] - a.box[1], b.box[3] - b.box[1])
+        return abs((a.box[1] + a.box[3]) - (b.box[1] + b.box[3])) < h or -0.3 * h <= b.box[1] - a.box[3] < 1.5 * h
+    for lo, hi in ((li, li), (li, li + 1), (li - 1, li)):
+        if lo < 0 or hi >= len(page.lines) or (hi > lo and not close(page.lines[lo], page.lines[hi])):
+            continue
+        joined = "".join(re.sub(r"\s+", "", to_halfwidth(page.lines[k].text)) for k in range(lo, hi + 1))
+        for t in titles:
+            k = joined.find(t)
+            if 0 <= k <= 4 and cur in joined[:k + len(t)]:
+                f.value = f.raw = joined[:k + len(t)]
+                boxes = [page.lines[i].box for i in range(lo, hi + 1)]
+                f.box = [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                         max(b[3] for b in boxes)]
+                f.span = [int(offsets[lo]), int(offsets[hi] + len(page.lines[hi].text))]
+                return

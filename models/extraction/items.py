@@ -1,0 +1,168 @@
+"""Item rows (goods lines of an invoice or receipt): cells from the model's item spans, one row per
+printed table row, and the rules that complete or drop rows.
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from data.document import Document, Field, Page
+from data.normalize import parse_amount
+from models.decode import cluster_rows, page_slope
+from models.extraction.base import ITEM_PREFIX, PageContext, Span, line_starts
+
+
+def whole_cells(spans: list[Span], page: Page) -> list[Span]:
+    """Table cells are OCR lines of their own: an item span that covers part of a line no other item
+    span shares grows to the whole line when the rest holds no space (250ML cut from 250ML*24)."""
+    out = []
+    for sp in spans:
+        text = page.lines[sp.line].text
+        alone = sum(1 for o in spans if o.line == sp.line) == 1
+        body = text.strip()
+        if alone and body and " " not in body and "　" not in body and (sp.end - sp.start) < len(body):
+            a = text.index(body)
+            sp = Span(sp.key, sp.line, a, a + len(body), sp.score, sp.alts)
+        out.append(sp)
+    return out
+
+
+def drop_total_rows(doc: Document) -> None:
+    """A nameless row whose amount is the sum of the other rows' amounts is the 合计 line under the
+    table (a receipt prints it without ¥), not goods: drop it so the totals can claim it."""
+    def amount(row: dict[str, Field]) -> Any:
+        return parse_amount(row["amount"].value) if "amount" in row else None
+    for row in list(doc.items):
+        others = [amount(r) for r in doc.items if r is not row]
+        if "name" not in row and amount(row) is not None and others and None not in others \
+                and sum(others) == amount(row):
+            doc.items.remove(row)
+
+
+def is_item_row(row: dict[str, Field], page_text: str) -> bool:
+    """Whether clustered cells make a goods row: it has a figure, and it is not the 合计 row (only
+    ¥-marked figures, no name). A lone name fragment is text the model half-tagged elsewhere."""
+    figures = [f for k, f in row.items() if k != "name" and re.search(r"\d", f.raw or "")]
+    if not figures:
+        return False
+
+    def yen(f: Field) -> bool:
+        before = page_text[:f.span[0]].rstrip(" ")[-1:] if f.span else ""
+        return (f.raw or "").lstrip()[:1] in ("¥", "￥") or before in ("¥", "￥")
+    return "name" in row or not all(yen(f) for f in figures)
+
+
+def complete_item_rows(ctx: PageContext) -> None:
+    """A row's quantity or tax the model missed (a lone "1" is easy to miss) is the untaken figure
+    in the row's band that makes 数量 x 单价 = 金额 (or 金额 x 税率 = 税额) hold."""
+    doc, page, item_specs, height = ctx.doc, ctx.page, ctx.item_specs, ctx.height
+    here = [f for row in doc.items for f in row.values()] + list(doc.fields.values())
+    taken = {tuple(f.span) for f in here if f.span and f.page == page.index}
+    starts = line_starts(page)
+    for row in doc.items:
+        if any(f.page != page.index for f in row.values()):
+            continue            # a row of an earlier page: its band is on that page
+        amount = parse_amount(row["amount"].value) if "amount" in row else None
+        if amount is None:
+            continue
+        ys = [(f.box[1] + f.box[3]) / 2 for f in row.values() if f.box]
+        want: dict[str, Any] = {}
+        price = parse_amount(row["unit_price"].value) if "unit_price" in row else None
+        if "quantity" not in row and "quantity" in item_specs and price:
+            want["quantity"] = lambda v: abs(v * price - amount) <= Decimal("0.01") * max(1, v)
+        rate = row["tax_rate"].value if "tax_rate" in row else None
+        if "tax" not in row and "tax" in item_specs and rate and rate.endswith("%"):
+            r = parse_amount(rate[:-1])
+            if r is not None:
+                want["tax"] = lambda v: "." in str(v) and abs(v - amount * r / 100) <= Decimal("0.011")
+        for key, ok in want.items():
+            fits = []
+            for li, ln in enumerate(page.lines):
+                text = ln.text.strip()
+                if not text:
+                    continue
+                cy = (ln.box[1] + ln.box[3]) / 2
+                v = parse_amount(text)
+                at = int(starts[li]) + ln.text.index(text[0])
+                span = (at, at + len(text))
+                if v is not None and v > 0 and span not in taken and \
+                        any(abs(cy - y) < ctx.settings.item_band * height for y in ys) and ok(v):
+                    fits.append((li, span))
+            if len(fits) == 1:
+                li, span = fits[0]
+                a = span[0] - int(starts[li])
+                row[key] = ctx.make_field(key, item_specs[key], Span(ITEM_PREFIX + key, li, a,
+                                                                     a + span[1] - span[0], 0.5))
+                taken.add(span)
+
+
+# --- rules over the page context ------------------------------------------------------------------
+
+def item_candidates(ctx: PageContext) -> None:
+    """The model's item spans of fields the schema has."""
+    ctx.item_spans = [s for s in ctx.spans if s.key.startswith(ITEM_PREFIX) and s.key[6:] in ctx.item_specs]
+
+
+def whole_cell(ctx: PageContext) -> None:
+    """An item span alone on its OCR line grows to the whole line when the rest holds no space."""
+    ctx.item_spans = whole_cells(ctx.item_spans, ctx.page)
+
+
+def item_cells(ctx: PageContext) -> None:
+    """Each item span as a cell (field key, Field); empty cells or cells without a box are dropped."""
+    cells = [(s.key[6:], ctx.make_field(s.key[6:], ctx.item_specs[s.key[6:]], s)) for s in ctx.item_spans]
+    ctx.cells = [(k, f) for k, f in cells if f.raw and f.box]
+
+
+def star_name(ctx: PageContext) -> None:
+    """货物名称 is printed *类别*名称; OCR often drops the first star, or reads the second as a quotation
+    mark (会议服务“会议费)."""
+    for k, f in ctx.cells:
+        if k != "name":
+            continue
+        value = re.sub(r"(?<=[\u4e00-\u9fff])[“”\"＊※](?=[\u4e00-\u9fff])", "*", f.value or "", count=1)
+        if re.fullmatch(r"[^*\s][^*]*\*[^*]+", value):
+            value = "*" + value
+        f.value = value
+
+
+def cluster_item_rows(ctx: PageContext) -> None:
+    """One row per printed table row: cell centres clustered after taking out the page tilt; of two
+    cells of one key in a row the longer text wins, then the higher score."""
+    if not ctx.cells:
+        return
+    quads = [ln.quad for ln in ctx.page.lines]
+    ctx.height = float(np.median([np.hypot(*(np.subtract(q[3], q[0]))) for q in quads]))
+    cells = ctx.cells
+    for idx in cluster_rows([(k, f.box or []) for k, f in cells], ctx.height, page_slope(quads),
+                            ctx.settings.row_tolerance, ctx.settings.row_lower):
+        row: dict[str, Field] = {}
+        for k, f in (cells[j] for j in idx):
+            if k not in row or (len(f.raw), f.score) > (len(row[k].raw), row[k].score):
+                row[k] = f
+        ctx.rows.append(row)
+        ctx.doc.items.append(row)
+
+
+def goods_rows_only(ctx: PageContext) -> None:
+    """A clustered row without a figure, or the 合计 row (only ¥-marked figures, no name), is no goods row."""
+    page_text = "\n".join(ln.text for ln in ctx.page.lines)
+    drop = [row for row in ctx.rows if not is_item_row(row, page_text)]
+    ctx.rows = [row for row in ctx.rows if not any(row is d for d in drop)]
+    ctx.doc.items = [row for row in ctx.doc.items if not any(row is d for d in drop)]
+
+
+def drop_total_row(ctx: PageContext) -> None:
+    """A nameless row whose amount is the sum of the other rows' is the 合计 line, not goods."""
+    if ctx.cells:
+        drop_total_rows(ctx.doc)
+
+
+def complete_item_row(ctx: PageContext) -> None:
+    """A row's missing quantity or tax is the one untaken figure in its band that makes the row's
+    arithmetic hold."""
+    if ctx.cells:
+        complete_item_rows(ctx)

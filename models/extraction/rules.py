@@ -1,0 +1,124 @@
+"""The decoding rules as one ordered list: `RULES` says what runs, in which order, and can be printed.
+
+A rule is a named function. Rules of the stages "spans", "type" and "forms" are consulted inside span
+decoding (models/extraction/spans.py), type picking (doctype.py) and form pairing (forms.py); the
+others run one after the other over a `PageContext` (`decode_fields`). A rule marked `core` is the
+decoding itself (no candidate would become a value without it) and is never switched off;
+bench/decode_ablation.py switches each other rule off in turn and measures what it contributes.
+
+    python -m bench.decode_ablation --list
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from data.document import Document, Page
+from models.extraction import arithmetic, field_rules, items, spans
+from models.extraction.base import PageContext, PagePrediction, plausible
+from models.extraction.doctype import pick_type
+from models.extraction.forms import decode_form
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
+from models.extraction.spans import decode_spans
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    stage: str                       # spans, type, fields, items, arithmetic, forms
+    fn: Callable                     # the function that implements it
+    core: bool = False               # the decoding itself: never switched off
+    about: str = ""                  # what it does, where `fn` holds several rules
+
+    @property
+    def doc(self) -> str:
+        text = self.about or " ".join((self.fn.__doc__ or "").split()).split(". ")[0].split(": ")[0].rstrip(".")
+        return text if len(text) <= 90 else text[:87] + "..."
+
+
+RULES: list[Rule] = [
+    Rule("vote_alnum_runs", "spans", spans.vote_alnum_runs),
+    Rule("vote_segments", "spans", spans.vote_segments),
+    Rule("extend_left", "spans", spans.extend_left),
+    Rule("type_by_title_line", "type", pick_type, about="a page printing a type's title as a line is that type"),
+    Rule("type_needs_title", "type", pick_type,
+         about="a type whose pages all print a title is passed over when the page shows too little of it"),
+    Rule("type_by_key_coverage", "type", pick_type,
+         about="... unless the page prints enough of the type's key phrases (a seal over the title)"),
+    Rule("field_candidates", "fields", field_rules.field_candidates, core=True),
+    Rule("rekey_after_key_phrase", "fields", field_rules.rekey_after_key_phrase),
+    Rule("rekey_by_row_key", "fields", field_rules.rekey_by_row_key),
+    Rule("drop_key_text", "fields", field_rules.drop_key_text),
+    Rule("strip_own_key", "fields", field_rules.strip_own_key),
+    Rule("fit_to_type", "fields", field_rules.fit_to_type),
+    Rule("text_to_segment_end", "fields", field_rules.text_to_segment_end),
+    Rule("text_whole_line", "fields", field_rules.text_whole_line),
+    Rule("prefer_plausible", "fields", field_rules.prefer_plausible),
+    Rule("choose_fields", "fields", field_rules.choose_fields, core=True),
+    Rule("complete_sums", "arithmetic", arithmetic.complete_sums),
+    Rule("bracket_below", "fields", field_rules.bracket_below),
+    Rule("bracket_head", "fields", field_rules.bracket_head),
+    Rule("text_through_colon", "fields", field_rules.text_through_colon),
+    Rule("title_from_line", "fields", field_rules.title_from_line),
+    Rule("title_snap", "fields", field_rules.title_snap),
+    Rule("item_candidates", "items", items.item_candidates, core=True),
+    Rule("whole_cell", "items", items.whole_cell),
+    Rule("item_cells", "items", items.item_cells, core=True),
+    Rule("star_name", "items", items.star_name),
+    Rule("cluster_item_rows", "items", items.cluster_item_rows, core=True),
+    Rule("goods_rows_only", "items", items.goods_rows_only),
+    Rule("drop_total_row", "items", items.drop_total_row),
+    Rule("complete_item_row", "items", items.complete_item_row),
+    Rule("money_figures", "arithmetic", arithmetic.money_figures, core=True),
+    Rule("figure_from_words", "arithmetic", arithmetic.figure_from_words),
+    Rule("total_from_terms", "arithmetic", arithmetic.total_from_terms),
+    Rule("fill_by_arithmetic", "arithmetic", arithmetic.fill_by_arithmetic),
+    Rule("words_misread", "arithmetic", arithmetic.words_misread),
+    Rule("id_number_facts", "arithmetic", arithmetic.id_number_facts),
+    Rule("form_colonless_keys", "forms", decode_form, about="a colon-less line more key-like than its value is a key"),
+    Rule("form_row_lift", "forms", decode_form, about="a colon-less key borrows key evidence from its row's labels"),
+    Rule("form_furniture", "forms", decode_form,
+         about="on a page the model knows, a line it tags other holds no key or value"),
+    Rule("form_options_row", "forms", decode_form, about="printed options after a question are no answer"),
+    Rule("form_ticked", "forms", decode_form, about="of check-box options read one by one, the ticked one answers"),
+    Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
+    Rule("form_ocr_min", "forms", decode_form, about="no pair from a line OCR read unsurely"),
+]
+STEP_STAGES = ("fields", "items", "arithmetic")
+
+
+def check_names(off: frozenset[str]) -> None:
+    """Refuse unknown or core rule names (a typo would silently switch nothing off)."""
+    known = {r.name for r in RULES if not r.core}
+    bad = sorted(set(off) - known)
+    if bad:
+        raise ValueError(f"no such rule to switch off: {', '.join(bad)}; choose from {', '.join(sorted(known))}")
+
+
+def decode_fields(ctx: PageContext, off: frozenset[str] = frozenset()) -> None:
+    """Run the step rules over one page, in `RULES` order, skipping those named in `off`."""
+    for rule in RULES:
+        if rule.stage in STEP_STAGES and (rule.core or rule.name not in off):
+            rule.fn(ctx)
+
+
+def table() -> str:
+    """RULES as printed by `python -m bench.decode_ablation --list`."""
+    rows = [f"{i:>2}. {r.name:<24} {r.stage:<10} {'core ' if r.core else ''}{r.doc}" for i, r in enumerate(RULES, 1)]
+    return "\n".join(rows)
+
+
+def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, tag_labels: list[str],
+                allowed: np.ndarray, generic: bool, settings: DecodeSettings = DEFAULT_SETTINGS,
+                off: frozenset[str] = frozenset()) -> None:
+    """Add one page's values to `doc` (fields and items of its schema, or a generic form's pairs)."""
+    if generic:
+        doc.pairs += decode_form(page, pred, tag_labels, settings, off)
+        return
+    specs = {f.key: f for f in schema.fields}
+    free_text = {f.key for f in schema.fields if f.type == "text"}
+    cands = decode_spans(pred.probs, tag_labels, allowed, [ln.text for ln in page.lines], free_text,
+                         lambda k, t: k in specs and plausible(specs[k], t), settings, off)
+    decode_fields(PageContext(doc, page, schema, cands, settings), off)
