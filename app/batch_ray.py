@@ -204,14 +204,19 @@ class _Actor:
 
 
 def _death_reason(exc: BaseException) -> str:
-    """Ray's long actor-death message cut to the sentence that says why."""
-    text = " ".join(str(exc).split())
-    found = re.search(r"(The actor is dead because .*?|The actor died because .*?)(?:\. |$)", text)
-    reason = found.group(1) if found else text.split(". ")[0]
-    detail = re.search(r"Worker exit detail: (.*?)(?:\. |$)", text)
+    """Ray's long actor-death message cut to what says why: its "The actor ... because" sentence, the
+    worker's exit detail, and the error a creation task raised (e.g. ModuleNotFoundError on a node
+    without the product installed)."""
+    text = str(exc)
+    found = re.search(r"(The actor (?:is dead|died) because [^\n]*?)(?:\. |\.?\n|\.?$)", text)
+    reason = found.group(1) if found else " ".join(text.split()).split(". ")[0]
+    detail = re.search(r"Worker exit detail: (.*?)(?:\. |\.?\n|\.?$)", text)
     if detail:
         reason += f" ({detail.group(1)})"
-    return reason[:300]
+    raised = re.findall(r"^\s*(\w+(?:Error|Exception): .+)$", text, re.M)
+    if raised and raised[-1].strip() not in reason:
+        reason += f": {raised[-1].strip()}"
+    return reason[:400]
 
 
 def write_overlay(folder: str, name: str, data: bytes) -> None:
@@ -349,7 +354,7 @@ class RayPool:
     def _answer_ready(self, actor: _Actor, pending: collections.deque[Task]) -> None:
         try:
             state, info, node = self.ray.get(actor.ready_ref)
-        except self.ray.exceptions.RayActorError as exc:
+        except self.ray.exceptions.RayError as exc:
             self._buried(actor, pending, exc)
             return
         if state == "init_failed":
@@ -362,13 +367,13 @@ class RayPool:
         assert task is not None
         try:
             rows, overlays, busy = ray.get(actor.ref)
-        except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as exc:
-            self._buried(actor, pending, exc)
-            return
         except ray.exceptions.RayTaskError as exc:     # run() itself failed (run_task catches the pipeline's errors)
             cause = getattr(exc, "cause", None) or exc
             rows = [error_row(*task, type(cause).__name__, f"{cause} (internal error in the Ray actor)")]
             overlays, busy = {}, 0.0
+        except ray.exceptions.RayError as exc:    # the actor, its node or its result is gone (OOM, kill, network)
+            self._buried(actor, pending, exc)
+            return
         actor.task, actor.ref = None, None
         self.overhead_s += max(0.0, time.perf_counter() - actor.sent - busy)
         self.documents += 1

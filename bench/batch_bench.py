@@ -32,6 +32,8 @@ from pathlib import Path
 
 from app.batch_cmd import run_batch
 from app.batch_worker import WorkerOptions
+from app.pipeline import Analysis
+from data.document import Document
 
 
 def start_ray(cores: int) -> float:
@@ -68,12 +70,42 @@ def make_documents(folder: Path, n: int, scale: float, seed: int) -> tuple[int, 
     return n, pages
 
 
+def no_ocr(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
+    """A processor that reads the file and does nothing else: what is left of a run is the batch
+    machinery (hashing, shipping, scheduling, writing rows), i.e. the most documents/s it can pass."""
+    with open(path, "rb") as fh:
+        size = len(fh.read())
+    return Analysis(Document(source=os.path.basename(path), doc_type="receipt", warnings=[f"{size} bytes"]))
+
+
+def machinery_ceiling(tmp: Path, n: int, workers: int, settings: object) -> list[dict]:
+    """documents/s with `no_ocr` on n small files (300 KB, a scan's size), local workers and Ray."""
+    folder = tmp / "ceiling"
+    folder.mkdir()
+    for i in range(n):
+        (folder / f"scan{i:05d}.png").write_bytes(os.urandom(300_000))
+    options = WorkerOptions(processor="bench.batch_bench:no_ocr", warm_up=False)
+    rows = []
+    for mode in ("local", "ray") if settings is not None else ("local",):
+        out = tmp / f"ceiling_{mode}.jsonl"
+        summary = run_batch([str(folder)], str(out), workers=workers, options=options, progress=False,
+                            ray=settings if mode == "ray" else None)
+        rows.append({"mode": mode, "workers": workers, "documents": summary.done, "wall_s": round(summary.wall, 2),
+                     "documents_per_s": round(summary.done / summary.wall, 1),
+                     "ray_overhead_ms_per_doc": (round(summary.overhead_per_document * 1000, 2)
+                                                 if mode == "ray" else None)})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=6, help="documents to generate (default 6)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
     ap.add_argument("--ray", type=int, nargs="*", default=[1, 2],
                     help="Ray actor counts to run beside them (default 1 2; --ray alone: no Ray)")
+    ap.add_argument("--ceiling", type=int, default=0, metavar="N",
+                    help="also pass N 300 KB files through with a processor that does no OCR (local and Ray, "
+                         "the largest worker count): the documents/s the batch machinery itself allows")
     ap.add_argument("--scale", type=float, default=0.6,
                     help="resize generated pages by this factor (smaller = quicker OCR; default 0.6)")
     ap.add_argument("--repeat", type=int, default=1,
@@ -113,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                            "load_average_1m": round(os.getloadavg()[0], 2)}
                     if (mode, workers) not in best or row["wall_s"] < best[(mode, workers)]["wall_s"]:
                         best[(mode, workers)] = row
+            ceiling = (machinery_ceiling(Path(tmp), args.ceiling, max(args.workers + args.ray), settings)
+                       if args.ceiling else [])
         finally:
             if settings is not None:
                 import ray
@@ -133,11 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['mode']:>5} {r['workers']:>7} {r['wall_s']:>8.1f} {r['documents_per_s']:>8.3f} "
               f"{r['pages_per_s']:>8.3f} {r['speedup_vs_first']:>8.2f} {r['ocr_s_summed']:>11.1f} "
               f"{overhead:>10} {r['load_average_1m']:>8.2f}")
+    for r in ceiling:
+        print(f"no OCR, {r['documents']} files of 300 KB, {r['mode']} x{r['workers']}: {r['documents_per_s']:.1f} "
+              "documents/s" + (f", Ray {r['ray_overhead_ms_per_doc']:.1f} ms/doc" if r["mode"] == "ray" else ""))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(
         {"documents": n_docs, "pages": n_pages, "scale": args.scale, "cpu_cores": cores, "repeat": args.repeat,
          "machine": platform.processor() or platform.machine(), "ray_init_s": ray_init_s and round(ray_init_s, 2),
-         "runs": rows}, indent=2))
+         "runs": rows, "no_ocr_ceiling": ceiling}, indent=2))
     print(f"written {args.json}")
     return 0
 

@@ -147,6 +147,18 @@ def test_killed_actor_has_its_document_retried_once_on_another(tmp_path, ray_add
 
 
 @pytest.mark.heavy
+def test_actors_that_cannot_load_stop_the_batch_with_a_clear_error(tmp_path, ray_address):
+    from app.batch_pool import WorkersFailedToStart
+    from app.batch_ray import RaySettings
+    folder = make_folder(tmp_path, n_good=2)
+    broken = WorkerOptions(processor="tests.no_such_module:analyse", warm_up=False)
+    with pytest.raises(WorkersFailedToStart, match="could not load the models: ModuleNotFoundError"):
+        run_batch([str(folder)], str(tmp_path / "r.jsonl"), workers=2, options=broken, progress=False,
+                  ray=RaySettings(address=ray_address))
+    assert list(read_rows(str(tmp_path / "r.jsonl"))) == [], "no document was charged for it"
+
+
+@pytest.mark.heavy
 def test_driver_killed_9_then_rerun_gives_one_complete_group_per_file(tmp_path, ray_address):
     folder = make_folder(tmp_path, n_good=8)
     out = tmp_path / "results.jsonl"
