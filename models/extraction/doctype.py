@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from data.document import Field, Line, Page
+from data.geometry import same_row
 from data.normalize import to_halfwidth
 from models.extraction.base import line_of, line_starts
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
@@ -115,7 +116,7 @@ def complete_title(f: Field, page: Page, phrases: list[str]) -> None:
 
     def close(a: Line, b: Line) -> bool:         # on one row, or b stacked right under a
         h = max(1.0, a.box[3] - a.box[1], b.box[3] - b.box[1])
-        return abs((a.box[1] + a.box[3]) - (b.box[1] + b.box[3])) < h or -0.3 * h <= b.box[1] - a.box[3] < 1.5 * h
+        return same_row(a.box, b.box, line_height=h) or -0.3 * h <= b.box[1] - a.box[3] < 1.5 * h
     for lo, hi in ((li, li), (li, li + 1), (li - 1, li)):
         if lo < 0 or hi >= len(page.lines) or (hi > lo and not close(page.lines[lo], page.lines[hi])):
             continue

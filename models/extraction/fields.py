@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from data.document import Page
+from data.geometry import same_row
 from data.normalize import to_halfwidth
 from models.extraction.base import CODE_TYPES, COLONS, TYPE_SHAPES, Span, clean, near, plausible
 from models.extraction.doctype import title_evidence
@@ -83,8 +84,8 @@ def rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]]) -> Span:
     if line.text[:sp.start].strip() or line.text[sp.end:].strip():
         return sp
     x0, y0, _, y1 = line.box
-    h, cy = max(1.0, y1 - y0), (y0 + y1) / 2
-    left = [m for m in page.lines if m is not line and abs((m.box[1] + m.box[3]) / 2 - cy) < 0.5 * h
+    h = max(1.0, y1 - y0)
+    left = [m for m in page.lines if m is not line and same_row(m.box, line.box, line_height=h)
             and m.box[2] <= x0 + 0.3 * h]
     if not left:
         return sp

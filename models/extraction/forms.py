@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from data import geometry
 from data.document import Page, Pair
-from models.decode import page_slope
 from models.extraction.base import PagePrediction, char_box
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
@@ -209,54 +209,35 @@ def _is_header(p: Piece, mass: np.ndarray) -> bool:
 # --- linking ---------------------------------------------------------------------------------------
 
 class _Layout:
-    """Where pieces sit relative to each other, with the page tilt taken out (the median line
-    slope, as item rows use it), so a row that drifts across a skewed photo stays one row."""
+    """Where pieces sit relative to each other, with the page tilt taken out (data/geometry.py), so a
+    row that drifts across a skewed photo stays one row."""
 
     def __init__(self, page: Page, pieces: list[Piece], st: DecodeSettings = DEFAULT_SETTINGS):
         self.st = st
-        self.slope = page_slope([ln.quad for ln in page.lines])
+        self.slope = geometry.page_slope([ln.quad for ln in page.lines])
         self.pieces = pieces
-
-    def _lift(self, b: list[float]) -> float:
-        return self.slope * (b[0] + b[2]) / 2
-
-    def centre(self, p: Piece) -> float:
-        return (p.box[1] + p.box[3]) / 2 - self._lift(p.box)
 
     @staticmethod
     def height(p: Piece) -> float:
-        return max(1.0, p.box[3] - p.box[1])
+        return geometry.height(p.box)
 
     def same_row(self, a: Piece, b: Piece) -> bool:
-        return a.line != b.line and abs(self.centre(a) - self.centre(b)) < self.st.form_row_tol * max(self.height(a),
-                                                                                          self.height(b))
+        return a.line != b.line and geometry.same_row(a.box, b.box, self.slope, self.st.form_row_tol)
 
     def row_mates(self, p: Piece, among: list[Piece]) -> list[Piece]:
         return [o for o in among if o is not p and self.same_row(o, p)]
 
     def right_of(self, k: Piece) -> Piece | None:
         """The nearest piece to the right of `k` on its row, if it starts close enough."""
-        h = self.height(k)
-        row = [p for p in self.pieces if p is not k and self.same_row(p, k) and p.box[0] >= k.box[2] - 0.5 * h]
-        if not row:
-            return None
-        p = min(row, key=lambda p: p.box[0])
-        return p if p.box[0] - k.box[2] <= self.st.form_right_gap * h else None
+        others = [p for p in self.pieces if p is not k and p.line != k.line]
+        i = geometry.right_of(k.box, [p.box for p in others], self.slope, self.st.form_right_gap, self.st.form_row_tol)
+        return others[i] if i is not None else None
 
     def below(self, k: Piece) -> Piece | None:
         """The nearest line under `k` that overlaps it and starts at or right of its left edge."""
-        best, best_gap = None, float("inf")
-        for p in self.pieces:
-            if p.line == k.line:
-                continue
-            h = max(self.height(k), self.height(p))
-            gap = (p.box[1] - self._lift(p.box)) - (k.box[3] - self._lift(k.box))
-            overlaps = p.box[0] < k.box[2] and k.box[0] < p.box[2]
-            if gap >= -0.3 * h and overlaps and p.box[0] >= k.box[0] - h and gap < best_gap:
-                best, best_gap = p, gap
-        if best is None or best_gap > self.st.form_below_gap * max(self.height(k), self.height(best)):
-            return None
-        return best
+        others = [p for p in self.pieces if p.line != k.line]
+        i = geometry.below(k.box, [p.box for p in others], self.slope, self.st.form_below_gap)
+        return others[i] if i is not None else None
 
 
 def _ticked_or_first(geo: _Layout, k: Piece, off: frozenset[str] = frozenset()) -> Piece | None:

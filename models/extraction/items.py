@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from data.document import Document, Field, Page
+from data.geometry import cluster_rows, page_slope
 from data.normalize import parse_amount
-from models.decode import cluster_rows, page_slope
 from models.extraction.base import ITEM_PREFIX, PageContext, Span, line_starts
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from data.document import Field, Page
+from data.geometry import same_row
 from data.normalize import normalize_value
 from models.extraction.base import COLONS, char_box, clean, line_of, line_starts
 
@@ -61,7 +62,7 @@ def join_bracket_below(f: Field, page: Page, used_lines: set[int]) -> None:
         body = m.text.strip()
         below = -0.3 * h <= m.box[1] - y1 < 0.8 * h and \
             abs((m.box[0] + m.box[2]) / 2 - cx) < 0.3 * max(x1 - x0, m.box[2] - m.box[0])
-        right = -0.8 * h <= m.box[0] - x1 < 1.5 * h and abs((m.box[1] + m.box[3]) - (y0 + y1)) < h
+        right = -0.8 * h <= m.box[0] - x1 < 1.5 * h and same_row(m.box, line.box, line_height=h)
         if mi != li and mi not in used_lines and (below or right) and \
                 re.fullmatch(r"[（(][^（()）:：]{1,12}[）)]?", body):
             f.raw = f.raw + body
@@ -86,13 +87,13 @@ def join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:
     li = line_of(offsets, f.span[0])
     if f.span[0] - offsets[li] != len(page.lines[li].text) - len(page.lines[li].text.lstrip()):
         return       # the bracket is not where its line starts
-    x0, y0, _, y1 = page.lines[li].box
+    line = page.lines[li]
+    x0, y0, _, y1 = line.box
     h = max(1.0, y1 - y0)
     best, gap = None, 1.5 * h
     for mi, m in enumerate(page.lines):
-        mx0, my0, mx1, my1 = m.box
-        g = x0 - mx1
-        if mi != li and mi not in used_lines and -0.8 * h <= g < gap and abs((my0 + my1) - (y0 + y1)) < h \
+        g = x0 - m.box[2]
+        if mi != li and mi not in used_lines and -0.8 * h <= g < gap and same_row(m.box, line.box, line_height=h) \
                 and m.text.strip() and not any(c in COLONS for c in m.text) \
                 and (not dup or (g < 0.3 * h and m.text.strip().endswith(f.raw[0])) or g < -0.3 * h):
             best, gap = mi, g

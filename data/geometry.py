@@ -1,0 +1,132 @@
+"""Page geometry: one tilt estimate, deskewed centres, rows, and what stands right of or below a box.
+
+Boxes are axis-aligned [x0, y0, x1, y1] in page pixels. A photographed page is tilted: a printed row
+climbs or falls across it, so two cells of one row can sit further apart vertically than two rows.
+Every row test here takes the page tilt out first (`deskewed_centre`: the centre moved along the tilt to
+x = 0); a slope of 0 gives the plain test for pages read straight.
+
+    slope = page_slope([ln.quad for ln in page.lines])
+    same_row(a, b, slope)            right_of(key, boxes, slope)            below(key, boxes, slope)
+    cluster_rows(cells, line_height, slope)            reading_order(lines)
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+Box = Sequence[float]
+
+WIDE_LINE = 2.0     # lines at least this many times as wide as tall give the tilt (short cells: noisy edges)
+ROW_TOL = 0.5       # two boxes share a row when their deskewed centres are this x line height apart or less
+ROW_LOWER = 0.35    # a second cell of one key this x line height lower starts the next row (cluster_rows)
+READ_ROW = 0.5      # reading order: a line joins a row within this x the smaller line height of its centre
+RIGHT_OVERLAP = 0.5  # right_of: a box may start this x line height left of the key's right edge
+BELOW_OVERLAP = 0.3  # below: a box may start this x line height above the key's bottom
+INDENT = 1.0        # below: a box may start this x line height left of the key's left edge
+
+
+def page_slope(quads: list) -> float:
+    """The page tilt: median top-edge slope (dy/dx) of the wide text lines (quads: 4 corner points,
+    clockwise from the top left)."""
+    slopes = []
+    for q in quads:
+        q = np.asarray(q, dtype=float)
+        dx, height = q[1, 0] - q[0, 0], float(np.hypot(*(q[3] - q[0])))
+        if dx > WIDE_LINE * max(height, 1.0):
+            slopes.append((q[1, 1] - q[0, 1]) / dx)
+    return float(np.median(slopes)) if slopes else 0.0
+
+
+def lift(box: Box, slope: float) -> float:
+    """How far the tilt moves a box's centre between x = 0 and the box's x."""
+    return slope * (box[0] + box[2]) / 2
+
+
+def deskewed_centre(box: Box, slope: float = 0.0) -> float:
+    """A box's vertical centre with the tilt taken out."""
+    return (box[1] + box[3]) / 2 - lift(box, slope)
+
+
+def height(box: Box) -> float:
+    return max(1.0, box[3] - box[1])
+
+
+def same_row(a: Box, b: Box, slope: float = 0.0, tol: float = ROW_TOL, line_height: float | None = None) -> bool:
+    """Whether two boxes stand on one printed row: deskewed centres within `tol` x the line height (the
+    taller box's unless given)."""
+    h = line_height if line_height is not None else max(height(a), height(b))
+    return abs(deskewed_centre(a, slope) - deskewed_centre(b, slope)) < tol * h
+
+
+def right_of(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 8.0,
+             tol: float = ROW_TOL) -> int | None:
+    """Index of the nearest box right of `key` on its row, when it starts within `max_gap` line heights."""
+    h = height(key)
+    row = [i for i, b in enumerate(boxes) if same_row(b, key, slope, tol) and b[0] >= key[2] - RIGHT_OVERLAP * h]
+    if not row:
+        return None
+    i = min(row, key=lambda i: boxes[i][0])
+    return i if boxes[i][0] - key[2] <= max_gap * h else None
+
+
+def below(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 1.0) -> int | None:
+    """Index of the nearest box under `key` that overlaps it horizontally and starts at most a line height
+    left of it, when its top is within `max_gap` line heights of the key's bottom (tilt taken out)."""
+    best, best_gap = None, float("inf")
+    for i, b in enumerate(boxes):
+        h = max(height(key), height(b))
+        gap = (b[1] - lift(b, slope)) - (key[3] - lift(key, slope))
+        overlaps = b[0] < key[2] and key[0] < b[2]
+        if gap >= -BELOW_OVERLAP * h and overlaps and b[0] >= key[0] - INDENT * h and gap < best_gap:
+            best, best_gap = i, gap
+    if best is None or best_gap > max_gap * max(height(key), height(boxes[best])):
+        return None
+    return best
+
+
+def cluster_rows(cells: list[tuple[str, Any]], line_height: float, slope: float = 0.0,
+                 tolerance: float = ROW_TOL, lower: float = ROW_LOWER) -> list[list[int]]:
+    """Cells (key, box) -> rows as lists of cell indices, rows top to bottom, cells left to right.
+
+    Deskewed centres within `tolerance` x `line_height` of the row's mean centre join it; a second cell
+    of a key the row already holds starts a new row only when it sits `lower` x `line_height` below that
+    cell (clearly the next printed row), otherwise it stays in the row (the caller picks one of them)."""
+    h = max(line_height, 1.0)
+    centre = [(b[1] + b[3]) / 2 - slope * (b[0] + b[2]) / 2 for _, b in cells]
+    rows: list[list[int]] = []
+    for i in sorted(range(len(cells)), key=lambda i: (centre[i], cells[i][1][0])):
+        if rows:
+            row = rows[-1]
+            mean = sum(centre[j] for j in row) / len(row)
+            same_key = [j for j in row if cells[j][0] == cells[i][0]]
+            clearly_lower = any(centre[i] - centre[j] > lower * h for j in same_key)
+            if centre[i] - mean <= tolerance * h and not clearly_lower:
+                row.append(i)
+                continue
+        rows.append([i])
+    return [sorted(row, key=lambda j: (cells[j][1][0], centre[j])) for row in rows]
+
+
+def reading_order(lines: list[Any]) -> list[Any]:
+    """Lines (anything with a `box`) top-to-bottom by rows, left-to-right within a row. A line shares a
+    row when its centre is within `READ_ROW` x the smaller of its height and the row's running mean height
+    of the row's running centre. (models/ocr.py keeps its own copy until the OCR layer switches over.)"""
+    if not lines:
+        return []
+    items = sorted(lines, key=lambda ln: (ln.box[1] + ln.box[3]) / 2)
+    rows: list[list[Any]] = []
+    row_centre = row_height = 0.0
+    for ln in items:
+        x0, y0, x1, y1 = ln.box
+        centre, h = (y0 + y1) / 2, max(1.0, y1 - y0)
+        if rows and abs(centre - row_centre) <= READ_ROW * min(h, row_height):
+            rows[-1].append(ln)
+            n = len(rows[-1])
+            row_centre += (centre - row_centre) / n
+            row_height += (h - row_height) / n
+        else:
+            rows.append([ln])
+            row_centre, row_height = centre, h
+    return [ln for row in rows for ln in sorted(row, key=lambda line: line.box[0])]

@@ -1,0 +1,53 @@
+"""data/geometry.py: the page tilt, rows on a tilted page, right-of / below, reading order."""
+from __future__ import annotations
+
+import pytest
+
+from data.document import Line, box_to_quad
+from data.geometry import below, cluster_rows, page_slope, reading_order, right_of, same_row
+
+
+def test_item_cells_on_a_tilted_page_group_one_row_per_printed_row():
+    # page tilted ~2 degrees: across 1000 px a printed row climbs 35 px, more than the 26 px row pitch,
+    # so plain vertical overlap would cut rows apart; cells are given out of order
+    slope, pitch = -0.035, 26.0
+
+    def cell(key: str, x: float, row: int, dy: float = 0.0) -> tuple[str, list[float]]:
+        y = 330 + row * pitch + slope * x + dy
+        return key, [x, y - 9, x + 40, y + 9]
+
+    cells = [cell("tax", 1120, 0), cell("name", 70, 0), cell("amount", 870, 0), cell("quantity", 620, 0, dy=2),
+             cell("name", 72, 1), cell("tax", 1122, 1), cell("amount", 872, 1, dy=-3),
+             cell("name", 74, 2), cell("tax", 1124, 2)]
+    quads = [box_to_quad([0, 0, 1, 1])] + [[[0, 100], [800, 100 + 800 * slope], [800, 120 + 800 * slope], [0, 120]]] * 3
+    assert page_slope(quads) == pytest.approx(slope)
+    rows = cluster_rows(cells, 18.0, page_slope(quads))
+    assert [[cells[i][0] for i in row] for row in rows] == [["name", "quantity", "amount", "tax"],
+                                                            ["name", "amount", "tax"], ["name", "tax"]]
+    assert len(cluster_rows(cells, 18.0)) != 3          # without the tilt taken out: not three rows
+
+
+def test_same_key_clearly_lower_starts_a_new_row():
+    # two names 0.6 line heights apart with nothing else: two rows; 0.1 apart: one row, left to right
+    boxes = [("name", [0, 100, 50, 120]), ("name", [0, 112, 50, 132]), ("amount", [200, 101, 250, 121])]
+    assert cluster_rows(boxes, 20.0) == [[0, 2], [1]]
+    assert cluster_rows([("name", [0, 100, 50, 120]), ("name", [60, 102, 90, 122])], 20.0) == [[0, 1]]
+
+
+def test_right_of_and_below_take_the_tilt_out():
+    slope = 0.05                                   # the row falls 50 px over 1000 px
+    key = [100, 100, 200, 120]
+    far_right_same_row = [900, 100 + 0.05 * 800, 1000, 120 + 0.05 * 800]
+    assert same_row(key, far_right_same_row, slope) and not same_row(key, far_right_same_row)
+    assert right_of(key, [far_right_same_row], slope, max_gap=40) == 0
+    assert right_of(key, [far_right_same_row], slope, max_gap=8) is None      # too far for a value
+    under = [[120, 125, 300, 145], [120, 200, 300, 220], [400, 125, 500, 145]]
+    assert below(key, under) == 0                   # the close, overlapping line; not the far or the offset one
+    assert below(key, under[1:]) is None
+
+
+def test_reading_order_is_rows_then_left_to_right():
+    lines = [Line(t, box_to_quad(b)) for t, b in [("b", [300, 102, 400, 122]), ("a", [10, 100, 100, 120]),
+                                                  ("c", [10, 140, 100, 160])]]
+    assert [ln.text for ln in reading_order(lines)] == ["a", "b", "c"]
+    assert reading_order([]) == []
