@@ -31,6 +31,7 @@ PACKAGES = [
     ("matplotlib", "training plots"),
     ("safetensors", "Hugging Face checkpoints"),
     ("psutil", "memory figures"),
+    ("ray", "batch --ray (more than one machine)"),
     ("pytest", "the test suite"),
     ("playwright", "the browser test"),
     ("ruff", "lint"),
