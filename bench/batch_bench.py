@@ -16,10 +16,11 @@ actor spent on it (reading the shipped bytes into a scratch file, scheduling, re
 
 Across machines: the per-document work (OCR and extraction, seconds) stays on the actors, so documents/s
 grows with the number of cores in the cluster as long as the driver keeps up. The driver reads and
-hashes every file, ships its bytes and writes one fsynced group per file: about 1-2 ms of its CPU and
-one file's bytes of network per document, i.e. hundreds of documents/s before it is the bottleneck
+hashes every file, ships its bytes and writes one fsynced group per file: a few ms of one core and one
+file's bytes of network per document, so it feeds a few hundred cores before it is the bottleneck
 (with --shared-input only the path travels). Over a network the round trip grows by the transfer of
-the file (a 300 KB scan is ~3 ms on 1 Gbit/s), still small next to seconds of OCR.
+the file (a 300 KB scan is ~3 ms on 1 Gbit/s), still small next to seconds of OCR. --ceiling measures
+the machinery alone: N files through a processor that does no OCR.
 """
 from __future__ import annotations
 
