@@ -316,9 +316,15 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
     found = expand_inputs(inputs)
     summary = Summary(total=len(found.files), ignored=len(found.ignored), missing=found.missing)
     started = time.perf_counter()
+    existed = os.path.exists(out)
     with ResultsFile.open(out) as results:     # held (and locked) until the CSV is written too
         warn_about_file(out, results)
-        ray_pool = connect_ray(options, workers, ray) if ray is not None else None
+        try:
+            ray_pool = connect_ray(options, workers, ray) if ray is not None else None
+        except BatchSetupError:
+            if not existed and os.path.getsize(out) == 0:
+                os.unlink(out)                 # nothing was done: leave no empty results file behind
+            raise
         try:
             tasks = plan_tasks(found.files, results, summary, retry_failed)
             with _progress(len(tasks), progress) as bar:

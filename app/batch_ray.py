@@ -54,6 +54,7 @@ from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_ta
 LOCAL = "local"              # --ray without ADDRESS: a Ray instance on this machine only
 WAIT_NOTICE_SECONDS = 30.0   # say so when no actor is ready after this long (a full cluster, an autoscaler)
 STOP_GRACE_SECONDS = 5.0
+PROBE_SECONDS = 10.0
 
 
 class RaySetupError(RuntimeError):
@@ -219,6 +220,20 @@ def _death_reason(exc: BaseException) -> str:
     return reason[:400]
 
 
+def _probe(address: str) -> None:
+    """Fail in seconds on a HOST:PORT (or ray://HOST:PORT) where nothing listens: ray.init would keep
+    retrying such an address for minutes before it gives up."""
+    found = re.fullmatch(r"(?:ray://)?\[?([^\[\]/]+?)\]?:(\d+)", address.strip())
+    if not found:
+        return                     # "local", "auto": Ray finds the cluster itself
+    host, port = found.group(1), int(found.group(2))
+    try:
+        socket.create_connection((host, port), timeout=PROBE_SECONDS).close()
+    except OSError as exc:
+        raise RaySetupError(f"nothing answers at {address} ({exc.strerror or exc}): is the head node up "
+                            "(`ray start --head` there) and its port reachable from here?") from None
+
+
 def write_overlay(folder: str, name: str, data: bytes) -> None:
     """An overlay the actor drew, written by the driver through a temp file and a rename."""
     os.makedirs(folder, exist_ok=True)
@@ -265,6 +280,7 @@ class RayPool:
             raise RaySetupError(f"--ray needs the ray package ({exc}); install requirements.txt") from None
         self.ray = ray
         if not ray.is_initialized():
+            _probe(self.settings.address)
             kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING",
                                       "configure_logging": True}
             if self.settings.address == LOCAL:
@@ -272,8 +288,9 @@ class RayPool:
             try:
                 ray.init(address=self.settings.address, **kwargs)
             except (ConnectionError, ValueError, RuntimeError) as exc:
+                why = " ".join(str(exc).split())[:400].rstrip(".")
                 raise RaySetupError(
-                    f"cannot start or reach Ray at {self.settings.address!r}: {' '.join(str(exc).split())[:400]}. "
+                    f"cannot start or reach Ray at {self.settings.address!r}: {why}. "
                     "Start a cluster with `ray start --head` (then `--ray auto` on that machine, or "
                     "`--ray HEAD_IP:6379`), or give --ray no ADDRESS for a Ray instance on this machine; "
                     "--ray takes an optional value, so put it after the IN arguments or write --ray=ADDRESS"

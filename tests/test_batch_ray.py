@@ -85,6 +85,14 @@ def test_shared_input_without_ray_is_a_usage_error(tmp_path):
     assert not (tmp_path / "r.jsonl").exists()
 
 
+def test_unreachable_ray_address_is_a_setup_error_that_writes_nothing(tmp_path):
+    folder = make_folder(tmp_path, n_good=1)
+    cli = subprocess.run([sys.executable, "-m", "app", "batch", str(folder), "--out", str(tmp_path / "r.jsonl"),
+                          "--ray=127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2 and "nothing answers at 127.0.0.1:1" in cli.stderr
+    assert "Traceback" not in cli.stderr and not (tmp_path / "r.jsonl").exists()
+
+
 @pytest.mark.heavy
 def test_ray_rows_equal_local_rows_shipped_or_shared(tmp_path, ray_address):
     from app.batch_ray import RaySettings
