@@ -6,7 +6,6 @@ OpenCV's Hershey fonts cannot draw Chinese.
 """
 from __future__ import annotations
 
-import os
 import zlib
 from typing import Any
 
@@ -152,5 +151,13 @@ def draw_document(image: np.ndarray, doc: Document, page: int = 0, **kw: Any) ->
 
 
 def document_colours(doc: Document, page: int) -> dict[str, tuple[int, int, int]]:
-    """The colour of each field of `doc` with a box on page `page`, in the document's field order."""
-    return field_colours([k for k, f in doc.fields.items() if f.page == page and f.box])
+    """The colour of each field of `doc` with a box on page `page`, taken in the order its schema lists
+    the fields (the UI's table and legend order), then any others in the document's order."""
+    order: list[str] = []
+    try:
+        from data.schemas import load_schema
+        order = load_schema(doc.doc_type).keys() if doc.doc_type else []
+    except Exception:   # a type without an installed schema: the document's own order
+        order = []
+    boxed = [k for k, f in doc.fields.items() if f.page == page and f.box]
+    return field_colours([k for k in order if k in boxed] + [k for k in boxed if k not in order])

@@ -15,6 +15,7 @@ the directory Streamlit starts in: the repository root, as scripts/run.sh does).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from dataclasses import replace as dc_replace
@@ -256,7 +257,7 @@ def find_targets(doc: Document, page: Page) -> dict[str, tuple[str, list[Box]]]:
     targets: dict[str, tuple[str, list[Box]]] = {}
     for key, f in doc.fields.items():
         if f.page == page.index and f.box:
-            targets[f"field:{key}"] = (f"{f.label or key}：{f.value}", [f.box])
+            targets[f"field:{key}"] = (f"字段 {f.label or key}", [f.box])
     for i, row in enumerate(doc.items):
         boxes = [f.box for f in row.values() if f.page == page.index and f.box]
         if boxes:
@@ -297,11 +298,11 @@ def show_fields_tab(view: dict, page: Page) -> None:
         hide_index=True, width="stretch", num_rows="fixed", height=_table_height(len(frame)),
         disabled=[c for c in frame.columns if c not in EDITABLE],
         column_config={COL_KEY: None, COL_PAGE: st.column_config.NumberColumn(width=50) if multi_page else None,
-                       COL_LABEL: st.column_config.TextColumn(width=150),
-                       COL_VALUE: st.column_config.TextColumn(width=190),
-                       COL_NORM: st.column_config.TextColumn(width=130),
-                       COL_SCORE: st.column_config.TextColumn(width=80),
-                       COL_CHECK: st.column_config.TextColumn(width=250)})
+                       COL_LABEL: st.column_config.TextColumn(width=140),
+                       COL_VALUE: st.column_config.TextColumn(width=180),
+                       COL_NORM: st.column_config.TextColumn(width=120),
+                       COL_SCORE: st.column_config.TextColumn(width=110),
+                       COL_CHECK: st.column_config.TextColumn(width=240)})
     corrected, changed = apply_edits(doc, edited)
     if changed:
         view["corrected"] = corrected
@@ -318,7 +319,11 @@ def show_items_tab(view: dict, page: Page, pick_key: str) -> None:
         return
     table_key = f"items-{view['key']}-{page.index}-{view['version']}"
     st.caption("点选一行，在页面上定位。 Pick a row to find it on the page.")
+    widths = {"名称 Name": 150, "规格型号 Spec": 80, "单位 Unit": 60, "数量 Qty": 60, "单价 Price": 95,
+              "金额 Amount": 90, "税率 Rate": 60, "税额 Tax": 80, "校验 Check": 100}
     st.dataframe(failed_rows_style(frame), key=table_key, hide_index=True, width="stretch",
+                 column_config={"行 Row": None, **{c: st.column_config.Column(width=w) for c, w in widths.items()
+                                                    if c in frame.columns}},
                  height=_table_height(len(frame)), selection_mode="single-row",
                  on_select=lambda: _pick_from_table(table_key, pick_key, "item", list(frame["行 Row"])))
 
@@ -332,7 +337,10 @@ def show_pairs_tab(view: dict, page: Page, pick_key: str) -> None:
     table_key = f"pairs-{view['key']}-{page.index}"
     st.caption("点选一行，在页面上定位。 Pick a row to find it on the page.")
     st.dataframe(frame.style.format({"置信度 Confidence": "{:.0%}"}), key=table_key, hide_index=True,
-                 width="stretch", height=_table_height(len(frame)), selection_mode="single-row",
+                 width="stretch", column_config={"#": st.column_config.Column(width=40),
+                                                 "键 Key": st.column_config.Column(width=200),
+                                                 "值 Value": st.column_config.Column(width=260)},
+                 height=_table_height(len(frame)), selection_mode="single-row",
                  on_select=lambda: _pick_from_table(table_key, pick_key, "pair", list(frame["#"])))
 
 
@@ -347,7 +355,7 @@ def show_page(view: dict, page_index: int) -> None:
     pick_key = f"find-{view['key']}-{page.index}"
     if st.session_state.get(pick_key, NOTHING) not in targets:
         st.session_state[pick_key] = NOTHING
-    left, right = st.columns([5, 7], gap="medium")
+    left, right = st.columns([4, 7], gap="medium")
     with left:
         chosen = st.selectbox("定位 Find on page", [NOTHING] + list(targets), key=pick_key,
                               format_func=lambda t: targets[t][0] if t else "— 选择字段、明细或键值对 "
@@ -452,15 +460,16 @@ def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> 
 
 
 def export_buttons(docs: list[tuple[str, Document]], stem: str, scope: str, key: str) -> None:
+    """The four downloads of `docs`. Each file is made when its button is clicked (a callable, run by
+    Streamlit on its own thread), not on every rerun, and a download does not rerun the page."""
     c1, c2, c3, c4 = st.columns(4)
-    c1.download_button(f"JSON{scope}", export_json(docs), f"{stem}.json", "application/json",
-                       width="stretch", key=f"json-{key}")
-    c2.download_button(f"字段 CSV{scope}", fields_csv(docs), f"{stem}_fields.csv", "text/csv",
-                       width="stretch", key=f"csv-{key}")
-    c3.download_button(f"明细 CSV{scope}", items_csv(docs), f"{stem}_items.csv", "text/csv",
-                       width="stretch", key=f"items-{key}")
-    c4.download_button(f"Excel{scope}", workbook(docs), f"{stem}.xlsx", XLSX_MIME, width="stretch",
-                       key=f"xlsx-{key}")
+    for col, label, make, name, mime in (
+            (c1, "JSON", export_json, f"{stem}.json", "application/json"),
+            (c2, "字段 CSV", fields_csv, f"{stem}_fields.csv", "text/csv"),
+            (c3, "明细 CSV", items_csv, f"{stem}_items.csv", "text/csv"),
+            (c4, "Excel", workbook, f"{stem}.xlsx", XLSX_MIME)):
+        col.download_button(f"{label}{scope}", functools.partial(make, list(docs)), name, mime, width="stretch",
+                            key=f"{label}-{key}", on_click="ignore")
 
 
 def part_view(result: dict) -> dict:
@@ -534,7 +543,7 @@ def main() -> None:
                        initial_sidebar_state="collapsed")
     st.markdown(CHROME_CSS, unsafe_allow_html=True)
     model, doc_type, folder = sidebar()
-    st.title("文档识别 Document reader")
+    st.markdown("### 文档识别 Document reader")
     st.caption("发票、身份证、营业执照、车票、小票和表单：上传、核对、改正、导出。 "
                "Invoices, ID cards, licences, tickets, receipts and forms: upload, check, correct, export. "
                "模型 Model: "
@@ -565,7 +574,6 @@ def main() -> None:
         chosen = st.selectbox("文档 Document", range(len(results)), format_func=lambda i: names[i])
     else:
         chosen = 0
-    st.divider()
     view = show_document(results[chosen])
     st.divider()
     if view is not None:

@@ -62,13 +62,13 @@ def fields_frame(doc: Document, page: int | None = None, include_missing: bool =
             if not include_missing or (page not in (None, first)):
                 continue
             label = schema.field(key).label if schema else key
-            rows.append({COL_KEY: key, COL_LABEL: label, COL_VALUE: "", COL_NORM: "", COL_SCORE: None,
+            rows.append({COL_KEY: key, COL_LABEL: label, COL_VALUE: "", COL_NORM: "", COL_SCORE: "",
                          COL_CHECK: NOT_FOUND, COL_PAGE: None})
             continue
         if page is not None and f.page != page:
             continue
         rows.append({COL_KEY: key, COL_LABEL: f.label or key, COL_VALUE: f.raw or f.value,
-                     COL_NORM: f.value, COL_SCORE: round(float(f.score), 3), COL_CHECK: check_words(doc, key, f),
+                     COL_NORM: f.value, COL_SCORE: f"{float(f.score):.0%}", COL_CHECK: check_words(doc, key, f),
                      COL_PAGE: f.page + 1})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
@@ -79,7 +79,7 @@ def failed_rows_style(frame: pd.DataFrame) -> Any:
     def colour(row: pd.Series) -> list[str]:
         bad = str(row.get(COL_CHECK, row.get(COL_ITEM_CHECK, ""))).startswith("✗")
         return [FAILED_ROW if bad else ""] * len(row)
-    return frame.style.apply(colour, axis=1).format({COL_SCORE: "{:.0%}"}, na_rep="")
+    return frame.style.apply(colour, axis=1)
 
 
 def item_keys(doc: Document) -> list[str]:

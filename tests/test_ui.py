@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import numpy as np
@@ -224,12 +225,12 @@ def test_failed_rows_are_coloured():
 def test_find_on_page_highlights_and_zooms(app):
     upload(app, ("inv.png", png_bytes()))
     find = picker(app, "定位 Find on page")
-    assert {"发票号码：12345678", "明细第 2 行 item 2 打印纸"} <= set(find.options)
+    assert {"字段 发票号码", "明细第 2 行 item 2 打印纸"} <= set(find.options)
     images_before = len(app.get("image"))
     find.set_value("field:invoice_number").run()
     assert not app.exception
     assert len(app.get("image")) == images_before + 1, "a zoomed crop of the picked value is shown"
-    assert "选中 selected: 发票号码：12345678" in shown_text(app), "the legend names the picked box"
+    assert "选中 selected: 字段 发票号码" in shown_text(app), "the legend names the picked box"
 
 
 def test_downloads_for_one_and_for_all_files(app):
@@ -432,3 +433,21 @@ def test_model_list_offers_latest_by_name_refreshes_and_hides_work_folders(monke
         assert not at.exception and CALLS[-1]["model_dir"] == str(v2), "the same choice follows latest"
     finally:
         st.cache_data.clear()
+
+
+def test_highlight_is_drawn_on_the_preview_and_the_crop_holds_it():
+    """Boxes are in page coordinates; the preview is half size: the red frame lands on the scaled box
+    and the zoomed crop contains it, with context but far less than the page."""
+    from app.draw import HIGHLIGHT_COLOUR
+    from app.ui_view import page_overlay, zoom_crop
+    doc = invoice_document("x.png")
+    page = dc_replace(doc.pages[0], width=600, height=400)
+    preview = np.full((200, 300, 3), 255, np.uint8)
+    box = [190, 40, 400, 80]                            # invoice_number at page scale
+    out = page_overlay(preview, page, doc, highlight=[box])
+    red = np.all(out == HIGHLIGHT_COLOUR[::-1], axis=2)
+    ys, xs = np.nonzero(red)
+    assert len(xs) > 50 and 85 <= xs.min() <= 95 and 200 <= xs.max() <= 210 and 15 <= ys.min() <= 20
+    crop = zoom_crop(out, page, [box])
+    assert crop is not None and crop.shape[0] < 200 and np.all(crop == HIGHLIGHT_COLOUR[::-1], axis=2).any()
+    assert zoom_crop(out, page, []) is None
