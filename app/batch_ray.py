@@ -114,7 +114,10 @@ def _take_a_core() -> Any:
     except (ImportError, AttributeError):
         return None
     for slot in range(len(cores)):
-        handle = open(os.path.join(tempfile.gettempdir(), f"piaoju-core-{slot}.lock"), "a")
+        try:
+            handle = open(os.path.join(tempfile.gettempdir(), f"piaoju-core-{slot}.lock"), "a")
+        except OSError:       # another user's lock file: that core is theirs to claim
+            continue
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
