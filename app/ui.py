@@ -283,7 +283,7 @@ def _table_height(rows: int) -> int:
     return min(38 + 35 * max(rows, 1), 900)
 
 
-def show_fields_tab(view: dict, page: Page) -> None:
+def show_fields_tab(view: dict, page: Page, picked: str = NOTHING) -> None:
     doc = view["corrected"]
     frame = fields_frame(doc, page.index)
     if frame.empty:
@@ -294,7 +294,8 @@ def show_fields_tab(view: dict, page: Page) -> None:
                "at once. 校验未通过的行标红 Rows that fail a check are red.")
     multi_page = len(doc.pages) > 1
     edited = st.data_editor(
-        failed_rows_style(frame), key=f"edit-{view['key']}-{page.index}-{view['version']}",
+        failed_rows_style(frame, picked.split(":", 1)[1] if picked.startswith("field:") else None),
+        key=f"edit-{view['key']}-{page.index}-{view['version']}",
         hide_index=True, width="stretch", num_rows="fixed", height=_table_height(len(frame)),
         disabled=[c for c in frame.columns if c not in EDITABLE],
         column_config={COL_KEY: None, COL_PAGE: st.column_config.NumberColumn(width=50) if multi_page else None,
@@ -379,7 +380,7 @@ def show_page(view: dict, page_index: int) -> None:
         for name, tab in zip(order, st.tabs([tabs[n] for n in order])):
             with tab:
                 if name == "fields":
-                    show_fields_tab(view, page)
+                    show_fields_tab(view, page, chosen)
                 elif name == "items":
                     show_items_tab(view, page, pick_key)
                 elif name == "pairs":

@@ -22,6 +22,7 @@ TABLE_COLUMNS = [COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, 
 EDITABLE = (COL_VALUE,)
 
 FAILED_ROW = "background-color: #fde2e2; color: #8b0000"     # a row whose check failed
+PICKED_ROW = "background-color: #fff3b0"                      # the row of the box picked on the page
 
 # line-item columns, in the order invoices print them; other item keys follow under their label
 ITEM_HEADERS = {"name": "名称 Name", "spec": "规格型号 Spec", "unit": "单位 Unit", "quantity": "数量 Qty",
@@ -73,11 +74,14 @@ def fields_frame(doc: Document, page: int | None = None, include_missing: bool =
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
-def failed_rows_style(frame: pd.DataFrame) -> Any:
-    """The table with every row whose check failed coloured (Streamlit applies it to the columns that
-    are not editable: label, normalised value, confidence, check)."""
+def failed_rows_style(frame: pd.DataFrame, picked: str | None = None) -> Any:
+    """The table with every row whose check failed coloured, and the row of the `picked` field key
+    (the one found on the page) in yellow. Streamlit applies it to the columns that are not editable:
+    label, normalised value, confidence, check."""
     def colour(row: pd.Series) -> list[str]:
         bad = str(row.get(COL_CHECK, row.get(COL_ITEM_CHECK, ""))).startswith("✗")
+        if picked is not None and row.get(COL_KEY) == picked:
+            return [PICKED_ROW + ("; color: #8b0000" if bad else "")] * len(row)
         return [FAILED_ROW if bad else ""] * len(row)
     return frame.style.apply(colour, axis=1)
 

@@ -451,3 +451,31 @@ def test_highlight_is_drawn_on_the_preview_and_the_crop_holds_it():
     crop = zoom_crop(out, page, [box])
     assert crop is not None and crop.shape[0] < 200 and np.all(crop == HIGHLIGHT_COLOUR[::-1], axis=2).any()
     assert zoom_crop(out, page, []) is None
+
+
+def test_pipeline_reports_each_stage_of_each_page(monkeypatch):
+    """The progress bar's source: decode, OCR and extract announced for page 1 and page 2 of 2, in
+    order, before each stage runs (a fake OCR engine; no extraction model)."""
+    class Engine:
+        def read(self, image, page_index=0, timings=None):
+            return Page(index=page_index, width=30, height=20,
+                        lines=[Line(t, box_to_quad([0, 5 * i, 30, 5 * i + 4]), score=0.99)
+                               for i, t in enumerate(("发票号码", "开票日期", "合计金额"))])
+
+    monkeypatch.setattr(pipeline, "ocr_engine", lambda: Engine())
+    monkeypatch.setattr(pipeline, "extractor_available", lambda model_dir=None: False)
+    stages: list[tuple[str, int, int]] = []
+    pages = iter([np.full((20, 30, 3), 255, np.uint8)] * 2)
+    analysis = pipeline.analyse_pages(pages, 2, "x.png", on_stage=lambda *a: stages.append(a))
+    assert len(analysis.results) == 2
+    assert stages == [("decode", 1, 2), ("ocr", 1, 2), ("extract", 1, 2),
+                      ("decode", 2, 2), ("ocr", 2, 2), ("extract", 2, 2)]
+
+
+def test_the_picked_field_row_is_marked_in_the_table():
+    doc = invoice_document("x.png")
+    frame = fields_frame(doc, 0)
+    html = failed_rows_style(frame, "issue_date").to_html()
+    row = int(np.flatnonzero(frame[COL_KEY] == "issue_date")[0])
+    rule = next(r for r in html.split("</style>")[0].split("}") if "#fff3b0" in r)
+    assert {int(m) for m in re.findall(r"_row(\d+)_col", rule)} == {row}
