@@ -63,7 +63,8 @@ dies has its document tried once more on another actor, then a WorkerCrashed row
 optional value: put it after IN, or write --ray=ADDRESS.
 
 Exit status: 0 when every file has good rows, 1 when any failed or an IN matched nothing, 2 for
-bad arguments (an unwritable --csv or --draw is found before any work) or a locked --out.
+bad arguments (an unwritable --csv or --draw is found before any work), a locked --out or a --ray
+ADDRESS where no Ray answers.
 """ % ", ".join(DOCUMENT_SUFFIXES)
 
 
