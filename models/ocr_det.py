@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 
 # ImageNet statistics, applied to the BGR image exactly as PP-OCR's det models were trained.
-_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(1, 1, 3)
-_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 1, 3)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 UPSCALE_BELOW = 1200          # pages whose longer side is under this are scaled up to it for the detector
 
@@ -28,6 +28,7 @@ class DetParams:
     min_side: float = 3.0         # boxes thinner than this (in map pixels) are noise
     max_candidates: int = 1000
     upscale_below: int = UPSCALE_BELOW   # smaller pages are scaled up so their longer side is this
+    dilate: bool = False          # grow the text mask by one map pixel (2x2) before finding regions
 
 
 def resize_for_det(image: np.ndarray, limit_side_len: int, upscale_below: int = UPSCALE_BELOW
@@ -44,10 +45,14 @@ def resize_for_det(image: np.ndarray, limit_side_len: int, upscale_below: int = 
     return resized, nh / h, nw / w
 
 
-def det_input(image: np.ndarray) -> np.ndarray:
-    """HWC BGR uint8 -> 1x3xHxW float32, normalised."""
-    x = (image.astype(np.float32) * (1.0 / 255.0) - _MEAN) / _STD
-    return x.transpose(2, 0, 1)[None]
+def det_input(image: np.ndarray, mean: tuple[float, float, float] = IMAGENET_MEAN,
+              std: tuple[float, float, float] = IMAGENET_STD) -> np.ndarray:
+    """HWC BGR uint8 -> 1x3xHxW float32, normalised per channel: (x / 255 - mean) / std, folded into one
+    multiply-add per pixel."""
+    scale = (1.0 / (255.0 * np.asarray(std, dtype=np.float32))).reshape(1, 1, 3)
+    shift = (-np.asarray(mean, dtype=np.float32) / np.asarray(std, dtype=np.float32)).reshape(1, 1, 3)
+    x = image.astype(np.float32) * scale + shift
+    return np.ascontiguousarray(x.transpose(2, 0, 1))[None]
 
 
 def order_quad(points: np.ndarray) -> np.ndarray:
@@ -74,7 +79,8 @@ def _box_score(prob: np.ndarray, quad: np.ndarray) -> float:
 def boxes_from_prob(prob: np.ndarray, scale_y: float, scale_x: float, src_h: int, src_w: int,
                     p: DetParams) -> list[np.ndarray]:
     """Probability map (H x W) -> quads (4x2 float32) in source-image pixels."""
-    bitmap = (prob > p.thresh).astype(np.uint8)
+    mask = (prob > p.thresh).astype(np.uint8)
+    bitmap = cv2.dilate(mask, np.ones((2, 2), np.uint8)) if p.dilate else mask
     contours, _ = cv2.findContours(bitmap, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
     quads: list[np.ndarray] = []
     for contour in contours[: p.max_candidates]:

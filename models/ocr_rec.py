@@ -21,10 +21,10 @@ def crop_line(image: np.ndarray, quad: np.ndarray, min_height: int = 0) -> np.nd
     """Perspective-rectify the quad to an upright crop; tall crops (vertical text) are turned 90 degrees.
     A line thinner than `min_height` is warped straight to that height (one cubic resampling from the
     page instead of a native-size warp followed by a second resize)."""
-    w = max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[3] - quad[2]))
-    h = max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2]))
-    zoom = max(1.0, min_height / max(1.0, min(w, h))) if min_height else 1.0
-    w, h = max(int(w * zoom), 1), max(int(h * zoom), 1)
+    wf = float(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[3] - quad[2])))
+    hf = float(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
+    zoom = max(1.0, min_height / max(1.0, min(wf, hf))) if min_height else 1.0
+    w, h = max(int(wf * zoom), 1), max(int(hf * zoom), 1)
     target = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
     matrix = cv2.getPerspectiveTransform(quad.astype(np.float32), target)
     crop = cv2.warpPerspective(image, matrix, (w, h), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC)

