@@ -152,6 +152,9 @@ def test_invoice_items_find_edit_and_excel(server, browser, tmp_path):
             assert row["amount"]["value"] in cells and row["tax"]["value"] in cells, (row, cells)
         assert sum(row["name"]["value"] in cells for row in truth["items"]) >= 2, cells   # OCR may misread one
         shot(page, "2_invoice_items.png")
+        box = items.locator("canvas").first.bounding_box()      # a row picked in the table is found on the page
+        page.mouse.click(box["x"] + 16, box["y"] + ROW_PX * 2 + ROW_PX / 2)
+        expect(page.get_by_text(re.compile(r"^放大 Zoom: 明细第 2 行"))).to_be_visible(timeout=20_000)
 
         # find on page: the picked value is highlighted and zoomed
         page.locator("[data-testid='stSelectbox']").filter(has_text="定位 Find on page").click()
