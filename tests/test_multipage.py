@@ -209,7 +209,7 @@ def test_the_pixel_cap_counts_every_tiff_frame(tmp_path):
 def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    def fake(data, filename, model_dir=None, doc_type=None, on_page=None):
+    def fake(data, filename, model_dir=None, doc_type=None, on_page=None, on_stage=None):
         pages = [Page(index=i, width=300, height=200,
                       lines=[Line(f"发票号码：1000000{i}", box_to_quad([20, 20, 200, 40]))]) for i in range(3)]
         results = []
@@ -229,13 +229,14 @@ def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, 
     at.file_uploader[0].set_value([("two.tif", tiff_bytes([white((300, 200))] * 3), "image/tiff")])
     at.run()
     assert not at.exception, at.exception
-    picker = [s for s in at.selectbox if s.label == "Document in this file 文件内文档"][0]
-    assert picker.options == ["Document 1 of 2 — page 1", "Document 2 of 2 — page 3"]
+    picker = [s for s in at.selectbox if s.label == "文件内文档 Document in this file"][0]
+    assert picker.options == ["第 1/2 份 Document 1 of 2 — page 1", "第 2/2 份 Document 2 of 2 — page 3"]
     picker.set_value(1).run()
     assert not at.exception, at.exception
     table = at.data_editor[0].value
     assert list(table[table["key"] == "invoice_number"]["识别值 Value"]) == ["10000002"]
-    [b for b in at.button if "Save corrections" in b.label][0].click().run()
+    at.checkbox[0].check().run()            # the page is marked 已核对 (checked): only such pages are saved
+    [b for b in at.button if "Save checked pages" in b.label][0].click().run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     corpus = Path(tmp_path / "corrections" / "corpus.jsonl")
     [record] = [json.loads(ln) for ln in corpus.read_text(encoding="utf-8").splitlines()]

@@ -151,7 +151,8 @@ def test_get_engine_gives_one_instance_to_every_thread():
 CALLS: list[str] = []
 
 
-def flaky_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None, on_page=None) -> Analysis:
+def flaky_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None, on_page=None,
+                        on_stage=None) -> Analysis:
     """Fails the first time (as a model error did), reads a one-field invoice afterwards."""
     CALLS.append(filename)
     if len(CALLS) == 1:
