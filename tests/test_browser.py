@@ -80,13 +80,21 @@ def browser():
             chromium.close()
 
 
-def open_with(browser, server: str, path: Path):
-    """A fresh page (its own session) with `path` uploaded and read."""
+def open_with(browser, server: str, path: Path, shots: bool = False):
+    """A fresh page (its own session) with `path` uploaded and read; with `shots`, the empty page and
+    the progress bar (file, page, stage) are checked and saved on the way."""
     from playwright.sync_api import expect
     page = browser.new_page(viewport=VIEWPORT, accept_downloads=True)
     page.goto(server)
     expect(page.get_by_text("Drop one or more")).to_be_visible(timeout=60_000)
+    if shots:
+        shot(page, "0_empty.png")
     page.locator("input[type=file]").set_input_files(str(path))
+    if shots:
+        bar = page.locator("[data-testid='stProgress']")
+        expect(bar).to_contain_text(re.compile(r"文件 1/1 file 1 of 1: .* 第 1/1 页 page 1 of 1 · "
+                                               r"(解码页面|文字检测与识别|字段抽取)"), timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "0_progress.png"))
     expect(page.get_by_text("文档类型 Document type")).to_be_visible(timeout=120_000)
     return page
 
@@ -94,6 +102,14 @@ def open_with(browser, server: str, path: Path):
 def shot(page, name: str) -> None:
     page.wait_for_timeout(400)               # let the grid paint its canvas
     page.screenshot(path=str(ARTIFACTS / name))
+
+
+def settle(page) -> None:
+    """Wait until the script run the last action started has finished (Streamlit shows its running
+    indicator meanwhile, and elements of the previous run may still be on the page)."""
+    from playwright.sync_api import expect
+    page.wait_for_timeout(300)
+    expect(page.locator("[data-testid='stStatusWidget']")).to_have_count(0, timeout=30_000)
 
 
 def active_grid(page):
@@ -134,7 +150,7 @@ def test_invoice_items_find_edit_and_excel(server, browser, tmp_path):
     invoice = tmp_path / "invoice_7.png"
     image.save(invoice)
     number = truth["fields"]["invoice_number"]["value"]
-    page = open_with(browser, server, invoice)
+    page = open_with(browser, server, invoice, shots=True)
     try:
         grid = active_grid(page)
         expect(grid.get_by_text(number, exact=False).first).to_be_attached(timeout=30_000)
@@ -157,7 +173,8 @@ def test_invoice_items_find_edit_and_excel(server, browser, tmp_path):
         expect(page.get_by_text(re.compile(r"^放大 Zoom: 明细第 2 行"))).to_be_visible(timeout=20_000)
 
         # find on page: the picked value is highlighted and zoomed
-        page.locator("[data-testid='stSelectbox']").filter(has_text="定位 Find on page").click()
+        settle(page)
+        page.locator("[data-testid='stSelectbox']").filter(has_text="定位 Find on page").first.click()
         page.get_by_role("option", name="字段 发票号码").click()
         expect(page.get_by_text("放大 Zoom: 字段 发票号码")).to_be_visible(timeout=20_000)
         shot(page, "3_invoice_find.png")
