@@ -583,7 +583,7 @@ def main() -> None:
         st.markdown("**下载此文档 Download this document**")
         export_buttons([(view["name"], doc)], stem, "", "one")
     everything = all_documents(results)
-    if len(results) > 1 and everything:
+    if len(everything) > 1:             # several files, or one file of several documents
         st.markdown(f"**下载全部 {len(everything)} 份文档 Download all {len(everything)} documents of "
                     f"{len(results)} files**")
         export_buttons(everything, "documents", " · 全部 all", "all")

@@ -147,7 +147,12 @@ def _check_warning(warning: str, doc: Document, schema: Any) -> str | None:
         reason = check_words(doc, key, field, item_key=key if row is not None else None)
         if reason.startswith("✗ "):
             return f"{where}{label}：{reason[2:]}"
-        return f"{where}{label}格式不正确 / {label}: not in the expected format"
+        raw = re.search(r"\(([^()]*)\)\s*$", warning)           # the value the warning was about
+        specs = schema.item_fields if row is not None else schema.fields
+        spec = next((s for s in specs if s.key == key), None)
+        said = _validator_reason(spec, raw[1]) if spec is not None and raw else None
+        zh_reason, en_reason = said or ("格式不正确", "not in the expected format")
+        return f"{where}{label}：{zh_reason} / {en_reason}"
     m = re.match(r"^缺少(.+) / missing ", warning)
     if m:
         return f"缺少{m[1]} / {m[1]} is missing"

@@ -479,3 +479,20 @@ def test_the_picked_field_row_is_marked_in_the_table():
     row = int(np.flatnonzero(frame[COL_KEY] == "issue_date")[0])
     rule = next(r for r in html.split("</style>")[0].split("}") if "#fff3b0" in r)
     assert {int(m) for m in re.findall(r"_row(\d+)_col", rule)} == {row}
+
+
+def test_check_warnings_name_fields_not_keys():
+    """The validators' own warnings (rules over several fields, missing values) as the UI shows them."""
+    from data.schemas import load_schema
+    from data.validate import validate_fields
+    doc = invoice_document("x.png")
+    values = {"total_amount": "100.00", "total_tax": "13.00", "total_with_tax": "120.00", "items": [],
+              "seller_tax_id": "123", "issue_date": "2099-01-01"}
+    _, warnings = validate_fields(load_schema("vat_invoice"), values)
+    shown = [warning_words(w, doc) for w in warnings]
+    assert "销售方纳税人识别号：不是有效的纳税人识别号（18位信用代码，或15位、20位） / not a valid taxpayer ID" in shown
+    assert "开票日期：日期无法识别或晚于今天 / date is unreadable or in the future" in shown
+    assert any(s.startswith("缺少发票代码") for s in shown), shown
+    sums = [s for s in shown if "合计" in s and "add up" in s]
+    assert sums, shown
+    assert not any(re.search(r"[a-z]+_[a-z]+", s) for s in shown), "no field keys in what is shown"
