@@ -34,7 +34,20 @@ from data.document import Document, Page, display_name
 
 PageCallback = Callable[[int, int], None]   # (pages done, pages in the document)
 StageCallback = Callable[[str, int, int], None]
-# (stage starting: "decode" | "ocr" | "extract", its page 1..N, pages in the file): the UI's progress
+# (stage starting: "decode" | "ocr" | "detect" | "recognise" | "extract", its page 1..N, pages in the file):
+# the UI's progress; "detect" and "recognise" come from the OCR engine when its `read` takes `on_stage`
+
+
+def _ocr_stage(on_stage: StageCallback, page: int, total: int, stage: str) -> None:
+    on_stage(stage, page, total)
+
+
+def _takes_stages(engine: Any) -> bool:
+    import inspect
+    try:
+        return "on_stage" in inspect.signature(engine.read).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 PREVIEW_SIDE = 1600   # longest side, in pixels, of the page previews the UI keeps (a 200-dpi A4 page is 2339)
@@ -269,11 +282,14 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
             page_timings = {"decode": time.perf_counter() - t0}
             if image is None:
                 break
+            number = len(doc.pages) + 1
             if on_stage:
-                on_stage("ocr", len(doc.pages) + 1, total)
+                on_stage("ocr", number, total)
             stage, t0 = "ocr", time.perf_counter()
             image = _as_bgr(image)
-            page: Page = engine.read(image, page_index=len(doc.pages), timings=page_timings)
+            ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
+                          if on_stage and _takes_stages(engine) else {})
+            page: Page = engine.read(image, page_index=len(doc.pages), timings=page_timings, **ocr_stages)
             page_timings["ocr"] = time.perf_counter() - t0
             doc.pages.append(page)
             per_page.append(page_timings)

@@ -77,6 +77,8 @@ CHROME_CSS = """<style>
 </style>"""
 STAGE_WORDS = {"decode": ("解码页面", "decoding the page", 0.0),
                "ocr": ("文字检测与识别", "OCR: detecting and recognising text", 0.1),
+               "detect": ("检测文字位置", "OCR: detecting text", 0.1),
+               "recognise": ("识别文字", "OCR: recognising text", 0.35),
                "extract": ("字段抽取", "extracting fields", 0.8)}
 
 

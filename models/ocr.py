@@ -241,16 +241,22 @@ class OCREngine:
                          s.rec_interpolation) if crops else []
 
     # --- public -----------------------------------------------------------------------------------
-    def read(self, image: np.ndarray, page_index: int = 0, timings: dict[str, float] | None = None) -> Page:
-        """OCR one page (BGR uint8, or grey/BGRA which are converted). `timings` gets seconds per stage added."""
+    def read(self, image: np.ndarray, page_index: int = 0, timings: dict[str, float] | None = None,
+             on_stage: Callable[[str], None] | None = None) -> Page:
+        """OCR one page (BGR uint8, or grey/BGRA which are converted). `timings` gets seconds per stage added;
+        `on_stage` is told "detect", then "recognise", as each starts (the UI's progress bar)."""
         image = _as_bgr(image)
         pad = 0
         if min(image.shape[:2]) < self.settings.small_image_pad:
             pad = self.settings.small_image_pad // 2
             image = cv2.copyMakeBorder(image, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=(255, 255, 255))
+        if on_stage:
+            on_stage("detect")
         t0 = time.perf_counter()
         quads = self.detect(image)
         t1 = time.perf_counter()
+        if on_stage:
+            on_stage("recognise")
         image, quads, crops, rotation = self._orient(image, quads)
         t2 = time.perf_counter()
         texts = self._recognise([filter_crop(c, self.settings.rec_crop_filter) for c in crops]

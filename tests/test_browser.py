@@ -93,7 +93,7 @@ def open_with(browser, server: str, path: Path, shots: bool = False):
     if shots:
         bar = page.locator("[data-testid='stProgress']")
         expect(bar).to_contain_text(re.compile(r"文件 1/1 file 1 of 1: .* 第 1/1 页 page 1 of 1 · "
-                                               r"(解码页面|文字检测与识别|字段抽取)"), timeout=60_000)
+                                               r"(解码页面|检测文字位置|识别文字|字段抽取)"), timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "0_progress.png"))
     expect(page.get_by_text("文档类型 Document type")).to_be_visible(timeout=120_000)
     return page

@@ -454,10 +454,14 @@ def test_highlight_is_drawn_on_the_preview_and_the_crop_holds_it():
 
 
 def test_pipeline_reports_each_stage_of_each_page(monkeypatch):
-    """The progress bar's source: decode, OCR and extract announced for page 1 and page 2 of 2, in
-    order, before each stage runs (a fake OCR engine; no extraction model)."""
+    """The progress bar's source: decode, OCR (detect, recognise: told by the engine) and extract
+    announced for page 1 and page 2 of 2, in order, before each stage runs (a fake OCR engine that
+    reports its stages as models/ocr.py does; no extraction model)."""
     class Engine:
-        def read(self, image, page_index=0, timings=None):
+        def read(self, image, page_index=0, timings=None, on_stage=None):
+            for stage in ("detect", "recognise"):
+                if on_stage:
+                    on_stage(stage)
             return Page(index=page_index, width=30, height=20,
                         lines=[Line(t, box_to_quad([0, 5 * i, 30, 5 * i + 4]), score=0.99)
                                for i, t in enumerate(("发票号码", "开票日期", "合计金额"))])
@@ -468,8 +472,7 @@ def test_pipeline_reports_each_stage_of_each_page(monkeypatch):
     pages = iter([np.full((20, 30, 3), 255, np.uint8)] * 2)
     analysis = pipeline.analyse_pages(pages, 2, "x.png", on_stage=lambda *a: stages.append(a))
     assert len(analysis.results) == 2
-    assert stages == [("decode", 1, 2), ("ocr", 1, 2), ("extract", 1, 2),
-                      ("decode", 2, 2), ("ocr", 2, 2), ("extract", 2, 2)]
+    assert stages == [(s, page, 2) for page in (1, 2) for s in ("decode", "ocr", "detect", "recognise", "extract")]
 
 
 def test_the_picked_field_row_is_marked_in_the_table():
