@@ -67,6 +67,7 @@ def make_corpus(out: Path, n: int, seed: int = 0) -> Path:
 def make_base(out: Path, hidden: int = 64, layers: int = 2) -> Path:
     """A small untrained base that knows only the generic form's labels."""
     import paddle
+
     from models.extractor import ExtractorConfig, save_model
     from models.heads import tag_labels
     from models.tokenizer import Tokenizer
@@ -100,7 +101,7 @@ def test_label_map_keeps_base_labels_first_and_adds_the_schema_fields(tmp_path):
     from training.retrain import corpus_schemas, label_map
     corpus = make_corpus(tmp_path / "c", 2)
     base_tags = ["O", "B-question", "I-question"]
-    tags, types, _ = label_map([json.loads(l) for l in (corpus / "corpus.jsonl").read_text().splitlines()],
+    tags, types, _ = label_map([json.loads(ln) for ln in (corpus / "corpus.jsonl").read_text().splitlines()],
                                corpus_schemas(corpus), base_tags, ["generic_form"])
     assert tags[:3] == base_tags and types == ["generic_form", "parking_ticket"]
     assert {"B-lot_name", "I-plate", "B-entry_date", "B-fee"} <= set(tags)
@@ -114,26 +115,32 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     """Tiny corpus -> retrain -> a versioned model dir models.extractor loads, F1 >= 0.9 held out;
     resume after a kill; `latest` moves only for a model that is not worse (or with --force).
 
-    Trained on parking tickets alone, the new model takes every page for a parking ticket, so it loses
-    the generic forms the base read (pair F1 ~0.99 -> 0 on the base's own held-out pages): exported, but
-    not promoted. This is the forgetting that once moved `latest` to a worse model."""
+    Trained on parking tickets alone, the new model took every page for a parking ticket and lost the
+    generic forms the base read (pair F1 0.99 -> 0 on the base's own held-out pages): not promoted. With
+    replay (the default half of each batch: generated generic forms on the layouts the base trained on)
+    it keeps them (0.990 -> 0.990) and learns the parking ticket (F1 1.0), so it is promoted."""
     from models.extractor import Extractor, find_model_dirs
-    from training.retrain import retrain
+    from training.retrain import PROMOTION_TOLERANCE, retrain
     corpus, base, root = make_corpus(tmp_path / "corpus", 50), make_base(tmp_path / "base"), tmp_path / "models"
     v1 = retrain(corpus, base, root, "parking", steps=300, batch_size=8, lr=2e-3)
     report = json.loads((v1 / "report.json").read_text(encoding="utf-8"))
-    assert v1.name == "parking-v0001" and not report["promoted"]
+    assert v1.name == "parking-v0001" and report["promoted"], report["promotion_rule"]
     assert report["new_f1"] >= 0.9 and report["base_f1"] == 0.0, report["new"]
     kept = report["base_heldout"]
-    assert kept["base_f1_by_type"]["generic_form"] > kept["new_f1_by_type"]["generic_form"] + 0.01
-    assert [r.split(" on ")[0] for r in report["promotion_rule"]["refused_because"]] == ["generic_form"]
+    assert set(kept["base_f1_by_type"]) == {"generic_form"} and kept["base_f1_by_type"]["generic_form"] > 0.9
+    for dt, before in kept["base_f1_by_type"].items():
+        assert kept["new_f1_by_type"][dt] >= before - PROMOTION_TOLERANCE, (dt, kept)
+    assert report["promotion_rule"]["refused_because"] == []
+    assert report["replay"]["share"] == 0.5 and report["finetune"]["batch_rows"] == {"replay": 4, "corpus": 4}
+    held = set(kept["layouts"]["generic_form"])
+    assert held and not held & set(report["replay"]["layouts"]["generic_form"])
     assert report["split"]["heldout"] >= 10
     assert {"report.md", "loss.png", "f1.png", "metrics.json", "schemas"} <= {p.name for p in v1.iterdir()}
     assert "pipeline engine" in report["finetune"]["step_function"]
     ex = Extractor.load(v1)
     assert "parking_ticket" in ex.schemas and v1.resolve() in find_model_dirs(root)
     reg = ModelRegistry(root)
-    assert reg.latest("parking") is None
+    assert reg.latest("parking") == v1
 
     # a kill after the fine-tune's last checkpoint: later stages redo, training does not
     work = next((root / "registry" / ".work").iterdir())
@@ -305,8 +312,15 @@ def test_replay_stream_mixes_the_stated_share_into_every_batch(tmp_path):
     from models.tokenizer import Tokenizer
     from training.dataset import TrainingSet, gt_lines
     from training.noise import NoiseConfig
-    from training.retrain import (RetrainError, ReplayStream, corpus_schemas, label_map, replay_pages,
-                                  replay_records, replay_rows)
+    from training.retrain import (
+        ReplayStream,
+        RetrainError,
+        corpus_schemas,
+        label_map,
+        replay_pages,
+        replay_records,
+        replay_rows,
+    )
     corpus = make_corpus(tmp_path / "c", 5)
     base = ExtractorConfig.load(DEFAULT_MODEL_DIR)
     tags, types, _ = label_map(read_corpus(corpus), corpus_schemas(corpus), base.tag_labels, base.doc_types)
@@ -335,3 +349,51 @@ def test_replay_stream_mixes_the_stated_share_into_every_batch(tmp_path):
     for bad in (1.0, -0.1):
         with pytest.raises(RetrainError, match="--replay"):
             replay_rows(bad, 8)
+
+
+def test_replay_pages_read_by_ocr_join_as_the_trainer_takes_them(tmp_path):
+    """With --ocr-train, a seeded few replay pages per type are read by OCR and join the replay set
+    `ocr_repeat` times, labelled by alignment (no synthetic noise: source "ocr"); the rest as own lines."""
+    from data.document import Line, Page
+    from models.extractor import DEFAULT_MODEL_DIR
+    from training.retrain import replay_ocr_choice, replay_pages, replay_records
+    recs, summary = replay_records(DEFAULT_MODEL_DIR, tmp_path / "replay", pages_per_type=3, seed=0)
+    chosen = replay_ocr_choice(recs, 1, summary["seed"])
+    assert sorted(r["doc_type"] for r in chosen) == sorted(summary["layouts"])
+    assert chosen == replay_ocr_choice(recs, 1, summary["seed"])
+    # an "OCR" that reads each chosen page exactly as drawn: every value is found again
+    read = {r["id"]: Page(0, r["width"], r["height"], [Line(ln["text"], ln["quad"]) for ln in r["lines"]])
+            for r in chosen}
+    pages = replay_pages(recs, read, ocr_repeat=2)
+    assert len(pages) == len(recs) + 2 * len(chosen)
+    ocr = [pg for pg in pages if pg.source == "ocr"]
+    assert len(ocr) == 2 * len(chosen) and {pg.doc_type for pg in ocr} == set(summary["layouts"])
+    tagged = [t for pg in ocr if pg.doc_type == "vat_invoice" for ln in pg.lines for t in ln.tags]
+    assert any(t.startswith("B-") for t in tagged)
+
+
+@pytest.mark.heavy
+def test_retrain_with_ocr_train_reads_a_few_replay_pages_into_the_shared_cache(tmp_path, monkeypatch):
+    """--ocr-train with replay: besides the corpus' training pages, REPLAY_OCR_PAGES_PER_TYPE replay pages
+    per base type go through OCR (one read each, into the run's OCR cache) and join the replay set twice
+    (--ocr-repeat). The OCR engine is a stand-in: what is tested is the path, not PP-OCR."""
+    import models.ocr
+    from data.document import Line, Page, box_to_quad
+    from training.retrain import REPLAY_OCR_PAGES_PER_TYPE, REPLAY_PAGES_PER_TYPE, retrain
+
+    class Reader:
+        def read(self, image):
+            h, w = image.shape[:2]
+            return Page(0, w, h, [Line("停车票", box_to_quad([10, 10, 100, 30]))])
+
+    monkeypatch.setattr(models.ocr, "get_engine", lambda *a, **k: Reader())
+    corpus, base, root = make_corpus(tmp_path / "corpus", 32), make_base(tmp_path / "base", 32, 1), tmp_path / "m"
+    version = retrain(corpus, base, root, "p", steps=2, batch_size=4, ocr_train=True, force=True)
+    rep = json.loads((version / "report.json").read_text(encoding="utf-8"))
+    assert rep["replay"]["ocr_pages"] == REPLAY_OCR_PAGES_PER_TYPE          # the base knew generic_form only
+    assert rep["finetune"]["pages"]["replay"] == REPLAY_PAGES_PER_TYPE + 2 * REPLAY_OCR_PAGES_PER_TYPE
+    assert rep["finetune"]["batch_rows"] == {"replay": 2, "corpus": 2}
+    work = next((root / "registry" / ".work").iterdir())
+    ids = [json.loads(r)["id"] for r in (work / "ocr_cache.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(ids) == len(set(ids)) == rep["split"]["train"] + REPLAY_OCR_PAGES_PER_TYPE
+    assert sum(i.startswith("replay/generic_form/") for i in ids) == REPLAY_OCR_PAGES_PER_TYPE

@@ -460,7 +460,10 @@ def replay_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
     split): replaying a held-out layout would teach the gate's own test pages. A type whose every layout
     is held out (one layout only) gets no replay pages, and a note says so."""
     from data.synth.generator import list_layouts
-    held, notes = base_heldout_layouts(base_dir)
+    from models.extractor import ExtractorConfig
+    held, _ = base_heldout_layouts(base_dir)
+    notes = [f"{dt}: the generator cannot draw it, so it is not replayed (the fine-tune may forget it)"
+             for dt in ExtractorConfig.load(base_dir).doc_types if dt not in held]
     out: dict[str, list[str]] = {}
     for dt, lays in held.items():
         train = [lay for lay in list_layouts(dt) if lay not in lays]
@@ -629,6 +632,7 @@ def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: li
                f"on: " + "; ".join(f"{dt} {', '.join(lays)}"
                                    for dt, lays in summary['replay'].get('layouts', {}).items())
                + ")"] if summary.get("replay") else ["- replay: none (fine-tuned on the corpus alone)"]),
+            *[f"- replay note: {n}" for n in (summary.get("replay") or {}).get("notes", [])],
             f"- held-out field F1 ({summary.get('judged_on', 'own lines')}): base **{summary['base_f1']:.3f}**, "
             f"new **{summary['new_f1']:.3f}**",
             *([f"- on the held-out pages' own lines: base {summary['gt_lines']['base_f1']:.3f}, "
@@ -751,6 +755,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             from training.trainer import ocr_records
             chosen = replay_ocr_choice(found, REPLAY_OCR_PAGES_PER_TYPE, replay_set["seed"])
             ocr_read = ocr_records(chosen, ocr_cache, desc="real OCR (replay pages)")
+            ocr_read = {r["id"]: ocr_read[r["id"]] for r in chosen if r["id"] in ocr_read}   # not the whole cache
             replay_set["ocr_pages"] = len(ocr_read)
         stages.finish("replay", replay_set)
         rehearsal = replay_pages(found, ocr_read, ocr_repeat)
