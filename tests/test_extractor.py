@@ -154,17 +154,6 @@ def test_a_value_with_junk_shrinks_to_what_reads_as_its_type():
     assert trim_to_type(Span("invoice_code", 0, 0, 11, 0.9), code, text).end == 11
 
 
-def test_a_value_that_validates_beats_a_more_confident_one_that_does_not(model_dir):
-    from models.extraction import Span
-    ex = Extractor.load(model_dir)
-    page = Page(index=0, width=1000, height=1000,
-                lines=[Line(t, box_to_quad([10, 20 + 40 * i, 400, 50 + 40 * i]))
-                       for i, t in enumerate(["纳税人识别号：9579400323", "纳税人识别号：91011111AA2AAAAA00"])])
-    doc = Document(pages=[page], doc_type="vat_invoice")
-    _decode(ex, doc, page, [Span("buyer_tax_id", 0, 7, 17, 0.9), Span("buyer_tax_id", 1, 7, 25, 0.6)])
-    assert doc.fields["buyer_tax_id"].value == "91011111AA2AAAAA00"
-
-
 def test_key_phrases_from_the_schema_fix_the_field_and_drop_key_text():
     from models.extraction import Span
     from models.extraction.fields import is_key_text, rekey_by_phrase, strip_key_phrase
@@ -418,11 +407,7 @@ def test_type_needs_its_printed_title_when_the_schema_says_so():
     # a title OCR cut in two lines is joined again, and the longer title still wins
     assert types3[pick_type(np.array([0.6, 0.3, 0.1]), types3, schemas3,
                              ["电子发票", "（增值税专用发票）", "号码"])] == "e_invoice"
-    # an invoice whose title OCR missed (a seal over it) keeps its type by the keys it prints ...
-    keys = ["发票代码：0420", "发票号码：8030", "开票日期：2024年", "校验码：1234", "机器编号：5", "名称：北京",
-            "纳税人识别号：9111", "地址、电话：北京", "开户行及账号：中国银行", "收款人：张", "复核：李", "开票人：王"]
-    assert types3[pick_type(np.array([0.97, 0.02, 0.01]), types3, schemas3, keys)] == "vat_invoice"
-    # ... which a form with the word 发票 in it does not
+    # a form with the word 发票 in it is no invoice
     assert types3[pick_type(np.array([0.97, 0.01, 0.02]), types3, schemas3, ["发票号码：8030", "姓名：张三"])] == \
         "generic_form"
     # the title inside a longer line (a form's 发票类型 field) is no title line
@@ -530,39 +515,6 @@ def test_a_remark_that_is_itself_label_and_content_runs_through_its_colon():
     assert remark("甲项目：餐饮管理服务", 1, 4) == "项目："
     assert remark("项目：a：b", 0, 3) == "项目："
 
-def test_words_misread_past_reading_say_the_figure_beside_them_when_nearly_its_words(model_dir):
-    from models.extraction import Span
-    ex = Extractor.load(model_dir)
-    rows = [("价税合计（大写）", [80, 440, 250, 460]), ("贰拾贰万壹仟叁佰参拾壹圆柒角攻分", [300, 440, 600, 460]),
-            ("（小写）", [800, 440, 860, 460]), ("¥221331.79", [870, 440, 980, 460])]
-    page = _lines_page(rows)
-    doc = Document(pages=[page], doc_type="vat_invoice")
-    _decode(ex, doc, page, [Span("total_with_tax_in_words", 1, 0, 16, 0.9), Span("total_with_tax", 3, 0, 10, 0.9)])
-    words = doc.fields["total_with_tax_in_words"]
-    assert words.value == "221331.79" and words.raw == "贰拾贰万壹仟叁佰参拾壹圆柒角攻分"
-    assert any("total_with_tax_in_words" in w and "2 character(s)" in w for w in doc.warnings)
-    # words reading as another amount, one character off, give way to a figure the sum bears out
-    near = [("合计", [80, 400, 130, 420]), ("￥200000.00", [700, 400, 800, 420]),
-            ("￥21331.79", [1100, 400, 1190, 420]), rows[0], ("贰拾贰万壹仟叁佰叁拾壹圆柒角叁分", [300, 440, 600, 460]),
-            rows[2], rows[3]]
-    for bears_out in (True, False):
-        page = _lines_page(near if bears_out else near[3:])
-        o = 3 if bears_out else 0
-        spans = [Span("total_with_tax_in_words", 1 + o, 0, 16, 0.9), Span("total_with_tax", 3 + o, 0, 10, 0.9)]
-        if bears_out:
-            spans += [Span("total_amount", 1, 0, 10, 0.9), Span("total_tax", 2, 0, 9, 0.9)]
-        doc = Document(pages=[page], doc_type="vat_invoice")
-        _decode(ex, doc, page, spans)
-        assert doc.fields["total_with_tax_in_words"].value == ("221331.79" if bears_out else "221331.73")
-    # words that are another amount, or only a piece of one, stay as read
-    for text in ("贰拾贰万壹仟叁佰参拾壹圆柒角攻分伍", "肆万"):
-        page = _lines_page([rows[0], (text, [300, 440, 600, 460]), rows[2], rows[3]])
-        doc = Document(pages=[page], doc_type="vat_invoice")
-        _decode(ex, doc, page, [Span("total_with_tax_in_words", 1, 0, len(text), 0.9),
-                               Span("total_with_tax", 3, 0, 10, 0.9)])
-        assert doc.fields["total_with_tax_in_words"].value != "221331.79"
-
-
 def test_a_title_tagged_in_part_becomes_the_printed_title_it_belongs_to():
     from data.document import Field
     from models.extraction.doctype import complete_title
@@ -596,15 +548,3 @@ def test_a_name_alone_on_its_line_is_the_whole_line():
     other = Span("payee", 0, 4, 6, 0.9)
     assert whole_line(Span("drawer", 0, 0, 3, 0.9), "白兰华 李四", [other], phrases).end == 3
     assert whole_line(Span("drawer", 0, 0, 1, 0.9), "白兰华", [], phrases).end == 1
-
-
-def test_a_total_the_invoice_sum_contradicts_is_the_one_figure_the_sum_gives(model_dir):
-    from models.extraction import Span
-    ex = Extractor.load(model_dir)
-    page = _lines_page([("合计", [80, 400, 130, 420]), ("￥9627426.75", [700, 400, 800, 420]),
-                        ("￥866533.42", [1100, 400, 1190, 420]), ("（小写）", [800, 440, 860, 460]),
-                        ("￥10493960.17", [870, 440, 990, 460]), ("2.00", [870, 600, 910, 620])])
-    doc = Document(pages=[page], doc_type="vat_invoice")
-    _decode(ex, doc, page, [Span("total_amount", 1, 0, 11, 0.9), Span("total_tax", 2, 0, 10, 0.9),
-                           Span("total_with_tax", 5, 0, 4, 0.9)])
-    assert doc.fields["total_with_tax"].value == "10493960.17" and doc.fields["total_with_tax"].box[0] == 870

@@ -2,9 +2,16 @@
 rules that only a whole page shows do, through the public decoding functions."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from models.extraction import RULES, check_names
+from data.document import Document, Line, Page, box_to_quad
+from data.schemas import load_schema
+from models.extraction import RULES, PageContext, PagePrediction, Span, check_names
+from models.extraction.doctype import pick_type
+from models.extraction.forms import decode_form
+from models.extraction.rules import decode_fields
+from models.extraction.spans import decode_spans
 
 
 def test_rules_are_named_once_in_order_and_print():
@@ -38,3 +45,255 @@ def test_schema_labels_cover_every_field_and_item_field():
     labels = tag_labels(keys)
     assert labels[0] == "O" and len(labels) == 1 + 2 * len(keys)
     assert labels[labels.index("B-items.amount") + 1] == "I-items.amount"
+
+
+# --- each rule, on and off, through the public decoding functions -------------------------------------------
+
+def _page(rows: list[tuple[str, list[float]]]) -> Page:
+    return Page(index=0, width=1300, height=800, lines=[Line(t, box_to_quad(b)) for t, b in rows])
+
+
+def _stacked(texts: list[str]) -> list[tuple[str, list[float]]]:
+    return [(t, [10, 20 + 40 * i, 400, 50 + 40 * i]) for i, t in enumerate(texts)]
+
+
+def _fields(doc_type: str, rows, spans: list[Span], off: frozenset[str] = frozenset()) -> Document:
+    page = _page(rows)
+    doc = Document(pages=[page], doc_type=doc_type)
+    decode_fields(PageContext(doc, page, load_schema(doc_type), spans), off)
+    return doc
+
+
+def _on_off(rule: str, doc_type: str, rows, spans: list[Span]) -> tuple[Document, Document]:
+    return _fields(doc_type, rows, spans), _fields(doc_type, rows, spans, frozenset([rule]))
+
+
+def _value(doc: Document, key: str) -> str | None:
+    return doc.fields[key].value if key in doc.fields else None
+
+
+def _probs(labels: list[str], rows: list[dict | None]) -> np.ndarray:
+    out = np.zeros((len(rows), len(labels)))
+    for i, row in enumerate(rows):
+        if row is None:
+            out[i] = np.nan
+            continue
+        for lab, p in row.items():
+            out[i, labels.index(lab)] = p
+    return out
+
+
+def _spans(labels, rows, text, free=(), off=frozenset()):
+    spans = decode_spans([_probs(labels, rows)], labels, np.ones(len(labels), bool), [text], set(free), off=off)
+    return [(s.key, text[s.start:s.end]) for s in spans]
+
+
+def test_vote_alnum_runs_keeps_a_number_in_one_field():
+    labels = ["O", "B-invoice_code", "I-invoice_code", "B-invoice_number", "I-invoice_number"]
+    text = "代码031012306531"
+    rows = [{"O": 1.0}] * 2 + [{"I-invoice_code": 0.9, "O": 0.1}] * 9 + [{"I-invoice_number": 0.8, "O": 0.2}] * 3
+    assert _spans(labels, rows, text) == [("invoice_code", "031012306531")]
+    assert len(_spans(labels, rows, text, off=frozenset(["vote_alnum_runs"]))) == 2
+
+
+def test_vote_segments_keeps_a_name_the_model_scatters_in_one_field():
+    labels = ["O", "B-seller_name", "I-seller_name", "B-items.name", "I-items.name"]
+    text = "称：深圳蛋糕餐饮有限公司"
+    rows = ([{"O": 1.0}] * 2 + [{"B-seller_name": 0.8, "O": 0.2}, {"I-seller_name": 0.9, "O": 0.1},
+                                 {"I-items.name": 0.6, "I-seller_name": 0.4}]
+            + [{"I-seller_name": 0.7, "B-seller_name": 0.25, "O": 0.05}] * 7)
+    assert _spans(labels, rows, text, {"seller_name"}) == [("seller_name", "深圳蛋糕餐饮有限公司")]
+    assert ("seller_name", "深圳蛋糕餐饮有限公司") not in \
+        _spans(labels, rows, text, {"seller_name"}, frozenset(["vote_segments"]))
+
+
+def test_extend_left_takes_back_the_first_characters_after_the_colon():
+    labels = ["O", "B-invoice_number", "I-invoice_number"]
+    text = "名称：北京某某公司"
+    rows = [{"O": 1.0}] * 3 + [{"O": 0.8, "I-invoice_number": 0.2}] * 2 + [{"I-invoice_number": 0.9, "O": 0.1}] * 4
+    assert _spans(labels, rows, text) == [("invoice_number", "北京某某公司")]
+    assert _spans(labels, rows, text, off=frozenset(["extend_left"])) == [("invoice_number", "某某公司")]
+
+
+def test_type_rules_follow_the_printed_title():
+    types = ["vat_invoice", "e_invoice", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    lean_form = np.array([0.1, 0.2, 0.7])
+    page = ["电子发票（增值税专用发票）", "号4：19822"]
+    assert types[pick_type(lean_form, types, schemas, page)] == "e_invoice"
+    assert types[pick_type(lean_form, types, schemas, page, off=frozenset(["type_by_title_line"]))] == "generic_form"
+    form = ["个人信息登记表", "姓名：张三", "现住址：北京市"]
+    lean_vat = np.array([0.6, 0.1, 0.3])
+    assert types[pick_type(lean_vat, types, schemas, form)] == "generic_form"
+    assert types[pick_type(lean_vat, types, schemas, form, off=frozenset(["type_needs_title"]))] == "vat_invoice"
+
+
+def test_rekey_after_key_phrase():
+    text = "纳税人识别号：911100008000000000"
+    sp = Span("seller_address_phone", 0, 7, len(text), 0.8, {"seller_address_phone": 0.5, "seller_tax_id": 0.3})
+    on, off = _on_off("rekey_after_key_phrase", "vat_invoice", _stacked([text]), [sp])
+    assert _value(on, "seller_tax_id") == "911100008000000000" and "seller_tax_id" not in off.fields
+
+
+def test_rekey_by_row_key():
+    rows = [("实收：", [28, 401, 82, 426]), ("280.00", [433, 404, 500, 423]),
+            ("找零：", [27, 436, 82, 461]), ("96.32", [444, 438, 501, 458])]
+    sp = Span("paid_amount", 3, 0, 5, 0.9, {"paid_amount": 0.8, "change": 0.1})
+    on, off = _on_off("rekey_by_row_key", "receipt", rows, [sp])
+    assert _value(on, "change") == "96.32" and _value(off, "paid_amount") == "96.32"
+
+
+def test_drop_key_text():
+    text = "开户行及账号：中国银行深圳支行"
+    on, off = _on_off("drop_key_text", "vat_invoice", _stacked([text]), [Span("seller_bank_account", 0, 1, 3, 0.9)])
+    assert "seller_bank_account" not in on.fields and _value(off, "seller_bank_account") == "户行"
+
+
+def test_strip_own_key():
+    on, off = _on_off("strip_own_key", "vat_invoice", _stacked(["开票人 小红"]), [Span("drawer", 0, 0, 6, 0.8)])
+    assert _value(on, "drawer") == "小红" and _value(off, "drawer") != "小红"
+
+
+def test_fit_to_type():
+    text = "开票日期：2024-08-3012:30"
+    on, off = _on_off("fit_to_type", "vat_invoice", _stacked([text]), [Span("issue_date", 0, 5, len(text), 0.9)])
+    assert _value(on, "issue_date") == "2024-08-30" and off.fields["issue_date"].raw == "2024-08-3012:30"
+
+
+def test_text_to_segment_end():
+    on, off = _on_off("text_to_segment_end", "receipt", _stacked(["支付方式：微信支付"]),
+                      [Span("payment_method", 0, 5, 7, 0.9)])
+    assert _value(on, "payment_method") == "微信支付" and _value(off, "payment_method") == "微信"
+
+
+def test_text_whole_line():
+    on, off = _on_off("text_whole_line", "vat_invoice", _stacked(["白兰华"]), [Span("drawer", 0, 0, 2, 0.9)])
+    assert _value(on, "drawer") == "白兰华" and _value(off, "drawer") == "白兰"
+
+
+def test_bracket_below():
+    rows = [("智融生活超市", [130, 37, 282, 62]), ("（朝阳区店）", [160, 66, 250, 90])]
+    on, off = _on_off("bracket_below", "vat_invoice", rows, [Span("seller_name", 0, 0, 6, 0.9)])
+    assert _value(on, "seller_name") == "智融生活超市(朝阳区店)" and _value(off, "seller_name") == "智融生活超市"
+
+
+def test_bracket_head():
+    rows = [("盛达餐厅", [100, 20, 220, 50]), ("（朝阳区店）", [225, 20, 400, 50])]
+    on, off = _on_off("bracket_head", "vat_invoice", rows, [Span("buyer_name", 1, 0, 6, 0.9)])
+    assert on.fields["buyer_name"].raw == "盛达餐厅（朝阳区店）" and off.fields["buyer_name"].raw == "（朝阳区店）"
+
+
+def test_text_through_colon():
+    rows = [("备", [50, 440, 70, 460]), ("项目：餐饮管理服务", [92, 460, 243, 477])]
+    on, off = _on_off("text_through_colon", "vat_invoice", rows, [Span("remarks", 1, 0, 3, 0.9)])
+    assert on.fields["remarks"].raw == "项目：餐饮管理服务" and off.fields["remarks"].raw == "项目"
+
+
+def test_title_from_line_and_title_snap():
+    # the title's second line a line height below and off centre: too far for a name's bracketed part
+    rows = [("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [700, 89, 950, 117])]
+    on, off = _on_off("title_from_line", "e_invoice", rows, [Span("title", 0, 0, 3, 0.9)])
+    assert _value(on, "title") == "电子发票(增值税专用发票)" and _value(off, "title") == "电子发票"
+    on, off = _on_off("title_snap", "e_invoice", [("电子发票(增值", [467, 33, 585, 61])], [Span("title", 0, 0, 7, 0.9)])
+    assert _value(on, "title") == "电子发票(增值税专用发票)" and off.fields["title"].raw == "电子发票(增值"
+
+
+def _goods(name: str = "运输服务*国内货物运输服务") -> tuple[list, list[Span]]:
+    y = [300, 320]
+    rows = [(name, [60, y[0], 300, y[1]]), ("250ML*24", [320, y[0], 400, y[1]]), ("次", [420, y[0], 440, y[1]]),
+            ("3", [470, y[0], 480, y[1]]), ("83.77", [520, y[0], 600, y[1]]), ("251.31", [640, y[0], 720, y[1]]),
+            ("9%", [760, y[0], 790, y[1]]), ("22.62", [820, y[0], 900, y[1]]), ("22.61", [820, 500, 900, 520])]
+    spans = [Span("items.name", 0, 0, len(name), 0.9), Span("items.spec", 1, 0, 5, 0.9),
+             Span("items.unit", 2, 0, 1, 0.9), Span("items.unit_price", 4, 0, 5, 0.9),
+             Span("items.amount", 5, 0, 6, 0.9), Span("items.tax_rate", 6, 0, 2, 0.9)]
+    return rows, spans
+
+
+def test_item_rules():
+    rows, spans = _goods()
+    on = _fields("vat_invoice", rows, spans).items[0]
+    assert on["spec"].value == "250ML*24" and on["quantity"].value == "3" and on["tax"].value == "22.62"
+    assert _fields("vat_invoice", rows, spans, frozenset(["whole_cell"])).items[0]["spec"].value == "250ML"
+    assert "quantity" not in _fields("vat_invoice", rows, spans, frozenset(["complete_item_row"])).items[0]
+    rows, spans = _goods("会议服务“会议费")
+    assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*会议服务*会议费"
+    assert _fields("vat_invoice", rows, spans, frozenset(["star_name"])).items[0]["name"].value == "会议服务“会议费"
+
+
+def test_goods_rows_only_and_fill_by_arithmetic():
+    rows = [("合计", [80, 400, 130, 420]), ("￥18361.29", [700, 400, 800, 420]), ("￥2302.13", [1100, 400, 1190, 420]),
+            ("价税合计（大写）", [80, 440, 250, 460]), ("贰万零陆佰陆拾叁圆肆角贰分", [300, 440, 600, 460]),
+            ("（小写）", [800, 440, 860, 460]), ("¥20663.42", [870, 440, 980, 460])]
+    spans = [Span("total_with_tax_in_words", 4, 0, 13, 0.9), Span("total_amount", 1, 1, 9, 0.9),
+             Span("items.tax", 2, 1, 8, 0.8)]
+    on = _fields("vat_invoice", rows, spans)
+    assert on.items == [] and _value(on, "total_with_tax") == "20663.42" and _value(on, "total_tax") == "2302.13"
+    assert _fields("vat_invoice", rows, spans, frozenset(["goods_rows_only"])).items != []
+    assert "total_with_tax" not in _fields("vat_invoice", rows, spans, frozenset(["fill_by_arithmetic"])).fields
+
+
+def test_drop_total_row():
+    rows = [("苹果", [60, 300, 200, 320]), ("12.50", [600, 300, 700, 320]),
+            ("香蕉", [60, 340, 200, 360]), ("7.50", [600, 340, 700, 360]), ("20.00", [600, 380, 700, 400])]
+    spans = [Span("items.name", 0, 0, 2, 0.9), Span("items.amount", 1, 0, 5, 0.9), Span("items.name", 2, 0, 2, 0.9),
+             Span("items.amount", 3, 0, 4, 0.9), Span("items.amount", 4, 0, 5, 0.9)]
+    assert len(_fields("receipt", rows, spans).items) == 2
+    assert len(_fields("receipt", rows, spans, frozenset(["drop_total_row"])).items) == 3
+
+
+def test_figure_from_words():
+    rows = [("￥273682.62", [700, 400, 820, 420]), ("￥35578.74", [1050, 400, 1160, 420]),
+            ("叁拾万玖仟贰佰陆拾壹圆叁角陆分", [300, 440, 600, 460]), ("（小写）￥309261.36", [800, 440, 1000, 460])]
+    spans = [Span("total_amount", 3, 4, 14, 0.9), Span("total_tax", 1, 0, 9, 0.9),
+             Span("total_with_tax_in_words", 2, 0, 15, 0.9)]
+    on, off = _on_off("figure_from_words", "vat_invoice", rows, spans)
+    assert _value(on, "total_with_tax") == "309261.36" and _value(on, "total_amount") == "273682.62"
+    assert _value(off, "total_amount") == "309261.36"
+
+
+def test_id_number_facts():
+    rows = [("公民身份号码", [50, 440, 170, 460]), ("340104199102167611", [240, 440, 520, 460])]
+    on, off = _on_off("id_number_facts", "id_card_front", rows, [Span("id_number", 1, 0, 18, 0.9)])
+    assert _value(on, "sex") == "男" and _value(on, "birth_date") == "1991-02-16" and "sex" not in off.fields
+
+
+FORM_LABELS = ["O", "B-header", "I-header", "B-question", "I-question", "B-answer", "I-answer"]
+
+
+def _pairs(rows, tags=None, scores=None, off=frozenset()) -> list[tuple[str, str]]:
+    cols = {"O": 0, "Q": 4, "A": 6}
+    page = Page(index=0, width=1200, height=1600, lines=[Line(t, box_to_quad(b), score=(scores or {}).get(i, 0.99))
+                                                          for i, (t, b) in enumerate(rows)])
+    probs = []
+    for i, (text, _) in enumerate(rows):
+        p = np.zeros((len(text), len(FORM_LABELS)))
+        for ci, ch in enumerate(text):
+            p[ci, cols[(tags[i] if tags else "O" * len(text))[ci]]] = 1.0
+        probs.append(p)
+    return [(p.key, p.value) for p in decode_form(page, PagePrediction(np.zeros(1), probs, lambda a, b: None),
+                                                  FORM_LABELS, off=off)]
+
+
+def test_form_rules():
+    below = [("申请针对的物业地址", [100, 100, 400, 130]), ("紫藤苑4号楼3单元301", [170, 140, 440, 170])]
+    assert _pairs(below) == [("申请针对的物业地址", "紫藤苑4号楼3单元301")]
+    assert _pairs(below, off=frozenset(["form_below"])) == []
+    assert _pairs(below, off=frozenset(["form_colonless_keys"])) == []
+    furniture = [("编号：80247952", [800, 40, 950, 60]), ("姓名：", [100, 100, 160, 124]),
+                 ("张三", [180, 100, 230, 124])]
+    known = ["O" * 11, "QQQ", "AA"]
+    assert _pairs(furniture, known) == [("姓名", "张三")]
+    assert ("编号", "80247952") in _pairs(furniture, known, off=frozenset(["form_furniture"]))
+    options = [("领取方式：", [100, 100, 200, 124]), ("自取", [220, 100, 260, 124]), ("邮寄", [280, 100, 320, 124])]
+    assert _pairs(options, ["QQQQQ", "AA", "AA"]) == []
+    assert _pairs(options, ["QQQQQ", "AA", "AA"], off=frozenset(["form_options_row"])) == [("领取方式", "自取")]
+    unsure = [("部门：", [100, 160, 160, 184]), ("采购部", [180, 160, 240, 184])]
+    assert _pairs(unsure, scores={1: 0.5}) == []
+    assert _pairs(unsure, scores={1: 0.5}, off=frozenset(["form_ocr_min"])) == [("部门", "采购部")]
+
+
+def test_every_rule_that_can_be_switched_off_has_a_test_here():
+    import inspect
+    import sys
+    here = inspect.getsource(sys.modules[__name__])
+    assert [r.name for r in RULES if not r.core and f'"{r.name}"' not in here] == []

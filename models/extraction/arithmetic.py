@@ -9,10 +9,9 @@ import re
 from typing import Any
 
 from data.document import Field
-from data.normalize import format_amount_words, normalize_code, normalize_value, parse_amount
+from data.normalize import normalize_code, parse_amount
 from data.validate import is_valid_id_number
-from models.extraction.base import TYPE_SHAPES, PageContext, Span, clean
-from models.ocr_eval import edit_distance
+from models.extraction.base import TYPE_SHAPES, PageContext, Span
 
 
 def _rules(ctx: PageContext, *checks: str) -> list[Any]:
@@ -39,38 +38,6 @@ def _fill(ctx: PageContext, key: str, want: Any) -> bool:
     doc.fields[key] = ctx.make_field(key, specs[key], Span(key, li, a, b, 0.5))
     figures[:] = [fg for fg in figures if fg[1:] != fits[0]]
     return True
-
-
-def complete_sums(ctx: PageContext) -> None:
-    """A sum rule (合计金额 + 合计税额 = 价税合计) with one term missing takes the one unused amount
-    candidate that makes it hold: the model found the figure but gave it to a neighbouring field.
-    Nothing is filled when no candidate, or more than one, fits."""
-    doc, page, specs = ctx.doc, ctx.page, ctx.specs
-    spare = [s for s in ctx.header if (s.line, s.start) not in ctx.used]
-    for rule in _rules(ctx, "sum"):
-        if not rule.equals:
-            continue
-        terms = list(rule.fields) + [rule.equals]
-        missing = [k for k in terms if k not in doc.fields and k in specs]
-        if len(missing) != 1 or specs[missing[0]].type != "amount":
-            continue
-        known: dict[str, Any] = {k: parse_amount(doc.fields[k].value) for k in terms if k in doc.fields}
-        if None in known.values():
-            continue
-        gap = sum(v for k, v in known.items() if k != rule.equals) - known[rule.equals] \
-            if rule.equals in known else None
-        fits = []
-        for sp in spare:
-            value = parse_amount(clean(page.lines[sp.line].text[sp.start:sp.end]).lstrip("¥￥"))
-            if value is None:
-                continue
-            if (gap is not None and value == -gap) or \
-                    (gap is None and value == sum(known.values())):
-                fits.append(sp)
-        if len(fits) == 1:
-            sp = fits[0]
-            doc.fields[missing[0]] = ctx.make_field(missing[0], specs[missing[0]],
-                                                    Span(missing[0], sp.line, sp.start, sp.end, sp.score))
 
 
 def money_figures(ctx: PageContext) -> None:
@@ -105,28 +72,6 @@ def figure_from_words(ctx: PageContext) -> None:
                     break
 
 
-def total_from_terms(ctx: PageContext) -> None:
-    """A total the sum contradicts (价税合计 read as 2.00 beside ￥10493960.17): when the terms add up to
-    exactly one free figure on the page and the 大写 words do not stand by the value taken, that
-    figure is the total."""
-    doc, specs = ctx.doc, ctx.specs
-    for rule in _rules(ctx, "sum"):
-        if not rule.equals or rule.equals not in doc.fields or \
-                specs.get(rule.equals) is None or specs[rule.equals].type != "amount":
-            continue
-        parts: list[Any] = [_value_of(ctx, k) if k in doc.fields else None for k in rule.fields]
-        total = _value_of(ctx, rule.equals)
-        if not parts or None in parts or total is None or sum(parts) == total:
-            continue
-        words = [_value_of(ctx, r.words) for r in ctx.schema.rules
-                 if r.check == "words_match" and r.figure == rule.equals and r.words in doc.fields]
-        if total in words:
-            continue
-        old = doc.fields.pop(rule.equals)
-        if not _fill(ctx, rule.equals, sum(parts)):
-            doc.fields[rule.equals] = old
-
-
 def fill_by_arithmetic(ctx: PageContext) -> None:
     """A total the model did not tag at all: the figure of 价税合计 equals its 大写 words; a missing
     term of 合计金额 + 合计税额 = 价税合计 is their difference; a missing 合计金额/税额 is the sum of the
@@ -152,33 +97,6 @@ def fill_by_arithmetic(ctx: PageContext) -> None:
                     changed |= _fill(ctx, rule.equals, sum(vals))
         if not changed:
             break
-
-
-def words_misread(ctx: PageContext) -> None:
-    """大写 words OCR misread (贰拾贰万壹仟叁佰参拾壹圆柒角攻分): when they are within one character in
-    eight of the words for the 小写 figure printed beside them, they say that figure."""
-    doc = ctx.doc
-    for rule in _rules(ctx, "words_match"):
-        if rule.words not in doc.fields or rule.figure not in doc.fields:
-            continue
-        words, figure = doc.fields[rule.words], _value_of(ctx, rule.figure)
-        if figure is None or figure < 0:
-            continue
-        said = parse_amount(words.value)
-        # words that read as another amount are taken for a misreading only when the figure is
-        # borne out by the invoice's sum (合计金额 + 合计税额 = 价税合计): then OCR, not the invoice, erred
-        terms: list[list[Any]] = [[_value_of(ctx, k) if k in doc.fields else None for k in r.fields]
-                                  for r in ctx.schema.rules if r.check == "sum" and r.equals == rule.figure]
-        summed = [t for t in terms if t and None not in t and sum(t) == figure]
-        if said is not None and (said == figure or not summed):
-            continue
-        read = re.sub(r"[\s⊗ⓧ×Ⓧ⨂()（）]|人民币", "", words.raw)
-        expected = format_amount_words(figure)
-        off = edit_distance(read, expected) if read else len(expected)
-        if off <= max(1, len(expected) // ctx.settings.words_misread_per):
-            words.value = normalize_value("amount", str(figure)) or str(figure)
-            doc.warnings.append(f"{words.label} ({rule.words}) read as {words.raw}: taken as the words for "
-                                f"{rule.figure} {figure}, which differ from it in {off} character(s)")
 
 
 def id_number_facts(ctx: PageContext) -> None:

@@ -48,7 +48,6 @@ class PageContext:
     spans: list[Span]
     settings: DecodeSettings = DEFAULT_SETTINGS
     header: list[Span] = dc_field(default_factory=list)       # candidates for the schema's fields
-    rank: list[Callable[[Span], Any]] = dc_field(default_factory=list)   # sort keys before the score
     used: set[tuple[int, int]] = dc_field(default_factory=set)           # (line, start) of chosen spans
     item_spans: list[Span] = dc_field(default_factory=list)
     cells: list[tuple[str, Field]] = dc_field(default_factory=list)

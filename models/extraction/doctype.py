@@ -1,7 +1,7 @@
 """The document type, and the title field: what the page prints as its title.
 
 `pick_type` takes the classifier's probabilities and the page's printed title (rules type_by_title_line,
-type_needs_title, type_by_key_coverage); `complete_title` and `snap_title` complete a title the model
+type_needs_title); `complete_title` and `snap_title` complete a title the model
 or OCR cut short.
 """
 from __future__ import annotations
@@ -55,9 +55,7 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     the classifier's most likely type whose title the page shows: a type whose schema says every page
     prints one of its titles (title_required) is passed over when the page shows less than half of every
     such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT invoice
-    because the classifier leaned that way), unless the page prints the keys of that type's fields
-    (发票代码, 纳税人识别号 ... on an invoice whose title a seal hides). When no type passes, the most
-    likely one stays."""
+    because the classifier leaned that way). When no type passes, the most likely one stays."""
     lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
     # a title OCR cut in two (电子发票 | （增值税专用发票）) is whole again in a line joined to the next
     joined = lines + [a + b for a, b in zip(lines, lines[1:])]
@@ -66,21 +64,12 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     longest = max(titled.values(), default=0)
     if longest:
         return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
-    text = "".join(lines)
     for i in np.argsort(-probs, kind="stable"):
         schema = schemas.get(types[i])
         if schema is None or not schema.title_required or "type_needs_title" in off or \
-                title_evidence(schema.title_phrases, lines) >= st.title_evidence or \
-                ("type_by_key_coverage" not in off and key_coverage(schema, text) >= st.key_coverage):
+                title_evidence(schema.title_phrases, lines) >= st.title_evidence:
             return int(i)
     return int(probs.argmax())
-
-
-def key_coverage(schema, text: str) -> float:
-    """Share of the schema's fields with key phrases whose phrase stands in the page text."""
-    keyed = [f for f in schema.fields if f.key_phrases]
-    hits = sum(any(re.sub(r"\s+", "", to_halfwidth(p)) in text for p in f.key_phrases) for f in keyed)
-    return hits / len(keyed) if keyed else 0.0
 
 
 def snap_title(value: str, phrases: list[str]) -> str:

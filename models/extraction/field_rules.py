@@ -6,7 +6,7 @@ fields from the page's layout.
 """
 from __future__ import annotations
 
-from models.extraction.base import PageContext, clean, plausible
+from models.extraction.base import PageContext, clean
 from models.extraction.doctype import complete_title, snap_title
 from models.extraction.fields import (is_key_text, rekey_by_phrase, rekey_by_row, strip_key_phrase,
                                       to_segment_end, trim_to_type, whole_line)
@@ -56,15 +56,9 @@ def text_whole_line(ctx: PageContext) -> None:
                   else s for s in header]
 
 
-def prefer_plausible(ctx: PageContext) -> None:
-    """A value that reads as its type (a date that parses, an 18-character tax ID) beats a more
-    confident one that does not."""
-    ctx.rank.append(lambda s: not plausible(ctx.specs[s.key], ctx.text(s)[s.start:s.end]))
-
-
 def choose_fields(ctx: PageContext) -> None:
-    """Per field the first candidate by the rank keys, then the most confident, that holds any text."""
-    for s in sorted(ctx.header, key=lambda s: (*(k(s) for k in ctx.rank), -s.score)):
+    """Per field the most confident candidate that holds any text."""
+    for s in sorted(ctx.header, key=lambda s: -s.score):
         if s.key not in ctx.doc.fields and clean(ctx.text(s)[s.start:s.end]):
             ctx.doc.fields[s.key] = ctx.make_field(s.key, ctx.specs[s.key], s)
             ctx.used.add((s.line, s.start))

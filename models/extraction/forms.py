@@ -17,8 +17,8 @@ and uses the tags as evidence where layout alone cannot decide:
    close). The candidate must not be a key, a header, a sentence, or empty ("$", check boxes).
    Each value goes to one key: strongest evidence first.
 
-Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_row_lift,
-form_furniture, form_options_row, form_ticked, form_below, form_ocr_min. Thresholds: DecodeSettings.form_*.
+Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_furniture,
+form_options_row, form_below, form_ocr_min. Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
 
@@ -224,9 +224,6 @@ class _Layout:
     def same_row(self, a: Piece, b: Piece) -> bool:
         return a.line != b.line and geometry.same_row(a.box, b.box, self.slope, self.st.form_row_tol)
 
-    def row_mates(self, p: Piece, among: list[Piece]) -> list[Piece]:
-        return [o for o in among if o is not p and self.same_row(o, p)]
-
     def right_of(self, k: Piece) -> Piece | None:
         """The nearest piece to the right of `k` on its row, if it starts close enough."""
         others = [p for p in self.pieces if p is not k and p.line != k.line]
@@ -238,19 +235,6 @@ class _Layout:
         others = [p for p in self.pieces if p.line != k.line]
         i = geometry.below(k.box, [p.box for p in others], self.slope, self.st.form_below_gap)
         return others[i] if i is not None else None
-
-
-def _ticked_or_first(geo: _Layout, k: Piece, off: frozenset[str] = frozenset()) -> Piece | None:
-    """The piece right of `k`; where that starts a row of check-box options OCR read one by one
-    (□男 ☑女), the ticked option among them."""
-    first = p = geo.right_of(k)
-    if "form_ticked" in off:
-        return first
-    while p is not None and (CHECK_BOXES.match(p.text) or TICKED.search(p.text)):
-        if TICKED.search(p.text):
-            return p
-        p = geo.right_of(p)
-    return first
 
 
 def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray], st: DecodeSettings = DEFAULT_SETTINGS,
@@ -266,16 +250,10 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray], st: DecodeS
     free = [p for p in pieces if not p.colon_key]
     own = {id(p): float(np.clip(key_score(p.text, _mean_mass(masses[p.line], p.start, p.end)), -3.0, 3.0))
            for p in free}
-    # Row context: the labels of a printed row share it (a row of labels above a row of answers), so
-    # a label the model misreads borrows from its row neighbours. Only as a lift (a row of answers
-    # says nothing against a key), and never from the piece it is being weighed against.
-    mates = {id(p): geo.row_mates(p, free) for p in free}
 
     def ks(p: Piece, versus: Piece | None = None) -> float:
-        if p.colon_key:
-            return 9.0
-        lift = [own[id(o)] for o in mates[id(p)] if o is not versus] if "form_row_lift" not in off else []
-        return own[id(p)] + (max(0.0, float(np.mean(lift))) if lift else 0.0)
+        """Key score; a colon key is a key whatever its text (`versus`: the piece it is weighed against)."""
+        return 9.0 if p.colon_key else own[id(p)]
 
     def is_value(v: Piece) -> bool:
         return not v.colon_key and v.line not in furniture and _is_value(v, masses[v.line])
@@ -301,7 +279,7 @@ def _link(page: Page, pieces: list[Piece], masses: list[np.ndarray], st: DecodeS
         if not k.colon_key and ("form_colonless_keys" in off or ks(k) < st.form_key_min):
             continue
         # a long prompt ending in a colon introduces a list or a table, not a value on the next line
-        looks = [("right", _ticked_or_first(geo, k, off))]
+        looks = [("right", geo.right_of(k))]
         looks += [("below", geo.below(k))] if len(k.text) <= st.form_long_key and "form_below" not in off else []
         for where, v in looks:
             if v is None or not is_value(v) or (where == "right" and options_row(v)):

@@ -19,16 +19,11 @@ class DecodeSettings:
     extend_floor: float = 0.1          # a span grows left over characters giving its field this much mass
     # --- document type -----------------------------------------------------------------------------------
     title_evidence: float = 0.5        # share of a required title a page must show for its type to be kept
-    key_coverage: float = 0.3          # share of a type's keyed fields whose key phrase a page prints, to keep
-                                       # the type without its title (a seal over the title): invoices 0.6-0.95
-                                       # when read well, forms <= 0.25 for the invoice types on held-out pages
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
     # --- items --------------------------------------------------------------------------------------------
     row_tolerance: float = 0.5         # item cells whose deskewed centres are within this x line height: one row
     row_lower: float = 0.35            # a second cell of a key this much lower starts the next row
     item_band: float = 0.6             # a missing quantity/tax is searched within this x line height of its row
-    # --- arithmetic --------------------------------------------------------------------------------------
-    words_misread_per: int = 8         # 大写 words within one character in this many of the figure's words say it
     # --- forms -------------------------------------------------------------------------------------------
     form_trust: float = 0.4            # the model knows the page when this share of its lines is tagged q/a ...
     form_other: float = 0.7            # ... and then a line it tags "other" with this mass holds no key or value
