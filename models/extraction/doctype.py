@@ -90,7 +90,7 @@ def snap_title(value: str, phrases: list[str]) -> str:
     return value
 
 
-def complete_title(f: Field, page: Page, phrases: list[str]) -> None:
+def complete_title(f: Field, page: Page, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
     """A title the model tagged only in part (电子发 of 电子发票 | （增值税专用发票）, OCR's two lines on one
     row or stacked) is the printed title it belongs to: its line, alone or joined to the line before or
     after it, holds a known title exactly, with at most four characters more before it (a province)."""
@@ -105,7 +105,7 @@ def complete_title(f: Field, page: Page, phrases: list[str]) -> None:
 
     def close(a: Line, b: Line) -> bool:         # on one row, or b stacked right under a
         h = max(1.0, a.box[3] - a.box[1], b.box[3] - b.box[1])
-        return same_row(a.box, b.box, line_height=h) or -0.3 * h <= b.box[1] - a.box[3] < 1.5 * h
+        return same_row(a.box, b.box, line_height=h) or -st.join_overlap * h <= b.box[1] - a.box[3] < st.title_stack * h
     for lo, hi in ((li, li), (li, li + 1), (li - 1, li)):
         if lo < 0 or hi >= len(page.lines) or (hi > lo and not close(page.lines[lo], page.lines[hi])):
             continue

@@ -20,17 +20,17 @@ def field_candidates(ctx: PageContext) -> None:
 
 def rekey_after_key_phrase(ctx: PageContext) -> None:
     """A value after a colon whose key text is some fields' key phrase takes one of those fields."""
-    ctx.header = [rekey_by_phrase(s, ctx.text(s), ctx.phrases) for s in ctx.header]
+    ctx.header = [rekey_by_phrase(s, ctx.text(s), ctx.phrases, ctx.settings) for s in ctx.header]
 
 
 def rekey_by_row_key(ctx: PageContext) -> None:
     """A value alone on its line takes a field named by the key line left of it on its row."""
-    ctx.header = [rekey_by_row(s, ctx.page, ctx.phrases) for s in ctx.header]
+    ctx.header = [rekey_by_row(s, ctx.page, ctx.phrases, ctx.settings) for s in ctx.header]
 
 
 def drop_key_text(ctx: PageContext) -> None:
     """A candidate that lies inside a key phrase (or is a piece of one OCR cut) is no value."""
-    ctx.header = [s for s in ctx.header if not is_key_text(s, ctx.text(s), ctx.every_phrase)]
+    ctx.header = [s for s in ctx.header if not is_key_text(s, ctx.text(s), ctx.every_phrase, ctx.settings)]
 
 
 def strip_own_key(ctx: PageContext) -> None:
@@ -74,14 +74,14 @@ def bracket_below(ctx: PageContext) -> None:
     """A name's bracketed part (（朝阳区店）) OCR read as a line right of it or below it is appended."""
     lines = {ln for ln, _ in ctx.used}
     for f in _text_fields(ctx):
-        join_bracket_below(f, ctx.page, lines)
+        join_bracket_below(f, ctx.page, lines, ctx.settings)
 
 
 def bracket_head(ctx: PageContext) -> None:
     """A value that starts with a bracket takes the head OCR read as a line left of it or above it."""
     lines = {ln for ln, _ in ctx.used}
     for f in _text_fields(ctx):
-        join_bracket_tail(f, ctx.page, lines)
+        join_bracket_tail(f, ctx.page, lines, ctx.settings)
 
 
 def text_through_colon(ctx: PageContext) -> None:
@@ -94,7 +94,7 @@ def text_through_colon(ctx: PageContext) -> None:
 def title_from_line(ctx: PageContext) -> None:
     """A title the model tagged only in part is the printed title its line (or two lines) holds."""
     if "title" in ctx.here() and getattr(ctx.schema, "title_phrases", None):
-        complete_title(ctx.doc.fields["title"], ctx.page, ctx.schema.title_phrases)
+        complete_title(ctx.doc.fields["title"], ctx.page, ctx.schema.title_phrases, ctx.settings)
 
 
 def title_snap(ctx: PageContext) -> None:

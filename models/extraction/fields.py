@@ -12,6 +12,7 @@ from data.document import Page
 from data.geometry import same_row
 from data.normalize import to_halfwidth
 from models.extraction.base import CODE_TYPES, COLONS, TYPE_SHAPES, Span, clean, near, plausible
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 from models.extraction.doctype import title_evidence
 
 
@@ -53,7 +54,7 @@ def trim_to_type(sp: Span, spec: Any, text: str) -> Span:
     return sp
 
 
-def rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span:
+def rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]], st: DecodeSettings = DEFAULT_SETTINGS) -> Span:
     """When the text before the value's colon is a key phrase of some fields and the model named
     another, the value takes the one of those fields the model gave most mass (纳税人识别号：… read
     as the seller's address becomes the seller's tax ID, not the buyer's)."""
@@ -63,7 +64,7 @@ def rekey_by_phrase(sp: Span, text: str, phrases: dict[str, list[str]]) -> Span:
     key_text = re.sub(r"\s+", "", text[:colon])
     owners = [k for k, phs in phrases.items() if any(ph and key_text.endswith(ph) for ph in phs)] or \
         [k for k, phs in phrases.items()       # a long key misread in one character (纳税人只别号)
-         if any(len(ph) >= 5 and near(key_text[-len(ph):], ph) for ph in phs)]
+         if any(len(ph) >= st.rekey_misread_min and near(key_text[-len(ph):], ph) for ph in phs)]
     return rekey_to(sp, owners)
 
 
@@ -76,7 +77,7 @@ def rekey_to(sp: Span, owners: list[str]) -> Span:
     return Span(best, sp.line, sp.start, sp.end, sp.score, sp.alts)
 
 
-def rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]]) -> Span:
+def rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]], st: DecodeSettings = DEFAULT_SETTINGS) -> Span:
     """A value alone on its OCR line, whose key stands as a separate line to its left on the same row
     (实收： ... 280.00 on a receipt), belongs to a field that key names: when the model named another
     field, the value takes the one of the key's fields it gave most mass."""
@@ -86,42 +87,43 @@ def rekey_by_row(sp: Span, page: Page, phrases: dict[str, list[str]]) -> Span:
     x0, y0, _, y1 = line.box
     h = max(1.0, y1 - y0)
     left = [m for m in page.lines if m is not line and same_row(m.box, line.box, line_height=h)
-            and m.box[2] <= x0 + 0.3 * h]
+            and m.box[2] <= x0 + st.row_key_reach * h]
     if not left:
         return sp
     key_line = max(left, key=lambda m: m.box[2])
     # a key that waits for its value ends with a colon, or stands close: a label without a colon far to
     # the left is another column's (an e-invoice prints its labels above the values)
-    if not key_line.text.rstrip().endswith(tuple(COLONS)) and x0 - key_line.box[2] > 2 * h:
+    if not key_line.text.rstrip().endswith(tuple(COLONS)) and x0 - key_line.box[2] > st.row_key_far * h:
         return sp
     key_text = re.sub(r"[\s:：]+", "", key_line.text)
     owners = [k for k, phs in phrases.items() if key_text and any(ph and key_text.endswith(ph) for ph in phs)]
     return rekey_to(sp, owners)
 
 
-def is_key_text(sp: Span, text: str, phrases: list[str]) -> bool:
+def is_key_text(sp: Span, text: str, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> bool:
     """Whether the span lies inside the key of a "key：value" (the text from the line start or the
     previous colon up to the next colon is some field's key phrase), or is itself a piece of a
     longer key phrase OCR cut off (统一社会信 of 统一社会信用代码): key text is never a value."""
     body = re.sub(r"\s+", "", clean(text[sp.start:sp.end]))
-    if len(body) >= 3 and any(len(ph) > len(body) and body in ph for ph in phrases):
+    if len(body) >= st.key_piece_min and any(len(ph) > len(body) and body in ph for ph in phrases):
         return True
     # a long key OCR misread in one character (纳税人识刷) is still key text
-    if len(body) >= 6 and any(near(body, ph[j:j + len(body)]) for ph in phrases
+    if len(body) >= st.key_misread_min and any(near(body, ph[j:j + len(body)]) for ph in phrases
                               for j in range(len(ph) - len(body) + 1)):
         return True
     # ... and a line that is a long key (8+ characters) misread in several: two thirds of the key's
     # characters in order, the line no more than two longer (核一北会信期代码/的税人职别号)
     whole = re.sub(r"[\s:：]+", "", to_halfwidth(text))
-    if body and body in whole and any(len(ph) >= 8 and abs(len(whole) - len(ph)) <= 2 and
-                                      title_evidence([ph], [whole]) >= 2 / 3 for ph in phrases):
+    if body and body in whole and any(len(ph) >= st.long_key and abs(len(whole) - len(ph)) <= st.long_key_extra and
+                                      title_evidence([ph], [whole]) >= st.long_key_share for ph in phrases):
         return True
     after = next((i for i in range(sp.end, len(text)) if text[i] in COLONS), None)
     if after is None:
         return False
     before = max((i for i in range(sp.start) if text[i] in COLONS), default=-1)
     key_text = re.sub(r"\s+", "", text[before + 1:after])
-    return any(key_text.endswith(ph) or (len(ph) >= 6 and near(key_text[-len(ph):], ph)) for ph in phrases)
+    return any(key_text.endswith(ph) or (len(ph) >= st.key_misread_min and near(key_text[-len(ph):], ph))
+               for ph in phrases)
 
 
 def strip_key_phrase(sp: Span, text: str, phrases: list[str]) -> Span:

@@ -20,6 +20,23 @@ class DecodeSettings:
     # --- document type -----------------------------------------------------------------------------------
     title_evidence: float = 0.5        # share of a required title a page must show for its type to be kept
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
+    # --- keys, and free text over several OCR lines ----------------------------------------------------
+    rekey_misread_min: int = 5         # a key phrase this long read with one wrong character still names its field
+    key_piece_min: int = 3             # a piece of a key phrase this long (统一社会信 of 统一社会信用代码) is key text
+    key_misread_min: int = 6           # ... and one this long with one wrong character (纳税人识刷)
+    long_key: int = 8                  # a line holding a key this long misread in several characters ...
+    long_key_extra: int = 2            # ... (at most this many characters longer than the key) ...
+    long_key_share: float = 2 / 3      # ... and this share of the key's characters in order is key text
+    row_key_reach: float = 0.3         # a key line left of a lone value ends at most this x line height into it
+    row_key_far: float = 2.0           # a colon-less label more line heights left of a value is another column's
+    join_overlap: float = 0.3          # a line continuing another may overlap it by this x line height (OCR boxes
+                                       # of a cut line overlap; a third of a line: the same ink read twice)
+    join_below: float = 0.8            # a name's bracketed part stacked below it starts within this many lines
+    join_right_gap: float = 1.5        # ... or on its row, within this many line heights right of it
+    join_right_overlap: float = 0.8    # ... overlapping it by at most this x line height
+    join_centre: float = 0.3           # stacked parts: centres within this x the wider (or head's) width
+    join_stack: float = 1.0            # a title's head stacked above its bracketed part: within this many lines
+    title_stack: float = 1.5           # two stacked lines of one title: at most this many line heights apart
     # --- items --------------------------------------------------------------------------------------------
     row_tolerance: float = 0.5         # item cells whose deskewed centres are within this x line height: one row
     row_lower: float = 0.35            # a second cell of a key this much lower starts the next row

@@ -11,6 +11,7 @@ from data.document import Field, Page
 from data.geometry import same_row
 from data.normalize import normalize_value
 from models.extraction.base import COLONS, char_box, clean, line_of, line_starts
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
 def _dup(f: Field) -> bool:
@@ -45,7 +46,7 @@ def through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
     f.span = [base + a, base + end]
 
 
-def join_bracket_below(f: Field, page: Page, used_lines: set[int]) -> None:
+def join_bracket_below(f: Field, page: Page, used_lines: set[int], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
     """The other half of a split name: 智融生活超市 then （朝阳区店） as a separate OCR line just right of
     it, or stacked below it, the model tagging only the head. Such a line (one bracketed group, no
     other field) right of the head on its row, or right below and centred on it, is appended."""
@@ -60,9 +61,10 @@ def join_bracket_below(f: Field, page: Page, used_lines: set[int]) -> None:
     h, cx = max(1.0, y1 - y0), (x0 + x1) / 2
     for mi, m in enumerate(page.lines):
         body = m.text.strip()
-        below = -0.3 * h <= m.box[1] - y1 < 0.8 * h and \
-            abs((m.box[0] + m.box[2]) / 2 - cx) < 0.3 * max(x1 - x0, m.box[2] - m.box[0])
-        right = -0.8 * h <= m.box[0] - x1 < 1.5 * h and same_row(m.box, line.box, line_height=h)
+        below = -st.join_overlap * h <= m.box[1] - y1 < st.join_below * h and \
+            abs((m.box[0] + m.box[2]) / 2 - cx) < st.join_centre * max(x1 - x0, m.box[2] - m.box[0])
+        right = -st.join_right_overlap * h <= m.box[0] - x1 < st.join_right_gap * h and \
+            same_row(m.box, line.box, line_height=h)
         if mi != li and mi not in used_lines and (below or right) and \
                 re.fullmatch(r"[（(][^（()）:：]{1,12}[）)]?", body):
             f.raw = f.raw + body
@@ -72,7 +74,7 @@ def join_bracket_below(f: Field, page: Page, used_lines: set[int]) -> None:
                 f.span = [f.span[0], int(offsets[mi]) + len(m.text.rstrip())]
             return
 
-def join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:
+def join_bracket_tail(f: Field, page: Page, used_lines: set[int], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
     """A free-text value that starts with an opening bracket (（朝阳区店）, （增值税专用发票）) lost its
     head to a separate OCR line just left of it on the same row, or, for a title printed in two
     stacked lines (电子发票 over （普通发票）), just above it and centred on it: prepend that line's
@@ -90,21 +92,24 @@ def join_bracket_tail(f: Field, page: Page, used_lines: set[int]) -> None:
     line = page.lines[li]
     x0, y0, _, y1 = line.box
     h = max(1.0, y1 - y0)
-    best, gap = None, 1.5 * h
+    best, gap = None, st.join_right_gap * h
     for mi, m in enumerate(page.lines):
         g = x0 - m.box[2]
-        if mi != li and mi not in used_lines and -0.8 * h <= g < gap and same_row(m.box, line.box, line_height=h) \
-                and m.text.strip() and not any(c in COLONS for c in m.text) \
-                and (not dup or (g < 0.3 * h and m.text.strip().endswith(f.raw[0])) or g < -0.3 * h):
+        if mi != li and mi not in used_lines and -st.join_right_overlap * h <= g < gap \
+                and same_row(m.box, line.box, line_height=h) and m.text.strip() \
+                and not any(c in COLONS for c in m.text) \
+                and (not dup or (g < st.join_overlap * h and m.text.strip().endswith(f.raw[0]))
+                     or g < -st.join_overlap * h):
             best, gap = mi, g
     if best is None and dup:
         return
     if best is None:       # stacked: the nearest free line above whose centre sits over this line
-        cx, w, gap = (x0 + page.lines[li].box[2]) / 2, page.lines[li].box[2] - x0, 1.0 * h
+        cx, w, gap = (x0 + page.lines[li].box[2]) / 2, page.lines[li].box[2] - x0, st.join_stack * h
         for mi, m in enumerate(page.lines):
             mx0, my0, mx1, my1 = m.box
             g = y0 - my1
-            if mi != li and mi not in used_lines and -0.3 * h <= g < gap and abs((mx0 + mx1) / 2 - cx) < 0.3 * w \
+            if mi != li and mi not in used_lines and -st.join_overlap * h <= g < gap and \
+                    abs((mx0 + mx1) / 2 - cx) < st.join_centre * w \
                     and m.text.strip() and not any(c in COLONS for c in m.text):
                 best, gap = mi, g
     if best is None:
