@@ -101,7 +101,7 @@ def _vocab_lines(model_dir: Path) -> int:
 # ---------------------------------------------------------------------------------------------
 # reading weight files
 # ---------------------------------------------------------------------------------------------
-_TORCH_DTYPES = {
+_TORCH_DTYPES: dict[str, type[np.generic] | str] = {      # str: a dtype numpy lacks
     "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
     "BFloat16Storage": "bfloat16", "LongStorage": np.int64, "IntStorage": np.int32,
     "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
@@ -191,7 +191,7 @@ class _TensorRecord:
         self.key, self.array = storage_key, array
 
 
-_NP_TO_STORAGE = {np.dtype(v): k for k, v in _TORCH_DTYPES.items() if v != "bfloat16"}
+_NP_TO_STORAGE = {np.dtype(v): k for k, v in _TORCH_DTYPES.items() if not isinstance(v, str)}
 
 
 class _StorageRef:

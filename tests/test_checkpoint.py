@@ -12,8 +12,7 @@ import numpy as np
 import paddle
 import pytest
 
-from models.checkpoint import (load_model_dir, load_pretrained, read_torch_bin, save_model_dir,
-                               save_torch_bin)
+from models.checkpoint import load_model_dir, load_pretrained, read_torch_bin, save_model_dir, save_torch_bin
 from models.encoder import Encoder, EncoderConfig
 from models.heads import ExtractionHead, HeadConfig
 
@@ -194,7 +193,8 @@ def test_shape_mismatch_is_an_error_listing_it(tmp_path):
     cfg = json.loads((tmp_path / "config.json").read_text())
     cfg["intermediate_size"] = 48                          # config no longer fits the weights
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(KeyError, match=r"shape mismatch.*layers\.0\.linear1\.weight: checkpoint \[32, 64\] vs model \[32, 48\]"):
+    with pytest.raises(KeyError, match=r"shape mismatch.*layers\.0\.linear1\.weight: "
+                                       r"checkpoint \[32, 64\] vs model \[32, 48\]"):
         load_pretrained(tmp_path)
 
 
@@ -237,7 +237,8 @@ def test_own_model_dir_round_trip(tmp_path):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
     # float16 storage halves the file and keeps the outputs to float16 precision
     save_model_dir(tmp_path / "h", model, vocab, half=True)
-    assert (tmp_path / "h" / "model_state.pdparams").stat().st_size < 0.6 * (tmp_path / "m" / "model_state.pdparams").stat().st_size
+    full_size = (tmp_path / "m" / "model_state.pdparams").stat().st_size
+    assert (tmp_path / "h" / "model_state.pdparams").stat().st_size < 0.6 * full_size
     half, _ = load_model_dir(tmp_path / "h")
     with paddle.no_grad():
         c = half(ids, bbox, types, mask)
@@ -251,7 +252,8 @@ def test_legacy_paddlenlp_model_config_json(tmp_path):
     cfg = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").unlink()
     # PaddleNLP <= 2.4 wrote a task model's config as nested init_args
-    legacy = {"init_args": [{"init_args": [cfg], "init_class": "ErnieModel"}], "init_class": "ErnieForTokenClassification"}
+    legacy = {"init_args": [{"init_args": [cfg], "init_class": "ErnieModel"}],
+              "init_class": "ErnieForTokenClassification"}
     (tmp_path / "model_config.json").write_text(json.dumps(legacy))
     ids, types, mask = _inputs(9)
     model, _ = load_pretrained(tmp_path)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from data.document import Line, Page
 from data.importers import import_corpus
@@ -20,7 +20,7 @@ def blank(path: Path, size=(400, 300)) -> Path:
 
 
 def read_corpus(out: Path) -> list[dict]:
-    return [json.loads(l) for l in (out / CORPUS_FILE).read_text(encoding="utf-8").splitlines()]
+    return [json.loads(row) for row in (out / CORPUS_FILE).read_text(encoding="utf-8").splitlines()]
 
 
 def lines_of(report, kind="error"):
@@ -106,8 +106,8 @@ def test_xfund_documents_with_line_numbers(tmp_path):
     assert lines_of(report) == {("zh.val.json", 4), ("zh.val.json", 5)}
     (rec,) = read_corpus(out)
     assert rec["doc_type"] == "generic_form"
-    assert [(l["text"], l["label"]) for l in rec["lines"]] == [("姓名", "question"), ("张三", "answer"),
-                                                              ("申请表", "header")]
+    assert [(ln["text"], ln["label"]) for ln in rec["lines"]] == [("姓名", "question"), ("张三", "answer"),
+                                                                ("申请表", "header")]
     assert [(p["key"], p["value"]) for p in rec["pairs"]] == [("姓名", "张三")]
 
 

@@ -48,12 +48,14 @@ def _png_header_only(w: int, h: int) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+            + chunk(b"IEND", b""))
 
 
 # --- good inputs -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fmt,ext", [("JPEG", "jpg"), ("PNG", "png"), ("BMP", "bmp"), ("WEBP", "webp"), ("TIFF", "tif")])
+@pytest.mark.parametrize("fmt,ext", [("JPEG", "jpg"), ("PNG", "png"), ("BMP", "bmp"), ("WEBP", "webp"),
+                                     ("TIFF", "tif")])
 def test_each_image_format_decodes_to_bgr(tmp_path, fmt, ext):
     path = tmp_path / f"p.{ext}"
     _page(colour=(200, 30, 10)).save(path, fmt, **({"quality": 95} if fmt in ("JPEG", "WEBP") else {}))

@@ -165,7 +165,8 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     blocks = [model.embeddings, *model.layers, head]
     before = heldout_loss(blocks, eval_batches)
     warmup = max(1, steps // 10)
-    sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.1, (steps - s) / max(1, steps - warmup))))
+    sched = paddle.optimizer.lr.LambdaDecay(
+        lr, lambda s: min((s + 1) / warmup, max(0.1, (steps - s) / max(1, steps - warmup))))
     step = EngineStep(blocks, mlm_loss, sched, pipe or {})
     rows = max(step.micro_batches, step.usable_rows(batch_size))
     losses: list[float] = []
@@ -196,7 +197,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
         print(f"no checkpoint in {slots.root}: starting from step 0")
     every = max(1, checkpoint_every)
     with tqdm(total=steps, initial=done, desc=f"WWM MLM [{step.how}]", unit="step") as bar:
-        for done in range(done + 1, steps + 1):
+        for at in range(done + 1, steps + 1):
             if len(order) < rows:
                 order = list(range(len(windows))) * max(1, -(-rows // len(windows)))
                 eval_rng.shuffle(order)
@@ -207,8 +208,8 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
             sched.step()
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
-            if done % every == 0 or done == steps:
-                save_checkpoint(step, slots, {"step": done, "steps": steps, "windows": len(windows),
+            if at % every == 0 or at == steps:
+                save_checkpoint(step, slots, {"step": at, "steps": steps, "windows": len(windows),
                                              "losses": losses, "order": order, "rng": _rng_state(rng),
                                              "order_rng": _rng_state(eval_rng)})
     after = heldout_loss(blocks, eval_batches)

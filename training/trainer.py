@@ -233,7 +233,8 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     steps = int(tcfg.get("steps", 1000))
     warmup = int(tcfg.get("warmup", 100))
     lr = float(tcfg.get("lr", 5e-4))
-    sched = paddle.optimizer.lr.LambdaDecay(lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
+    sched = paddle.optimizer.lr.LambdaDecay(
+        lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
     step_fn, how = make_step(model, sched, tcfg, pipe)
 
     ckpt = CheckpointSlots(work / "checkpoint")       # the newest two; a torn newest falls back to the older

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from data.importers.labelstudio import import_labelstudio
 from data.importers.ours import import_ours
@@ -31,7 +31,7 @@ FORMATS = tuple(IMPORTERS)
 
 
 def import_corpus(fmt: str, src: str | Path, out: str | Path, doc_type: str | None = None,
-                  schemas: list[str | Path] = (), **options: Any) -> ImportReport:
+                  schemas: Sequence[str | Path] = (), **options: Any) -> ImportReport:
     """Import `src` in format `fmt` into the corpus directory `out` (created; corpus.jsonl replaced).
 
     corpus.jsonl is replaced atomically when the import finishes: an import that crashes or is killed

@@ -18,6 +18,13 @@ def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+def _skip_ws(text: str, pos: int) -> int:
+    """Offset of the first non-whitespace character at or after `pos`."""
+    m = _WS.match(text, pos)
+    assert m is not None      # `\s*` matches the empty string, so it matches at every offset
+    return m.end()
+
+
 def iter_array(text: str, start: int) -> Iterator[tuple[int, Any]]:
     """Yield (line, element) for the JSON array whose '[' is at `text[start]`.
 
@@ -31,15 +38,15 @@ def iter_array_spans(text: str, start: int) -> Iterator[tuple[int, int, Any]]:
     """Yield (start offset, end offset, element) for the JSON array whose '[' is at `text[start]`."""
     if text[start] != "[":
         raise json.JSONDecodeError("expected '['", text, start)
-    pos = _WS.match(text, start + 1).end()
+    pos = _skip_ws(text, start + 1)
     if text.startswith("]", pos):
         return
     while True:
         element, end = _DECODER.raw_decode(text, pos)
         yield pos, end, element
-        pos = _WS.match(text, end).end()
+        pos = _skip_ws(text, end)
         if text.startswith(",", pos):
-            pos = _WS.match(text, pos + 1).end()
+            pos = _skip_ws(text, pos + 1)
         elif text.startswith("]", pos):
             return
         else:
@@ -49,7 +56,7 @@ def iter_array_spans(text: str, start: int) -> Iterator[tuple[int, int, Any]]:
 def find_array(text: str, key: str | None) -> int:
     """Offset of the array: the top-level value when `key` is None, else the value of `"key": [`."""
     if key is None:
-        pos = _WS.match(text).end()
+        pos = _skip_ws(text, 0)
         if not text.startswith("[", pos):
             raise json.JSONDecodeError("expected a JSON array at the top level", text, pos)
         return pos

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from data.importers.jsonpos import find_array, iter_array_spans, line_of
 from data.importers.records import (
@@ -47,8 +48,8 @@ def parse_task(task: dict, doc_type: str | None) -> tuple[str, dict]:
         raise ValueError("task has no annotations; label it in Label Studio or leave it out of the export")
     results = [r for r in (anns[-1].get("result") or []) if isinstance(r, dict)]
     regions: dict[str, dict] = {}
-    relations: list[tuple[str, str]] = []
-    size = None
+    relations: list[tuple[str | None, str | None]] = []
+    size: tuple[Any, Any] | None = None
     for r in results:
         if r.get("type") == "relation":
             relations.append((r.get("from_id"), r.get("to_id")))
@@ -70,7 +71,9 @@ def parse_task(task: dict, doc_type: str | None) -> tuple[str, dict]:
     if not size or not all(isinstance(s, (int, float)) and s > 0 for s in size):
         raise ValueError("results lack original_width/original_height, so percent boxes cannot be placed")
     w, h = size
-    lines, fields, ids = [], {}, {}
+    lines: list[dict] = []
+    fields: dict[str, dict] = {}
+    ids: dict[str, int] = {}
     for rid, reg in regions.items():
         if reg["geom"] is None:
             raise ValueError(f"region {rid!r} has a transcription or label but no rectangle")

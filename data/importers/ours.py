@@ -40,6 +40,7 @@ def import_ours(src: Path, writer: CorpusWriter, report: ImportReport, doc_type:
             if errs:
                 report.bad(path, lineno, "; ".join(errs[:3]))
                 continue
+            assert image is not None      # a record without its image got an error above and was skipped
             rec["image"] = writer.add_image(image)
             if doc_type and not rec.get("doc_type"):
                 rec["doc_type"] = doc_type

@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from PIL import Image
 
@@ -96,7 +96,7 @@ def pairs_from_links(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return pairs
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

@@ -61,7 +61,8 @@ def _merge_lines(lines: list[dict], matches: dict[str, Match]) -> tuple[list[dic
             if li not in owner and li not in joined:
                 chain.append(li)
                 owner[li] = first
-    out, where = [], {}
+    out: list[dict] = []
+    where: dict[int, tuple[int, int]] = {}
     for i, line in enumerate(lines):
         if i in owner:
             continue

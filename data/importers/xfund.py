@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from data.importers.jsonpos import find_array, iter_array_spans, line_of
 from data.importers.records import (
@@ -33,8 +34,9 @@ def parse_document(doc: dict) -> tuple[str, dict]:
             raise ValueError(f"entity {i}: label {label!r} is not one of {', '.join(XFUND_LABELS)}")
         lines.append(make_line(ent.get("id", i), ent.get("text", ""), box=ent["box"], label=label,
                                linking=ent.get("linking") or []))
-    rec = {"doc_type": "generic_form", "layout": None, "width": img.get("width"), "height": img.get("height"),
-           "lines": lines, "fields": {}, "items": [], "pairs": pairs_from_links(lines)}
+    rec: dict[str, Any] = {"doc_type": "generic_form", "layout": None, "width": img.get("width"),
+                           "height": img.get("height"), "lines": lines, "fields": {}, "items": [],
+                           "pairs": pairs_from_links(lines)}
     return fname, rec
 
 
