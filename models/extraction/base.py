@@ -7,6 +7,7 @@ the document filled so far, the schema, the candidates, the settings and the rul
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Callable
@@ -105,12 +106,20 @@ def near(a: str, b: str) -> bool:
     return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) <= 1
 
 
+def char_width(ch: str) -> float:
+    """Printed width of a character in ems: Chinese characters and full-width forms take a whole em,
+    Latin letters, digits, half-width punctuation and spaces about half of one."""
+    return 1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.5
+
+
 def char_box(line: Line, start: int, end: int) -> list[float]:
-    """The part of a line's box under characters [start, end), by proportion of characters."""
+    """The part of a line's box under characters [start, end), by printed width: in 金额：12.50 the
+    figure takes a third of the box, not half (a box by character count starts inside the key)."""
     x0, y0, x1, y1 = line.box
-    n = max(1, len(line.text))
+    widths = [char_width(ch) for ch in line.text]
+    total = sum(widths) or 1.0
     w = x1 - x0
-    return [round(x0 + w * start / n, 1), y0, round(x0 + w * end / n, 1), y1]
+    return [round(x0 + w * sum(widths[:start]) / total, 1), y0, round(x0 + w * sum(widths[:end]) / total, 1), y1]
 
 
 def clean(text: str) -> str:
