@@ -197,7 +197,9 @@ class Extractor:
             total = sum((p.doc for p in preds), np.zeros(len(self.cfg.doc_types)))
             total = total / max(1e-9, total.sum())
             texts = [ln.text for p in doc.pages for ln in p.lines]
-            best = pick_type(total, self.cfg.doc_types, self.schemas, texts, settings, off) if len(total) else 0
+            generic = self.cfg.doc_types.index(GENERIC) if GENERIC in self.cfg.doc_types else None
+            best = pick_type(total, self.cfg.doc_types, self.schemas, texts, settings, off, generic) \
+                if len(total) else 0
             doc.doc_type = self.cfg.doc_types[best] if self.cfg.doc_types else None
             doc.doc_type_score = round(float(total[best]), 4) if len(total) else None
         else:

@@ -297,3 +297,15 @@ def test_every_rule_that_can_be_switched_off_has_a_test_here():
     import sys
     here = inspect.getsource(sys.modules[__name__])
     assert [r.name for r in RULES if not r.core and f'"{r.name}"' not in here] == []
+
+
+def test_type_unsure_is_generic():
+    types = ["vat_invoice", "receipt", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    newspaper = ["本报讯", "记者 王芳", "全市新增绿地面积12.5万平方米"]
+    unsure = np.array([0.2, 0.45, 0.35])            # a receipt, the classifier says, at 45%
+    assert types[pick_type(unsure, types, schemas, newspaper, generic=2)] == "generic_form"
+    assert types[pick_type(unsure, types, schemas, newspaper, off=frozenset(["type_unsure_is_generic"]),
+                           generic=2)] == "receipt"
+    sure = np.array([0.0, 0.9999, 0.0001])
+    assert types[pick_type(sure, types, schemas, ["好又多超市", "合计：12.50"], generic=2)] == "receipt"

@@ -46,7 +46,8 @@ def title_line(phrases: list[str], lines: list[str], extra: int = DEFAULT_SETTIN
 
 
 def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[str],
-              st: DecodeSettings = DEFAULT_SETTINGS, off: frozenset[str] = frozenset()) -> int:
+              st: DecodeSettings = DEFAULT_SETTINGS, off: frozenset[str] = frozenset(), generic: int | None = None
+              ) -> int:
     """The document type from the classifier and the page's printed title.
 
     A page that prints a type's title as its own line, read exactly (电子发票（增值税专用发票）), is that
@@ -55,7 +56,10 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     the classifier's most likely type whose title the page shows: a type whose schema says every page
     prints one of its titles (title_required) is passed over when the page shows less than half of every
     such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT invoice
-    because the classifier leaned that way). When no type passes, the most likely one stays."""
+    because the classifier leaned that way). When no type passes, the most likely one stays.
+    A type whose pages print no fixed title (a receipt) taken on the classifier's word alone needs it to be
+    sure (`unsure_type`): a newspaper page the classifier gives 3% as a receipt is no receipt, and goes to
+    the `generic` type (its text and generic key-value pairs, no schema fields)."""
     lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
     # a title OCR cut in two (电子发票 | （增值税专用发票）) is whole again in a line joined to the next
     joined = lines + [a + b for a, b in zip(lines, lines[1:])]
@@ -66,6 +70,9 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
         return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
     for i in np.argsort(-probs, kind="stable"):
         schema = schemas.get(types[i])
+        if schema is not None and not schema.title_required and generic is not None and i != generic and \
+                probs[i] < st.unsure_type and "type_unsure_is_generic" not in off:
+            return generic
         if schema is None or not schema.title_required or "type_needs_title" in off or \
                 title_evidence(schema.title_phrases, lines) >= st.title_evidence:
             return int(i)

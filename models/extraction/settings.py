@@ -19,6 +19,8 @@ class DecodeSettings:
     extend_floor: float = 0.1          # a span grows left over characters giving its field this much mass
     # --- document type -----------------------------------------------------------------------------------
     title_evidence: float = 0.5        # share of a required title a page must show for its type to be kept
+    unsure_type: float = 0.5           # a title-less type (receipt) needs this classifier probability: generated
+                                       # receipts score >= 0.9999, the OmniDoc pages taken for receipts <= 0.05
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
     # --- keys, and free text over several OCR lines ----------------------------------------------------
     rekey_misread_min: int = 5         # a key phrase this long read with one wrong character still names its field
