@@ -28,13 +28,12 @@ from data.document import Document, Page
 from models.encoder import Encoder, EncoderConfig
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
 from models.extraction.doctype import pick_type
-from models.heads import ExtractionHead, HeadConfig
+from models.heads import FORM_KEYS, ITEM_PREFIX, ExtractionHead, HeadConfig
 from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
 GENERIC = "generic_form"
-FORM_LABELS = ("header", "question", "answer")
 
 
 class ModelDirError(FileNotFoundError):
@@ -181,9 +180,9 @@ class Extractor:
         schema = self.schemas.get(doc_type)
         keys = set()
         if schema is not None:
-            keys |= {f.key for f in schema.fields} | {f"items.{f.key}" for f in schema.item_fields}
+            keys |= {f.key for f in schema.fields} | {ITEM_PREFIX + f.key for f in schema.item_fields}
         if doc_type == GENERIC:
-            keys |= set(FORM_LABELS)
+            keys |= set(FORM_KEYS)
         return np.array([lab == "O" or lab[2:] in keys for lab in self.tag_labels])
 
     def extract(self, doc: Document, doc_type: str | None = None, settings: DecodeSettings = DEFAULT_SETTINGS,

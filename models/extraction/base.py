@@ -18,8 +18,7 @@ from data.document import Document, Field, Line, Page
 from data.normalize import normalize_value
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
-COLONS = ":："
-ITEM_PREFIX = "items."
+COLONS = ":："          # the colons that end a key (half- and full-width)
 
 
 @dataclass

@@ -29,10 +29,9 @@ import numpy as np
 
 from data import geometry
 from data.document import Page, Pair
-from models.extraction.base import PagePrediction, char_box
+from models.extraction.base import COLONS, PagePrediction, char_box
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
-COLONS = "：:"
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别 ...): lexical evidence that
 # holds across forms, used only to weigh a colon-less line or split a run of text before a colon
 KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级")

@@ -12,7 +12,8 @@ import numpy as np
 from data.document import Document, Field, Page
 from data.geometry import cluster_rows, page_slope
 from data.normalize import parse_amount
-from models.extraction.base import ITEM_PREFIX, PageContext, Span, line_starts
+from models.extraction.base import PageContext, Span, line_starts
+from models.heads import ITEM_PREFIX
 
 
 def whole_cells(spans: list[Span], page: Page) -> list[Span]:
@@ -101,9 +102,13 @@ def complete_item_rows(ctx: PageContext) -> None:
 
 # --- rules over the page context ------------------------------------------------------------------
 
+def _item_key(s: Span) -> str:
+    return s.key[len(ITEM_PREFIX):]
+
+
 def item_candidates(ctx: PageContext) -> None:
     """The model's item spans of fields the schema has."""
-    ctx.item_spans = [s for s in ctx.spans if s.key.startswith(ITEM_PREFIX) and s.key[6:] in ctx.item_specs]
+    ctx.item_spans = [s for s in ctx.spans if s.key.startswith(ITEM_PREFIX) and _item_key(s) in ctx.item_specs]
 
 
 def whole_cell(ctx: PageContext) -> None:
@@ -113,7 +118,7 @@ def whole_cell(ctx: PageContext) -> None:
 
 def item_cells(ctx: PageContext) -> None:
     """Each item span as a cell (field key, Field); empty cells or cells without a box are dropped."""
-    cells = [(s.key[6:], ctx.make_field(s.key[6:], ctx.item_specs[s.key[6:]], s)) for s in ctx.item_spans]
+    cells = [(_item_key(s), ctx.make_field(_item_key(s), ctx.item_specs[_item_key(s)], s)) for s in ctx.item_spans]
     ctx.cells = [(k, f) for k, f in cells if f.raw and f.box]
 
 
