@@ -39,9 +39,12 @@ class Rule:
 
 
 RULES: list[Rule] = [
-    Rule("vote_alnum_runs", "spans", spans.vote_alnum_runs),
-    Rule("vote_segments", "spans", spans.vote_segments),
-    Rule("extend_left", "spans", spans.extend_left),
+    Rule("vote_alnum_runs", "spans", spans.vote_alnum_runs,
+         about="a run of letters and digits (a code, an amount) never changes field in the middle"),
+    Rule("vote_segments", "spans", spans.vote_segments,
+         about="a colon segment whose tagged characters mostly name one free-text field is that field"),
+    Rule("extend_left", "spans", spans.extend_left,
+         about="a span grows left over characters still giving its field mass, up to a colon"),
     Rule("type_by_title_line", "type", pick_type, about="a page printing a type's title as a line is that type"),
     Rule("type_unsure_is_generic", "type", pick_type,
          about="a title-less type the classifier is unsure of is a generic page (no schema fields)"),
