@@ -44,16 +44,25 @@ from models.ocr_rec import classify_angles, crop_line, filter_crop, recognise
 from models.ocr_runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
 from models.runtime import on_model_thread
 
-DEFAULT_MODEL = "v4"
+DEFAULT_MODEL = "v6"
+MODEL_ENV = "OCR_MODEL"      # environment variable that overrides DEFAULT_MODEL for settings that name no model
 
 # What was tuned per model generation with bench/ocr_bench.py (bench/README.md). An OCRSettings field
 # left at None takes its model's value here, so `OCRSettings(model="v6")` is the tuned v6 reader.
+# v6 (bench/results/ocr_tune_v6.json): det side 1600 or 2000 read the real pages 0.194 -> 0.191 but clean
+# invoices 0.0139 -> 0.0158, for 1.04-1.10x the CPU, so 1280 stays; the weak-line retry at 0.9 keeps its
+# worth (heavy 0.167 -> 0.146, long digits 0.0129 -> 0.0097, real +0.0008); drop 0.3 reads clean pages
+# 0.0139 -> 0.0129 and is equal elsewhere; padding short line crops only to 96 columns instead of 320 cut
+# recognition CPU 18% at equal CER (bench/results/ocr_bench_v6_minwidth.json).
 TUNED: dict[str, dict[str, float | int]] = {
-    "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1},
-    "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1},
+    "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1,
+           "rec_min_width": 320},
+    "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.3, "cpu_threads": 1,
+           "rec_min_width": 96},
 }
-# Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 is given
-# the same (bench/README.md: measured against rapidocr's (x - 0.5) / 0.5).
+# Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 reads
+# better with (x - 0.5) / 0.5, as rapidocr feeds it (bench/README.md: clean CER 0.0258 -> 0.0139, real
+# pages 0.203 -> 0.194, with ImageNet statistics vs without).
 DET_NORM: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
     "v4": (IMAGENET_MEAN, IMAGENET_STD), "v6": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))}
 
@@ -63,8 +72,9 @@ class OCRSettings:
     """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md); fields
     left at None take the chosen model's tuned value (TUNED), filled in on construction, so the settings
     (and their `tag`) always hold the values the engine runs with."""
-    model: str = DEFAULT_MODEL            # "v4" (PP-OCRv4 mobile, Paddle Inference) or "v6" (PP-OCRv6 small,
-                                          # onnxruntime); README "OCR" says when to pick which
+    model: str = ""                       # "v4" (PP-OCRv4 mobile, Paddle Inference) or "v6" (PP-OCRv6 small,
+                                          # onnxruntime); "" = $OCR_MODEL, else DEFAULT_MODEL. README "OCR"
+                                          # says when to pick which
     cpu_threads: int | None = None        # per predictor (0 = every core this process may use). v4: 1, like
                                           # PaddleOCR's default: on busy shared cores a second OpenMP thread cost
                                           # more than it saved (bench/README.md: CPU s/page 4.65 -> 3.47);
@@ -78,7 +88,8 @@ class OCRSettings:
     det_unclip_ratio: float = 1.5
     rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
     rec_batch_columns: int = 16 * 320     # most padded input columns per batch: bounds memory on long lines
-    rec_min_width: int = 320              # narrower line crops are padded up to this many columns
+    rec_min_width: int | None = None      # narrower line crops are padded up to this many columns (v4 320,
+                                          # what it was trained on; v6 96)
     use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
@@ -97,8 +108,11 @@ class OCRSettings:
     small_image_pad: int = 64             # pages smaller than this get a white border so lines at the edge are found
 
     def __post_init__(self) -> None:
+        if not self.model:
+            object.__setattr__(self, "model", os.environ.get(MODEL_ENV, "").strip() or DEFAULT_MODEL)
         if self.model not in MODELS:
-            raise ValueError(f"unknown OCR model {self.model!r}; choose from {', '.join(MODELS)}")
+            raise ValueError(f"unknown OCR model {self.model!r}; choose from {', '.join(MODELS)}"
+                             f" (OCRSettings(model=...) or ${MODEL_ENV})")
         for name, value in TUNED[self.model].items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
@@ -237,8 +251,8 @@ class OCREngine:
 
     def _recognise(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
         s = self.settings
-        return recognise(crops, self.rec, self.charset, s.rec_batch_num, s.rec_batch_columns, s.rec_min_width,
-                         s.rec_interpolation) if crops else []
+        return recognise(crops, self.rec, self.charset, s.rec_batch_num, s.rec_batch_columns,
+                         int(s.rec_min_width or 0), s.rec_interpolation) if crops else []
 
     # --- public -----------------------------------------------------------------------------------
     def read(self, image: np.ndarray, page_index: int = 0, timings: dict[str, float] | None = None,

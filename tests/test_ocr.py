@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import unicodedata
 
 import cv2
 import numpy as np
@@ -98,7 +99,10 @@ def test_pdf_page_with_chinese_text(engine, tmp_path):
     Image.fromarray(_text_page(PAGE_LINES)[:, :, ::-1]).save(path, "PDF", resolution=150)
     [image] = load_pages(path, dpi=200)
     assert image.shape[1] == round(900 / 150 * 200)
-    assert [ln.text for ln in engine.read(image).lines] == PAGE_LINES
+    # NFKC: whether the colon comes out full- or half-width depends on the model and the render (v6 reads
+    # this 200-dpi page's '：' as ':'); everything downstream normalises it (data/normalize.py)
+    assert [unicodedata.normalize("NFKC", ln.text) for ln in engine.read(image).lines] == [
+        unicodedata.normalize("NFKC", t) for t in PAGE_LINES]
 
 
 @pytest.mark.heavy
@@ -143,12 +147,12 @@ def test_generated_vat_invoice(engine, tmp_path):
 
 
 @pytest.mark.heavy
-def test_default_precision_reads_like_fp32(engine):
-    """The default engine (bf16 recognition where the CPU has it) reads a page exactly like fp32 does,
+def test_default_precision_reads_like_fp32():
+    """The v4 engine's default (bf16 recognition where the CPU has it) reads a page exactly like fp32 does,
     with nearly the same confidences, so the speed-up costs no accuracy."""
-    fp32 = get_engine(OCRSettings(rec_bf16=False))
+    fp32 = get_engine(OCRSettings(model="v4", rec_bf16=False))
     image = _text_page(PAGE_LINES + ["统一社会信用代码：91110108MA01234567"])
-    fast, exact = engine.read(image), fp32.read(image)
+    fast, exact = get_engine(OCRSettings(model="v4")).read(image), fp32.read(image)
     assert [ln.text for ln in fast.lines] == [ln.text for ln in exact.lines] == PAGE_LINES + [
         "统一社会信用代码：91110108MA01234567"]
     for a, b in zip(fast.lines, exact.lines):
