@@ -133,3 +133,15 @@ def test_v6_sessions_run_on_the_model_thread(v6, monkeypatch):
     worker.start()
     worker.join()
     assert seen and set(seen) == {"models"}
+
+
+def test_the_environment_picks_the_model_when_settings_name_none(monkeypatch):
+    from models.ocr import DEFAULT_MODEL, MODEL_ENV
+    monkeypatch.delenv(MODEL_ENV, raising=False)
+    assert OCRSettings().model == DEFAULT_MODEL == "v6"
+    monkeypatch.setenv(MODEL_ENV, "v4")
+    assert OCRSettings().model == "v4" and OCRSettings().rec_min_width == TUNED["v4"]["rec_min_width"]
+    assert OCRSettings(model="v6").model == "v6"          # an explicit model wins over the environment
+    monkeypatch.setenv(MODEL_ENV, "v5")
+    with pytest.raises(ValueError, match="OCR_MODEL"):
+        OCRSettings()
