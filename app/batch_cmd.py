@@ -175,6 +175,9 @@ class Summary:
                          "add --retry-failed to process them again")
         for arg in self.missing:
             lines.append(f"not found: {escape_text(arg)} (check the path or quote the glob pattern)")
+        if self.total == 0 and not self.missing:
+            lines.append("no documents found in the inputs: nothing to do (documents are JPEG, PNG, BMP, WebP, "
+                         "TIFF or PDF files; folders are walked)")
         return "\n".join(lines)
 
 

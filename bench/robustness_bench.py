@@ -35,8 +35,8 @@ from app.pipeline import analyse_bytes
 path = sys.argv[1].encode("utf-8", "surrogateescape")
 try:
     data = open(path, "rb").read()
-except OSError as exc:
-    print(json.dumps({"error": f"{type(exc).__name__}: {exc.strerror}"})); sys.exit(2)
+except OSError as exc:   # nothing to upload: a browser cannot pick such a path either
+    print(json.dumps({"error": f"cannot be uploaded ({exc.strerror})"})); sys.exit(2)
 a = analyse_bytes(data, path.decode("utf-8", "surrogateescape").rsplit("/", 1)[-1])
 doc = a.document
 results = getattr(a, "results", None) or [doc]
@@ -158,8 +158,9 @@ def _message(res: dict, entry: str) -> str:
         return f"{info['results']} result(s) from {info['pages']} page(s){note}"
     lines = [ln for ln in res["stderr"].splitlines() if ln.strip() and "Warning" not in ln
              and not ln.startswith(" ")]
-    if res["rc"] == 0 and entry == "batch":
-        lines = [ln for ln in lines if "docs" in ln or "documents" in ln or "done" in ln] or lines
+    if entry == "batch" and res.get("rows"):          # what the results file says of the input
+        errors = [r["error"]["message"] for r in res["rows"] if r.get("error")]
+        return errors[0] if errors else f"{len(res['rows'])} row(s), no error"
     return (lines[-1] if lines else (res["stdout"].strip().splitlines() or [""])[0]).strip()
 
 
@@ -189,10 +190,13 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     cmd = [sys.executable, "-c", UI_RUNNER, path]
                 res = run_child(cmd, args.timeout)
+                if entry == "batch" and (work / "out.jsonl").exists():
+                    with open(work / "out.jsonl", "rb") as fh:
+                        res["rows"] = [json.loads(raw) for raw in fh if raw.strip()]
                 row = {"input": label, "entry": entry, "exit": res["rc"], "seconds": round(res["seconds"], 2),
                        "peak_rss_mb": round(res["peak_rss_mb"] or 0, 1), "message": _message(res, entry)[:300]}
-                if entry == "batch" and (work / "out.jsonl").exists():
-                    row["rows"] = sum(1 for _ in open(work / "out.jsonl", "rb"))
+                if entry == "batch":
+                    row["rows"] = len(res.get("rows") or [])
                 rows.append(row)
                 print(f"{label[:26]:<26} {entry:<8} {row['exit']:>4} {row['seconds']:>8.1f} "
                       f"{row['peak_rss_mb']:>8.0f}  {row['message'][:110]}", flush=True)

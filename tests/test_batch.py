@@ -516,3 +516,12 @@ def test_draw_writes_one_overlay_per_page(tmp_path):
     with Image.open(written[0]) as im:
         assert im.size == (40, 30)
     assert "overlays" not in rows[str(folder / "broken.jpg")][0]
+
+
+def test_an_empty_folder_says_there_is_nothing_to_do(tmp_path, capsys):
+    """A folder with no documents is not a silent success: the summary says nothing was found."""
+    from app.cli import main
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "readme.txt").write_text("not a document", encoding="utf-8")
+    assert main(["batch", str(tmp_path / "empty"), "--out", str(tmp_path / "r.jsonl")]) == 0
+    assert "no documents found in the inputs" in capsys.readouterr().err
