@@ -53,11 +53,13 @@ MODEL_ENV = "OCR_MODEL"      # environment variable that overrides DEFAULT_MODEL
 # invoices 0.0139 -> 0.0158, for 1.04-1.10x the CPU, so 1280 stays; the weak-line retry at 0.9 keeps its
 # worth (heavy 0.167 -> 0.146, long digits 0.0129 -> 0.0097, real +0.0008); drop 0.3 reads clean pages
 # 0.0139 -> 0.0129 and is equal elsewhere; padding short line crops only to 96 columns instead of 320 cut
-# recognition CPU 18% at equal CER (bench/results/ocr_bench_v6_minwidth.json).
+# recognition CPU 18% at equal CER (bench/results/ocr_bench_v6_minwidth.json). v6 threads = the cores in
+# the affinity mask (batch workers pin theirs to a share): on 2 idle cores 0.243 -> 0.415 pages/s for 9%
+# more CPU; under load 7-11 equal pages/s for 14% more CPU (ocr_bench_v6_threads*.json).
 TUNED: dict[str, dict[str, float | int]] = {
     "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1,
            "rec_min_width": 320},
-    "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.3, "cpu_threads": 1,
+    "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.3, "cpu_threads": 0,
            "rec_min_width": 96},
 }
 # Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 reads
