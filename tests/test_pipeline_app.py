@@ -4,7 +4,6 @@ stays quick."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw

@@ -68,6 +68,7 @@ def test_pretrain_resumes_bit_for_bit_after_a_kill(tmp_path, monkeypatch, capsys
 
 def test_pretrain_cli_has_checkpoint_and_resume_options():
     import argparse
+
     from training.pretrain import pretrain_args
     p = argparse.ArgumentParser()
     pretrain_args(p)

@@ -267,7 +267,7 @@ def _pairs(rows, tags=None, scores=None, off=frozenset()) -> list[tuple[str, str
     probs = []
     for i, (text, _) in enumerate(rows):
         p = np.zeros((len(text), len(FORM_LABELS)))
-        for ci, ch in enumerate(text):
+        for ci in range(len(text)):
             p[ci, cols[(tags[i] if tags else "O" * len(text))[ci]]] = 1.0
         probs.append(p)
     return [(p.key, p.value) for p in decode_form(page, PagePrediction(np.zeros(1), probs, lambda a, b: None),

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from models.extraction.base import PageContext, clean
 from models.extraction.doctype import complete_title, snap_title
-from models.extraction.fields import (is_key_text, rekey_by_phrase, rekey_by_row, strip_key_phrase,
-                                      to_segment_end, trim_to_type, whole_line)
+from models.extraction.fields import (
+    is_key_text,
+    rekey_by_phrase,
+    rekey_by_row,
+    strip_key_phrase,
+    to_segment_end,
+    trim_to_type,
+    whole_line,
+)
 from models.extraction.text_fields import join_bracket_below, join_bracket_tail, through_colon
 
 

@@ -12,9 +12,8 @@ from data.document import Page
 from data.geometry import same_row
 from data.normalize import to_halfwidth
 from models.extraction.base import CODE_TYPES, COLONS, TYPE_SHAPES, Span, clean, near, plausible
-from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 from models.extraction.doctype import title_evidence
-
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 _WORDS = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正参參貳陸圓"    # with the variants data/normalize.py reads
 # 大写: also across one stray character, where OCR read 圆 as 回/国 (data/normalize.py reads it back)

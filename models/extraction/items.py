@@ -73,12 +73,14 @@ def complete_item_rows(ctx: PageContext) -> None:
         want: dict[str, Any] = {}
         price = parse_amount(row["unit_price"].value) if "unit_price" in row else None
         if "quantity" not in row and "quantity" in item_specs and price:
-            want["quantity"] = lambda v: abs(v * price - amount) <= Decimal("0.01") * max(1, v)
+            want["quantity"] = (lambda v, price=price, amount=amount:
+                                abs(v * price - amount) <= Decimal("0.01") * max(1, v))
         rate = row["tax_rate"].value if "tax_rate" in row else None
         if "tax" not in row and "tax" in item_specs and rate and rate.endswith("%"):
             r = parse_amount(rate[:-1])
             if r is not None:
-                want["tax"] = lambda v: "." in str(v) and abs(v - amount * r / 100) <= Decimal("0.011")
+                want["tax"] = (lambda v, amount=amount, r=r:
+                               "." in str(v) and abs(v - amount * r / 100) <= Decimal("0.011"))
         for key, ok in want.items():
             fits = []
             for li, ln in enumerate(page.lines):
