@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -270,19 +269,14 @@ def connect_ray(options: WorkerOptions, workers: int | None, settings: "RaySetti
 
 
 def check_writable(path: str, what: str, directory: bool = False) -> None:
-    """Fail now, before hours of OCR, if `path` (a file to be replaced, or a folder to write into)
-    cannot be written: create its folder and a scratch file there, and remove the scratch file."""
-    folder = path if directory else os.path.dirname(os.path.abspath(path))
-    if not directory and os.path.isdir(path):
-        raise BatchSetupError(f"{what} {escape_text(path)} is a folder; give a file name")
+    """app.cli.check_writable (fail before hours of OCR if `path` cannot be written), as the batch's
+    setup error."""
+    from app.cli import UsageError
+    from app.cli import check_writable as check
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".batch-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise BatchSetupError(f"{what} {escape_text(path)} cannot be written ({exc.strerror or exc}); "
-                              "choose another path") from None
+        check(path, what, directory)
+    except UsageError as exc:
+        raise BatchSetupError(str(exc)) from None
 
 
 def warn_about_file(out: str, results: ResultsFile) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
+from app.batch_state import escape_text
 from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
 
 PR_SET_PDEATHSIG = 1
@@ -103,7 +104,49 @@ def describe_exit(exitcode: int | None) -> str:
 RowsSink = Callable[[Task, list[dict[str, Any]]], None]
 
 
-class WorkerPool:
+class CrashPolicy:
+    """What a pool (local processes here, Ray actors in app/batch_ray.py) does with the document of a
+    worker that died: put it back once, then give it a WorkerCrashed row; and how a retried document's
+    rows say so. A pool sets `size`, `sink`, `startup_failures` and `retried`."""
+    size: int
+    sink: RowsSink
+    startup_failures: int
+    retried: dict[Task, str]      # task -> why its first attempt ended
+
+    def _lost(self, task: Task | None, ready: bool, how: str, what: str,
+              pending: collections.deque[Task]) -> None:
+        """A worker (`what`: "worker processes", "Ray actors") died holding `task` (None: between tasks)."""
+        if task is None and not ready:
+            self.startup_failures += 1
+            if self.startup_failures > self.size + 2:
+                raise WorkersFailedToStart(f"{what} keep dying before taking a document; the last: {how}")
+        elif task is None:
+            pass                       # died between documents: nothing lost, a replacement follows
+        elif task in self.retried:
+            row = error_row(*task, "WorkerCrashed",
+                            f"this document stopped a worker twice: first {self.retried[task]}, then {how}"
+                            + (f" ({OOM_HINT})" if "SIGKILL" in self.retried[task] + how else ""))
+            row.update(part=1, parts=1, attempt=MAX_ATTEMPTS)
+            self.sink(task, [row])
+        else:
+            self.retried[task] = how
+            pending.appendleft(task)
+            hint = f" ({OOM_HINT})" if "SIGKILL" in how else ""
+            print(f"[batch] {how}{hint} while reading {escape_text(task[0])!r}; trying that document once more",
+                  file=sys.stderr)
+
+    def _mark_retry(self, task: Task, result: Any) -> list[dict[str, Any]]:
+        """The rows of `task`; a document on its second attempt says why the first one ended."""
+        rows = [result] if isinstance(result, dict) else list(result)
+        why = self.retried.get(task)
+        if why:
+            for row in rows:
+                row["attempt"] = MAX_ATTEMPTS
+                row["retried_because"] = why
+        return rows
+
+
+class WorkerPool(CrashPolicy):
     """N spawned workers, one task each at a time; see the module docstring."""
 
     def __init__(self, options: WorkerOptions, workers: int, sink: RowsSink) -> None:
@@ -164,40 +207,13 @@ class WorkerPool:
             return False
         return worker.process.is_alive() or worker.process.exitcode is None
 
-    def _mark_retry(self, task: Task, result: Any) -> list[dict[str, Any]]:
-        rows = [result] if isinstance(result, dict) else list(result)
-        why = self.retried.get(task)
-        if why:
-            for row in rows:
-                row["attempt"] = MAX_ATTEMPTS
-                row["retried_because"] = why
-        return rows
-
     def _buried(self, worker: Worker, pending: collections.deque[Task]) -> None:
         """A worker died: put its document back once, or record it as the cause; start a replacement."""
         worker.process.join(timeout=STOP_GRACE_SECONDS)
         worker.conn.close()
         self.workers.remove(worker)
         how = f"worker process {worker.process.pid} {describe_exit(worker.process.exitcode)}"
-        hint = f" ({OOM_HINT})" if "SIGKILL" in how else ""
-        task = worker.task
-        if task is None and not worker.ready:
-            self.startup_failures += 1
-            if self.startup_failures > self.size + 2:
-                raise WorkersFailedToStart(f"worker processes keep dying before taking a document; the last {how}")
-        elif task is None:
-            pass                       # died between documents: nothing lost, a replacement follows
-        elif task in self.retried:
-            row = error_row(*task, "WorkerCrashed",
-                            f"this document stopped a worker twice: first {self.retried[task]}, then {how}"
-                            + (f" ({OOM_HINT})" if "SIGKILL" in self.retried[task] + how else ""))
-            row.update(part=1, parts=1, attempt=MAX_ATTEMPTS)
-            self.sink(task, [row])
-        else:
-            self.retried[task] = how
-            pending.appendleft(task)
-            print(f"[batch] {how}{hint} while reading {task[0]!r}; trying that document once more",
-                  file=sys.stderr)
+        self._lost(worker.task, worker.ready, how, "worker processes", pending)
         busy = sum(w.task is not None for w in self.workers)
         if pending and len(self.workers) < min(self.size, len(pending) + busy):
             self._start(worker.slot)

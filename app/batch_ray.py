@@ -47,8 +47,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.batch_pool import MAX_ATTEMPTS, RowsSink, WorkersFailedToStart
-from app.batch_state import escape_text
+from app.batch_pool import CrashPolicy, RowsSink, WorkersFailedToStart
 from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
 
 LOCAL = "local"              # --ray without ADDRESS: a Ray instance on this machine only
@@ -247,7 +246,7 @@ def write_overlay(folder: str, name: str, data: bytes) -> None:
     os.replace(tmp, target)
 
 
-class RayPool:
+class RayPool(CrashPolicy):
     """WorkerPool's interface on Ray actors; see the module docstring. `connect()` first, `close()` always."""
 
     def __init__(self, options: WorkerOptions, workers: int | None, sink: RowsSink,
@@ -405,14 +404,6 @@ class RayPool:
                     row["warnings"] = list(row.get("warnings") or []) + [f"overlay {name} not written: {exc}"]
         self.sink(task, self._mark_retry(task, rows))
 
-    def _mark_retry(self, task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        why = self.retried.get(task)
-        if why:
-            for row in rows:
-                row["attempt"] = MAX_ATTEMPTS
-                row["retried_because"] = why
-        return rows
-
     def _buried(self, actor: _Actor, pending: collections.deque[Task], exc: BaseException) -> None:
         """An actor died: put its document back once, or record it as the cause; start a replacement."""
         self.actors.remove(actor)
@@ -422,23 +413,7 @@ class RayPool:
             pass
         where = f"pid {actor.pid} on {actor.node}" if actor.pid else "starting"
         how = f"Ray actor ({where}) died: {_death_reason(exc)}"
-        task = actor.task
-        if task is None and not actor.ready:
-            self.startup_failures += 1
-            if self.startup_failures > self.size + 2:
-                raise WorkersFailedToStart(f"Ray actors keep dying before taking a document; the last: {how}")
-        elif task is None:
-            pass
-        elif task in self.retried:
-            row = error_row(*task, "WorkerCrashed",
-                            f"this document stopped a worker twice: first {self.retried[task]}, then {how}")
-            row.update(part=1, parts=1, attempt=MAX_ATTEMPTS)
-            self.sink(task, [row])
-        else:
-            self.retried[task] = how
-            pending.appendleft(task)
-            print(f"[batch] {how} while reading {escape_text(task[0])!r}; trying that document once more",
-                  file=sys.stderr)
+        self._lost(actor.task, actor.ready, how, "Ray actors", pending)
         busy = sum(a.task is not None for a in self.actors)
         if pending and len(self.actors) < min(self.size, len(pending) + busy):
             self._start(actor.slot)

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from data.atomic import write_bytes_atomic, write_text_atomic  # noqa: F401 - the commands import them from here
+from data.document import display_name
 
 # name -> module defining HELP, add_arguments(parser), run(args)
 COMMANDS: dict[str, str] = {
@@ -81,9 +82,9 @@ def check_writable(path: str, what: str, directory: bool = False) -> None:
     """Fail now, before any OCR, if `path` (a file to be written, or a folder to write into) cannot be
     written: its folder is created if missing and a scratch file is made there and removed."""
     if directory and os.path.exists(path) and not os.path.isdir(path):
-        raise UsageError(f"{what} {path}: is a file, not a folder; give a folder")
+        raise UsageError(f"{what} {display_name(path)}: is a file, not a folder; give a folder")
     if not directory and os.path.isdir(path):
-        raise UsageError(f"{what} {path}: is a folder; give a file name")
+        raise UsageError(f"{what} {display_name(path)}: is a folder; give a file name")
     folder = path if directory else os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -91,7 +92,8 @@ def check_writable(path: str, what: str, directory: bool = False) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot be written ({exc.strerror or exc}); choose another path") from None
+        raise UsageError(f"{what} {display_name(path)}: cannot be written ({exc.strerror or exc}); "
+                         "choose another path") from None
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
