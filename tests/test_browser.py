@@ -120,9 +120,12 @@ def active_grid(page):
 def type_into_cell(page, grid, row: int, x: int, text: str) -> None:
     """Open the cell at body row `row` (0-based), `x` px from the grid's left edge, replace its value
     with `text` and commit with Enter. The grid draws on a canvas, so cells are reached by position;
-    an edit is tried until the grid shows the text (at most three times)."""
+    an edit is tried until the grid shows the text (at most four times, each after the app settles)."""
     from playwright.sync_api import expect
-    for attempt in range(3):
+    attempts = 4
+    for attempt in range(attempts):
+        settle(page)                        # a rerun in flight replaces the grid (and moves it: alerts)
+        grid = active_grid(page)
         box = grid.locator("canvas").first.bounding_box()
         at = (box["x"] + x, box["y"] + ROW_PX * (row + 1) + ROW_PX / 2)
         page.mouse.click(*at)               # the first click gives the grid focus and selects the cell
@@ -133,15 +136,33 @@ def type_into_cell(page, grid, row: int, x: int, text: str) -> None:
         page.keyboard.type(text)
         page.keyboard.press("Enter")
         try:
-            expect(active_grid(page).get_by_text(text, exact=True).first).to_be_attached(timeout=15_000)
+            settle(page)
+            expect(active_grid(page).get_by_text(text, exact=True).first).to_be_attached(timeout=30_000)
             return
         except AssertionError:
-            if attempt == 2:
+            if attempt == attempts - 1:
                 raise
             page.keyboard.press("Escape")
 
 
 def test_invoice_items_find_edit_and_excel(server, browser, tmp_path):
+    """The whole flow in a fresh page, once more if the first run fails: the grid is drawn on a canvas
+    and reached by position, and on a loaded machine a click that lands while a rerun replaces the grid
+    is lost (seen about one run in five under a concurrent test load). Every assertion still holds on
+    the run that counts."""
+    from playwright.sync_api import Error as PlaywrightError
+    for attempt in range(2):
+        folder = tmp_path / f"run{attempt}"
+        folder.mkdir()
+        try:
+            _invoice_flow(server, browser, folder)
+            return
+        except (AssertionError, PlaywrightError):
+            if attempt == 1:
+                raise
+
+
+def _invoice_flow(server, browser, tmp_path):
     from openpyxl import load_workbook
     from playwright.sync_api import expect
 
@@ -168,22 +189,38 @@ def test_invoice_items_find_edit_and_excel(server, browser, tmp_path):
         page.get_by_role("tab", name=re.compile(r"明细 Items \(4\)")).click()
         items = active_grid(page)
         # the grid renders only the columns in view: all of them, up to tax and check, fit at 1366 px
-        expect(items.locator("th").filter(has_text="校验 Check")).to_have_count(1, timeout=10_000)
+        expect(items.locator("th").filter(has_text="校验 Check")).to_have_count(1, timeout=30_000)
         cells = items.locator("td").all_text_contents()
         for row in expected:
             assert all(v in cells for k, v in row.items() if k in ("amount", "tax", "name")), (row, cells)
         assert sum(row["amount"]["value"] in cells for row in truth["items"]) >= 3, cells   # OCR may miss one
         assert sum(row["name"]["value"] in cells for row in truth["items"]) >= 2, cells
         shot(page, "2_invoice_items.png")
-        box = items.locator("canvas").first.bounding_box()      # a row picked in the table is found on the page
-        page.mouse.click(box["x"] + 16, box["y"] + ROW_PX * 2 + ROW_PX / 2)
-        expect(page.get_by_text(re.compile(r"^放大 Zoom: 明细第 2 行"))).to_be_visible(timeout=20_000)
+        zoom = page.get_by_text(re.compile(r"^放大 Zoom: 明细第 2 行"))
+        for attempt in range(3):        # a row picked in the table is found on the page
+            settle(page)                # (a click while a rerun replaces the grid is lost: pick again)
+            box = active_grid(page).locator("canvas").first.bounding_box()
+            page.mouse.click(box["x"] + 16, box["y"] + ROW_PX * 2 + ROW_PX / 2)
+            try:
+                expect(zoom).to_be_visible(timeout=30_000)
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
 
         # find on page: the picked value is highlighted and zoomed
-        settle(page)
-        page.locator("[data-testid='stSelectbox']").filter(has_text="定位 Find on page").first.click()
-        page.get_by_role("option", name="字段 发票号码").click()
-        expect(page.get_by_text("放大 Zoom: 字段 发票号码")).to_be_visible(timeout=20_000)
+        found = page.get_by_text("放大 Zoom: 字段 发票号码")
+        for attempt in range(3):        # a pick made while a rerun replaces the widget is lost: pick again
+            settle(page)
+            page.locator("[data-testid='stSelectbox']").filter(has_text="定位 Find on page").first.click()
+            page.get_by_role("option", name="字段 发票号码").click()
+            try:
+                expect(found).to_be_visible(timeout=30_000)
+                break
+            except AssertionError:
+                page.keyboard.press("Escape")
+                if attempt == 2:
+                    raise
         shot(page, "3_invoice_find.png")
 
         # an edit is checked again: a 7-digit number fails with the reason in Chinese; fixed, the
@@ -191,11 +228,11 @@ def test_invoice_items_find_edit_and_excel(server, browser, tmp_path):
         page.get_by_role("tab", name=re.compile(r"字段 Fields")).click()
         warning = page.locator("[data-testid='stAlert']").filter(has_text="发票号码：应为8位数字")
         type_into_cell(page, active_grid(page), 2, 150 + 60, "1234567")     # row 2: invoice_number
-        expect(warning).to_have_count(1, timeout=20_000)
+        expect(warning).to_have_count(1, timeout=60_000)
         expect(active_grid(page).get_by_text("✗ 应为8位数字", exact=False).first).to_be_attached()
         shot(page, "4_invoice_edit_failed.png")
         type_into_cell(page, active_grid(page), 2, 150 + 60, number)
-        expect(warning).to_have_count(0, timeout=20_000)
+        expect(warning).to_have_count(0, timeout=60_000)
         expect(active_grid(page).get_by_text(number, exact=False).first).to_be_attached()
 
         with page.expect_download(timeout=30_000) as download:
@@ -229,10 +266,10 @@ def test_form_shows_its_pairs_in_a_table(server, browser, tmp_path):
     page = open_with(browser, server, form)
     try:
         tab = page.get_by_role("tab", name="键值对 Pairs (7)")
-        expect(tab).to_have_attribute("aria-selected", "true", timeout=20_000)     # a form opens on its pairs
+        expect(tab).to_have_attribute("aria-selected", "true", timeout=60_000)     # a form opens on its pairs
         grid = active_grid(page)
         for key, value in gold:
-            expect(grid.get_by_text(key, exact=True).first).to_be_attached(timeout=10_000)
+            expect(grid.get_by_text(key, exact=True).first).to_be_attached(timeout=30_000)
             expect(grid.get_by_text(value, exact=True).first).to_be_attached()
         shot(page, "5_form_pairs.png")
         assert not page.locator("[data-testid='stException']").count(), "the app showed a traceback"
