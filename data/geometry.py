@@ -112,7 +112,7 @@ def cluster_rows(cells: list[tuple[str, Any]], line_height: float, slope: float 
 def reading_order(lines: list[Any]) -> list[Any]:
     """Lines (anything with a `box`) top-to-bottom by rows, left-to-right within a row. A line shares a
     row when its centre is within `READ_ROW` x the smaller of its height and the row's running mean height
-    of the row's running centre. (models/ocr.py keeps its own copy until the OCR layer switches over.)"""
+    of the row's running centre."""
     if not lines:
         return []
     items = sorted(lines, key=lambda ln: (ln.box[1] + ln.box[3]) / 2)

@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 
 from data.document import Line, Page
+from data.geometry import reading_order  # the one reading order (also used by decoding)
 from models.ocr_det import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -157,28 +158,6 @@ _CV_ROTATE = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_
 
 def _side_lengths(quad: np.ndarray) -> tuple[float, float]:
     return float(np.linalg.norm(quad[0] - quad[1])), float(np.linalg.norm(quad[0] - quad[3]))
-
-
-def reading_order(lines: list[Line]) -> list[Line]:
-    """Top-to-bottom rows, left-to-right within a row. Lines share a row when their vertical
-    centres are within half the smaller line height of the row's running centre."""
-    if not lines:
-        return []
-    items = sorted(lines, key=lambda ln: (ln.box[1] + ln.box[3]) / 2)
-    rows: list[list[Line]] = []
-    row_centre = row_height = 0.0
-    for ln in items:
-        x0, y0, x1, y1 = ln.box
-        centre, height = (y0 + y1) / 2, max(1.0, y1 - y0)
-        if rows and abs(centre - row_centre) <= 0.5 * min(height, row_height):
-            rows[-1].append(ln)
-            n = len(rows[-1])
-            row_centre += (centre - row_centre) / n
-            row_height += (height - row_height) / n
-        else:
-            rows.append([ln])
-            row_centre, row_height = centre, height
-    return [ln for row in rows for ln in sorted(row, key=lambda line: line.box[0])]
 
 
 class OCREngine:
