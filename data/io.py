@@ -411,20 +411,7 @@ def page_count(path: str | os.PathLike, password: str | None = None) -> int:
     kind = sniff(head)
     if kind is None:
         raise InputError(p, f"not a {SUPPORTED} file: {_describe_unknown(head)}")
-    if kind == "pdf":
-        pdf = _open_pdf(str(p), str(p), password)
-        try:
-            return len(pdf)
-        finally:
-            pdf.close()
-    if kind != "tiff":
-        return 1
-    from PIL import Image
-    try:
-        with Image.open(p) as img:
-            return getattr(img, "n_frames", 1)
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise InputError(p, f"corrupt TIFF ({exc})") from None
+    return _count_pages(str(p), kind, str(p), password)
 
 
 def page_count_bytes(data: bytes, filename: str, password: str | None = None) -> int:
@@ -433,8 +420,14 @@ def page_count_bytes(data: bytes, filename: str, password: str | None = None) ->
     kind = sniff(data[:1024])
     if kind is None:
         raise InputError(filename, f"not a {SUPPORTED} file: {_describe_unknown(data[:1024])}")
+    return _count_pages(filename, kind, data, password)
+
+
+def _count_pages(name: str, kind: str, source: str | bytes, password: str | None) -> int:
+    """Pages of a sniffed file (`source`: its path, or its bytes): a PDF's page count, a TIFF's
+    frames, 1 for any other image."""
     if kind == "pdf":
-        pdf = _open_pdf(filename, data, password)
+        pdf = _open_pdf(name, source, password)
         try:
             return len(pdf)
         finally:
@@ -443,7 +436,7 @@ def page_count_bytes(data: bytes, filename: str, password: str | None = None) ->
         return 1
     from PIL import Image
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as img:
             return getattr(img, "n_frames", 1)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise InputError(filename, f"corrupt TIFF ({exc})") from None
+        raise InputError(name, f"corrupt TIFF ({exc})") from None
