@@ -25,10 +25,11 @@ import numpy as np
 import paddle
 
 from data.document import Document, Page
+from data.labels import FORM_KEYS, ITEM_PREFIX
 from models.encoder import Encoder, EncoderConfig
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
 from models.extraction.doctype import pick_type
-from models.heads import FORM_KEYS, ITEM_PREFIX, ExtractionHead, HeadConfig
+from models.heads import ExtractionHead, HeadConfig
 from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
 

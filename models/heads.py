@@ -24,9 +24,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-IGNORE = -100
-ITEM_PREFIX = "items."
-FORM_KEYS = ("header", "question", "answer")
+from data.labels import FORM_KEYS, IGNORE_INDEX, ITEM_PREFIX
 
 
 def tag_labels(field_keys: list[str]) -> list[str]:
@@ -123,13 +121,13 @@ def loss_fn(outputs, labels, doc_weight: float = 1.0, link_weight: float = 1.0) 
     tag_logits, doc_logits = outputs[0], outputs[1]
     lab = _unpack_labels(labels)
     tags = lab["tags"].astype("int64")
-    valid = tags != IGNORE
+    valid = tags != IGNORE_INDEX
     per_token = F.cross_entropy(tag_logits, paddle.where(valid, tags, paddle.zeros_like(tags)).unsqueeze(-1),
                                 reduction="none").squeeze(-1)
     loss = _masked_mean(per_token, valid)
     if lab.get("doc_type") is not None and doc_weight:
         doc = lab["doc_type"].astype("int64").reshape([-1])
-        ok = doc != IGNORE
+        ok = doc != IGNORE_INDEX
         per_doc = F.cross_entropy(doc_logits, paddle.where(ok, doc, paddle.zeros_like(doc)).unsqueeze(-1),
                                   reduction="none").reshape([-1])
         loss = loss + doc_weight * _masked_mean(per_doc, ok)

@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from data.document import Box, Line, quad_to_box
+from data.labels import IGNORE_INDEX
 
 DEFAULT_VOCAB = Path(__file__).resolve().parent / "vocab" / "vocab.txt"
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -119,7 +120,7 @@ class Encoding:
         wi, pos = map(np.array, zip(*self.owners()))
         return per_window[wi, pos]
 
-    def scatter(self, page_values: Sequence[int], fill: int = -100) -> np.ndarray:
+    def scatter(self, page_values: Sequence[int], fill: int = IGNORE_INDEX) -> np.ndarray:
         """[N] page-token values (e.g. tag labels) -> [W, T] for every window; specials get `fill`."""
         length = len(self.windows[0].input_ids)
         out = np.full((len(self.windows), length), fill, dtype=np.int64)

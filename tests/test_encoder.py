@@ -5,8 +5,9 @@ import numpy as np
 import paddle
 import pytest
 
+from data.labels import IGNORE_INDEX as IGNORE
 from models.encoder import Encoder, EncoderConfig, count_parameters, parameter_count
-from models.heads import IGNORE, ExtractionHead, HeadConfig, loss_fn, tag_labels
+from models.heads import ExtractionHead, HeadConfig, loss_fn, tag_labels
 
 LABELS = tag_labels(["a", "b"])
 

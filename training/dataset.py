@@ -20,11 +20,10 @@ import numpy as np
 from data.align import align_value
 from data.corpus import Record, doc_type_of
 from data.document import Line, Page, box_to_quad, quad_to_box
+from data.labels import FORM_KEYS, item_tag_key
+from data.labels import IGNORE_INDEX as IGNORE
 from models.tokenizer import Tokenizer
 from training.noise import NoiseConfig, TaggedLine, add_noise
-
-IGNORE = -100
-FORM_LABELS = ("header", "question", "answer")
 
 
 @dataclass
@@ -53,7 +52,7 @@ def _field_entries(rec: Record) -> list[tuple[str, dict]]:
     """(tag key, field dict) for the page's fields and item-row fields."""
     out = [(k, f) for k, f in (rec.get("fields") or {}).items() if isinstance(f, dict)]
     for row in rec.get("items") or []:
-        out += [(f"items.{k}", f) for k, f in row.items() if isinstance(f, dict)]
+        out += [(item_tag_key(k), f) for k, f in row.items() if isinstance(f, dict)]
     return out
 
 
@@ -61,7 +60,7 @@ def _form_entries(rec: Record) -> tuple[list[tuple[int, str, dict]], set[tuple[i
     """(line index, label, line) for header/question/answer lines, and links as (question id, answer id)."""
     ents, links = [], set()
     for i, ln in enumerate(rec.get("lines") or []):
-        if ln.get("label") in FORM_LABELS:
+        if ln.get("label") in FORM_KEYS:
             ents.append((i, ln["label"], ln))
         for pair in ln.get("linking") or []:
             if len(pair) == 2:

@@ -125,8 +125,8 @@ def label_map(records: list[dict], schema_files: dict[str, Path], base_tags: lis
     Field keys come from each doc type's schema (the corpus' own file first, then the bundled one);
     a type with neither gets the keys its pages use, with a note saying so.
     """
+    from data.labels import FORM_KEYS, ITEM_PREFIX
     from data.schemas import list_schemas, load_schema, load_schema_file
-    from models.heads import FORM_KEYS, ITEM_PREFIX
     types = list(base_types)
     keys = [t[2:] for t in base_tags if t.startswith("B-")]
     notes: list[str] = []

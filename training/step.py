@@ -26,7 +26,8 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-IGNORE = -100
+from data.labels import IGNORE_INDEX as IGNORE
+
 TRANSPORTS = ("inprocess", "dist")
 
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import jieba_fast
 
+from data.labels import IGNORE_INDEX as IGNORE
 from models.tokenizer import Encoding, Tokenizer, Window
 
 jieba_fast.setLogLevel(logging.WARNING)
 
 MASK_RATE = 0.15
 P_MASK, P_RANDOM = 0.8, 0.1      # the remaining 0.1 keeps the word as it is
-IGNORE = -100
 # digits and Latin letters (half- or full-width), with inner decimal points: 1234.50, MA01ABCD2X
 ALNUM_RUN = re.compile(r"[0-9A-Za-z０-９Ａ-Ｚａ-ｚ]+(?:\.[0-9０-９]+)*")
 

@@ -20,11 +20,12 @@ from PIL import Image
 
 from data.atomic import fsync_path, write_text_atomic
 from data.document import box_to_quad, quad_to_box, union_box
+from data.labels import LINE_LABELS
 
 CORPUS_FILE = "corpus.jsonl"
 IMAGE_DIR = "images"
 SCHEMA_DIR = "schemas"
-XFUND_LABELS = ("header", "question", "answer", "other")
+XFUND_LABELS = LINE_LABELS     # the line labels of XFUND-style forms (data/labels.py)
 BOX_SLACK = 2.0          # pixels a box may always stick out of the page (annotation tools round outward)
 BOX_TOLERANCE = 0.02     # share of the page's width/height a box may stick out (clipped when written); a box
                          # further out belongs to another page size or another image, so it is an error

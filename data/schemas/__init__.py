@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from data.labels import LINE_LABELS
 from data.validate import RULE_CHECKS, VALIDATORS
 
 SCHEMA_DIR = Path(__file__).resolve().parent
@@ -37,7 +38,6 @@ DEFAULT_VALIDATORS = {
     "tax_id": ["tax_id"],
     "enum": ["enum"],
 }
-LINE_LABELS = ("header", "question", "answer", "other")
 
 
 class SchemaError(ValueError):

@@ -15,10 +15,9 @@ from typing import Any, Callable
 import numpy as np
 
 from data.document import Document, Field, Line, Page
+from data.labels import COLONS
 from data.normalize import normalize_value
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
-
-COLONS = ":："          # the colons that end a key (half- and full-width)
 
 
 @dataclass
@@ -122,7 +121,7 @@ def char_box(line: Line, start: int, end: int) -> list[float]:
 
 
 def clean(text: str) -> str:
-    return text.strip().strip(":：").strip()
+    return text.strip().strip(COLONS).strip()
 
 
 def line_starts(page: Page) -> np.ndarray:

@@ -10,8 +10,9 @@ from typing import Any
 
 from data.document import Page
 from data.geometry import same_row
+from data.labels import COLONS
 from data.normalize import to_halfwidth
-from models.extraction.base import CODE_TYPES, COLONS, TYPE_SHAPES, Span, clean, near, plausible
+from models.extraction.base import CODE_TYPES, TYPE_SHAPES, Span, clean, near, plausible
 from models.extraction.doctype import title_evidence
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 

@@ -29,7 +29,8 @@ import numpy as np
 
 from data import geometry
 from data.document import Page, Pair
-from models.extraction.base import COLONS, PagePrediction, char_box
+from data.labels import COLONS
+from models.extraction.base import PagePrediction, char_box
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别 ...): lexical evidence that

@@ -11,9 +11,9 @@ import numpy as np
 
 from data.document import Document, Field, Page
 from data.geometry import cluster_rows, page_slope
+from data.labels import ITEM_PREFIX
 from data.normalize import parse_amount
 from models.extraction.base import PageContext, Span, line_starts
-from models.heads import ITEM_PREFIX
 
 
 def whole_cells(spans: list[Span], page: Page) -> list[Span]:

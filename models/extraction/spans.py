@@ -12,7 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from models.extraction.base import COLONS, Span
+from data.labels import COLONS
+from models.extraction.base import Span
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 

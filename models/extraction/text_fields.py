@@ -9,8 +9,9 @@ import re
 
 from data.document import Field, Page
 from data.geometry import same_row
+from data.labels import COLONS
 from data.normalize import normalize_value
-from models.extraction.base import COLONS, char_box, clean, line_of, line_starts
+from models.extraction.base import char_box, clean, line_of, line_starts
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 

@@ -1,0 +1,33 @@
+"""The label vocabulary shared by the corpus, the model head, decoding and training: defined once here
+because data/ is the lowest layer and every other one reads these names.
+
+- Tag keys: a schema field key, or `items.<key>` for a field of a repeated item row (`ITEM_PREFIX`),
+  or one of the generic-form line labels the head tags (`FORM_KEYS`).
+- Line labels of a generic form (XFUND's): `FORM_KEYS` plus "other" (`LINE_LABELS`), the values a
+  corpus line's `label` may take.
+- `COLONS`: the characters that end a key ("发票号码：") in half- and full-width form.
+- `IGNORE_INDEX`: the label id the losses skip (specials, padding, window overlap, unknown doc type),
+  Paddle's `cross_entropy` default.
+"""
+from __future__ import annotations
+
+ITEM_PREFIX = "items."
+FORM_KEYS = ("header", "question", "answer")
+OTHER = "other"
+LINE_LABELS = FORM_KEYS + (OTHER,)
+COLONS = ":："
+IGNORE_INDEX = -100
+
+
+def item_tag_key(key: str) -> str:
+    """The tag key of an item-row field: `items.<key>`."""
+    return ITEM_PREFIX + key
+
+
+def is_item_key(tag_key: str) -> bool:
+    return tag_key.startswith(ITEM_PREFIX)
+
+
+def item_field_key(tag_key: str) -> str:
+    """The field key inside an item row for a tag key `items.<key>` (the key itself otherwise)."""
+    return tag_key[len(ITEM_PREFIX):] if tag_key.startswith(ITEM_PREFIX) else tag_key
