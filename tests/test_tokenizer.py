@@ -6,7 +6,7 @@ import pytest
 
 from data.document import Line, box_to_quad
 from models.tokenizer import DEFAULT_VOCAB, Tokenizer, char_quads
-from models.vocab.build import SPECIALS, build_vocab, ppocr_dictionary
+from models.vocab.build import SPECIALS, build_vocab, ppocr_dictionary, v6_characters
 
 
 def _lines() -> list[Line]:
@@ -23,13 +23,15 @@ def tok() -> Tokenizer:
     return Tokenizer.from_dir(None)
 
 
-def test_default_vocab_is_the_committed_build_of_the_ppocr_dictionary(tok):
-    assert tok.vocab == build_vocab(ppocr_dictionary())       # rebuild matches the committed file
+def test_default_vocab_is_the_committed_build_of_both_ocr_dictionaries(tok):
+    assert tok.vocab == build_vocab(ppocr_dictionary(), v6_characters())   # rebuild matches the committed file
+    v4_only = build_vocab(ppocr_dictionary())
+    assert tok.vocab[:len(v4_only)] == v4_only        # v6's characters are appended: v4-era ids unchanged
     assert tok.vocab[:5] == SPECIALS
-    for ch in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz增值税发票￥":
+    for ch in "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz增值税发票￥發購銷稅":
         assert tok.char_id(ch) != tok.unk_id, ch
     assert len(set(tok.vocab)) == len(tok.vocab)
-    assert DEFAULT_VOCAB.stat().st_size < 100_000
+    assert DEFAULT_VOCAB.stat().st_size < 200_000
 
 
 def test_every_char_of_a_span_decodes_to_the_original_text(tok):
