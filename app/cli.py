@@ -27,8 +27,8 @@ from data.document import display_name
 COMMANDS: dict[str, str] = {
     "ocr": "app.ocr_cmd",
     "extract": "app.extract_cmd",
-    "batch": "app.batch_cmd",
-    "ui": "app.ui_cmd",
+    "batch": "app.batch.command",
+    "ui": "app.ui.command",
 }
 
 EXIT_OK = 0

@@ -79,7 +79,7 @@ class _Drawer:
         self.written: dict[int, Path] = {}
 
     def __call__(self, image: np.ndarray, page: Page, result: Document | None) -> None:
-        from app.ui_view import page_overlay
+        from app.ui.view import page_overlay
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{self.stem}_p{page.index + 1}.png"
         drawn = page_overlay(image, page, result or Document(pages=[page]))

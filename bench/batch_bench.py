@@ -5,7 +5,7 @@
 
 Documents are synthetic VAT invoices (data.synth), every third one saved as a 2-page TIFF, so pages/s
 and documents/s differ. Each worker count runs the whole set into a fresh results file through
-app.batch_cmd.run_batch, the code `python -m app batch` runs; wall time includes starting the worker
+app.batch.command.run_batch, the code `python -m app batch` runs; wall time includes starting the worker
 processes and loading their models, as a user would see it. Prints a table and writes JSON.
 
 With --ray (actor counts; `--ray` alone: none), the same set also runs through `--ray` on a Ray instance
@@ -31,8 +31,8 @@ import platform
 import tempfile
 from pathlib import Path
 
-from app.batch_cmd import run_batch
-from app.batch_worker import WorkerOptions
+from app.batch.command import run_batch
+from app.batch.worker import WorkerOptions
 from app.pipeline import Analysis
 from data.document import Document
 
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [("local", w) for w in args.workers] + [("ray", w) for w in args.ray]
         settings = None
         if args.ray:
-            from app.batch_ray import RaySettings
+            from app.batch.ray_pool import RaySettings
             ray_init_s = start_ray(cores)
             settings = RaySettings()
         best: dict[tuple[str, int], dict] = {}

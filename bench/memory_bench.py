@@ -12,7 +12,7 @@ Files, written here as minimal PDF bytes (no renderer needed to make them):
 Each entry point runs in a fresh process and its peak RSS is the kernel's (os.wait4 ru_maxrss), so
 model loading is included, as a user sees it:
 - ui: `app.pipeline.analyse_bytes(data, name)` with the UI's defaults (the upload held in memory, a
-  preview per page), the call app/ui.py makes;
+  preview per page), the call app/ui/main.py makes;
 - extract: `python -m app extract FILE --json OUT`;
 - batch: `python -m app batch FILE --out OUT.jsonl --workers 1`.
 Prints a table and writes JSON.

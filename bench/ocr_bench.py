@@ -1,4 +1,4 @@
-"""OCR accuracy and speed: our engine (models/ocr.py) on both bundled model generations against the
+"""OCR accuracy and speed: our engine (models/ocr/engine.py) on both bundled model generations against the
 default calls of the engines they come in, side by side in one run: each engine in its own process
 (threads pinned), the engines interleaved page by page so load from other work on the cores hits them alike.
 
@@ -6,7 +6,7 @@ default calls of the engines they come in, side by side in one run: each engine 
                               [--engines ours_v6,ours_v4,rapidocr] [--out bench/results/ocr_bench.json]
                               [--settings '{"det_limit_side_len": 960}'] [--variants '{"name": {...}}']
 
-Engines: `ours_v6` / `ours_v4` = models/ocr.py with OCRSettings(model="v6"/"v4") (`ours` = the default
+Engines: `ours_v6` / `ours_v4` = models/ocr/engine.py with OCRSettings(model="v6"/"v4") (`ours` = the default
 model); `rapidocr` = rapidocr 3.10's default call `RapidOCR()(image)` on the PP-OCRv6 small det/rec and v2
 cls ONNX files bundled in its wheel (the same files as ours_v6; its downloader is disabled in the worker
 so a missing or altered file fails instead of being fetched); `paddleocr` = PaddleOCR 2.10's default call
@@ -15,7 +15,7 @@ on the same PP-OCRv4 files as ours_v4.
 Pages: generated VAT invoices (`python -m data.synth`, clean, photo and heavily degraded, fixed seeds)
 and the real pages in ../shared/samples (never copied; SAMPLES_DIR overrides), also scored on their own
 for the newspaper page, the handwritten notes and the invoice (omnidoc_newspaper_*, omnidoc_note_*,
-metagpt_invoice_*). Scores (models/ocr_eval.py): CER = edit distance / ground-truth characters, lines
+metagpt_invoice_*). Scores (models/ocr/eval.py): CER = edit distance / ground-truth characters, lines
 matched by box; long-number CER over digit runs of 8 or more and the share of such numbers read
 exactly (both on the generated invoices only). Speed: pages/s over the timed pages (one untimed warm-up
 page first, so kernel compilation is not counted), CPU seconds per page in all and per stage (det,
@@ -58,7 +58,7 @@ def _paddleocr_default(stages: dict):
     """PaddleOCR's documented call with only the model dirs pointed at the same local files."""
     from paddleocr import PaddleOCR
 
-    from models.ocr_runtime import ModelPaths
+    from models.ocr.runtime import ModelPaths
     paths = ModelPaths.bundled()
     ocr = PaddleOCR(det_model_dir=str(paths.det), rec_model_dir=str(paths.rec), cls_model_dir=str(paths.cls),
                     use_angle_cls=True, show_log=False)
@@ -107,7 +107,7 @@ def _rapidocr_default(stages: dict):
 
 
 def _ours(settings: dict, stages: dict):
-    import models.ocr as ocr_module
+    import models.ocr.engine as ocr_module
     from models.ocr import OCREngine, OCRSettings
     engine = OCREngine(OCRSettings(**settings))
     engine.detect = _stage_timer(engine.detect, stages, "det")
@@ -255,7 +255,7 @@ def _real(limit: str) -> list[dict]:
 
 
 def _score(pages: list[dict], result: dict) -> dict:
-    from models.ocr_eval import CERCounts, page_counts
+    from models.ocr.eval import CERCounts, page_counts
     per_set: dict[str, CERCounts] = {}
     digits = CERCounts()
     for page, got in zip(pages, result["pages"]):

@@ -7,7 +7,7 @@ alternate `--repeats` times on a generated invoice page (data.synth vat_invoice,
 vat_paper_split; 1 page, 4 line items), so machine load affects both alike:
 - extract: `app.cli.main(["extract", FILE, "--json", OUT])`, the command's own code in-process (its
   table printed to a discarded stream);
-- ui: the app script itself (app/ui.py under Streamlit's AppTest), timed from the upload to the
+- ui: the app script itself (app/ui/main.py under Streamlit's AppTest), timed from the upload to the
   finished page: reading the upload, the pipeline with previews and progress callbacks, then drawing
   the page, the tables, the legend and the buttons;
 - ui rerun: the next rerun with nothing changed (what every click costs): no analysis, only the page.
@@ -47,7 +47,7 @@ def time_extract(path: Path, out: Path) -> float:
 def time_ui(path: Path) -> tuple[float, float]:
     """(seconds from the upload to the finished page, seconds of the next unchanged rerun)."""
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(ROOT / "app" / "ui.py"), default_timeout=600)
+    at = AppTest.from_file(str(ROOT / "app" / "ui" / "main.py"), default_timeout=600)
     at.run()
     at.file_uploader[0].set_value([(path.name, path.read_bytes(), "image/png")])
     t0 = time.perf_counter()

@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m streamlit run app/ui.py --server.port "${PORT:-8501}" \
+exec .venv/bin/python -m streamlit run app/ui/main.py --server.port "${PORT:-8501}" \
   --server.headless true --browser.gatherUsageStats false

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import app.batch_cmd
-from app.batch_cmd import BatchSetupError, run_batch
-from app.batch_csv import write_csv
-from app.batch_inputs import expand_inputs
-from app.batch_state import ResultsFile, ResultsLocked, file_sha256, latest_groups, read_rows, row_key
-from app.batch_worker import WorkerOptions
+import app.batch.command
+from app.batch.command import BatchSetupError, run_batch
+from app.batch.csv_out import write_csv
+from app.batch.inputs import expand_inputs
+from app.batch.state import ResultsFile, ResultsLocked, file_sha256, latest_groups, read_rows, row_key
+from app.batch.worker import WorkerOptions
 from app.pipeline import Analysis
 from data.document import Document, Field, Page
 
@@ -238,7 +238,7 @@ def test_gbk_file_name_gets_a_lossless_utf8_row_and_rerun_skips_it(tmp_path):
 
 def split_in_two(task):
     """run_task as it is for a file holding two documents: two rows, part 1 and 2 of 2."""
-    from app.batch_worker import run_task
+    from app.batch.worker import run_task
     result = run_task(task)
     row = result if isinstance(result, dict) else result[0]
     if not Path(task[0]).name.startswith("two"):
@@ -256,7 +256,7 @@ def test_multi_document_file_is_one_write_and_a_partial_group_is_redone(tmp_path
     def spy(fd, data):
         writes.append(bytes(data))
         return real_write(fd, data)
-    monkeypatch.setattr(app.batch_cmd, "run_task", split_in_two)
+    monkeypatch.setattr(app.batch.command, "run_task", split_in_two)
     monkeypatch.setattr(os, "write", spy)
     first = run_batch([str(folder)], str(out), options=FAKE, progress=False)
     monkeypatch.setattr(os, "write", real_write)
@@ -391,7 +391,7 @@ def test_killed_worker_costs_only_its_document_which_is_retried_once(tmp_path):
 
 @pytest.mark.heavy
 def test_workers_that_cannot_load_stop_the_batch_with_a_clear_error(tmp_path):
-    from app.batch_pool import WorkersFailedToStart
+    from app.batch.pool import WorkersFailedToStart
     folder = make_folder(tmp_path, n_good=2)
     broken = WorkerOptions(processor="tests.no_such_module:analyse", warm_up=False)
     with pytest.raises(WorkersFailedToStart, match="could not load the models: ModuleNotFoundError"):
@@ -411,7 +411,7 @@ def _gone(pid: int) -> bool:
 def test_workers_exit_when_the_batch_process_is_killed(tmp_path):
     folder = make_folder(tmp_path, n_good=3)
     (tmp_path / "pids").mkdir()
-    code = ("import sys; from app.batch_cmd import run_batch; from app.batch_worker import WorkerOptions; "
+    code = ("import sys; from app.batch.command import run_batch; from app.batch.worker import WorkerOptions; "
             "run_batch([sys.argv[1]], sys.argv[2], workers=2, progress=False, "
             "options=WorkerOptions(processor='tests.test_batch:slow_analyse', warm_up=False))")
     parent = subprocess.Popen([sys.executable, "-c", code, str(folder), str(tmp_path / "r.jsonl")], cwd=ROOT)

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from app.batch_cmd import run_batch
-from app.batch_state import file_sha256, latest_groups, read_rows
-from app.batch_worker import WorkerOptions
+from app.batch.command import run_batch
+from app.batch.state import file_sha256, latest_groups, read_rows
+from app.batch.worker import WorkerOptions
 from tests.test_batch import FAKE, fake_analyse, make_folder, rows_by_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,9 +67,9 @@ def test_ray_is_not_imported_without_the_flag(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert helped.returncode == 0 and "--ray" in helped.stdout and "More than one machine" in helped.stdout
     imported = {line.split("|")[-1].strip() for line in helped.stderr.splitlines() if line.startswith("import time:")}
-    assert "app.batch_pool" in imported, "-X importtime lists the modules the command loads"
+    assert "app.batch.pool" in imported, "-X importtime lists the modules the command loads"
     assert not {m for m in imported if m == "ray" or m.startswith("ray.")}
-    code = ("import sys; from app.batch_cmd import run_batch; import app.batch_ray; "
+    code = ("import sys; from app.batch.command import run_batch; import app.batch.ray_pool; "
             "from tests.test_batch import FAKE; "
             "s = run_batch([sys.argv[1]], sys.argv[2], workers=2, options=FAKE, progress=False); "
             "print(s.done, sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
@@ -95,7 +95,7 @@ def test_unreachable_ray_address_is_a_setup_error_that_writes_nothing(tmp_path):
 
 @pytest.mark.heavy
 def test_ray_rows_equal_local_rows_shipped_or_shared(tmp_path, ray_address):
-    from app.batch_ray import RaySettings
+    from app.batch.ray_pool import RaySettings
     folder = make_folder(tmp_path, n_good=5)
     odd = os.fsdecode(os.fsencode(str(folder)) + b"/" + "发票".encode("gbk") + b".png")   # a GBK name
     Image.new("RGB", (33, 30), "white").save(odd)
@@ -133,7 +133,7 @@ def test_ray_rows_equal_local_rows_shipped_or_shared(tmp_path, ray_address):
 
 @pytest.mark.heavy
 def test_killed_actor_has_its_document_retried_once_on_another(tmp_path, ray_address):
-    from app.batch_ray import RaySettings
+    from app.batch.ray_pool import RaySettings
     folder = make_folder(tmp_path, n_good=3)
     Image.new("RGB", (60, 30), "white").save(folder / "crash_once.png")
     Image.new("RGB", (61, 30), "white").save(folder / "crash_always.png")
@@ -156,8 +156,8 @@ def test_killed_actor_has_its_document_retried_once_on_another(tmp_path, ray_add
 
 @pytest.mark.heavy
 def test_actors_that_cannot_load_stop_the_batch_with_a_clear_error(tmp_path, ray_address):
-    from app.batch_pool import WorkersFailedToStart
-    from app.batch_ray import RaySettings
+    from app.batch.pool import WorkersFailedToStart
+    from app.batch.ray_pool import RaySettings
     folder = make_folder(tmp_path, n_good=2)
     broken = WorkerOptions(processor="tests.no_such_module:analyse", warm_up=False)
     with pytest.raises(WorkersFailedToStart, match="could not load the models: ModuleNotFoundError"):
@@ -171,7 +171,7 @@ def test_driver_killed_9_then_rerun_gives_one_complete_group_per_file(tmp_path, 
     folder = make_folder(tmp_path, n_good=8)
     out = tmp_path / "results.jsonl"
     # the real command line (app.cli), with the slow fake processor in place of OCR
-    code = ("import functools, sys; import app.batch_cmd as b; "
+    code = ("import functools, sys; import app.batch.command as b; "
             "b.WorkerOptions = functools.partial(b.WorkerOptions, processor='tests.test_batch_ray:slow_fake', "
             "warm_up=False); from app.cli import main; sys.exit(main(sys.argv[1:]))")
     cmd = [sys.executable, "-c", code, "batch", str(folder), "--out", str(out), "--csv", str(tmp_path / "t.csv"),
@@ -218,7 +218,7 @@ def _invoices(folder: Path) -> None:
 
 @pytest.mark.heavy
 def test_real_ocr_rows_on_ray_equal_one_local_worker(tmp_path, ray_address):
-    from app.batch_ray import RaySettings
+    from app.batch.ray_pool import RaySettings
     folder = tmp_path / "docs"
     _invoices(folder)
     local, on_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"

@@ -1,4 +1,4 @@
-"""The real app in a real browser: `streamlit run app/ui.py` on a free local port, driven by headless
+"""The real app in a real browser: `streamlit run app/ui/main.py` on a free local port, driven by headless
 Chromium (Debian's /usr/bin/chromium) through Playwright, at a laptop's 1366 px width, with real OCR
 and extraction. An invoice shows its line items; a form shows its key-value pairs; a value edited in
 the field table is checked again (the failure and its warning appear, and go when the value is
@@ -42,7 +42,7 @@ def server(tmp_path_factory):
     env = dict(os.environ, PYTHONUNBUFFERED="1", PIAOJU_CORRECTIONS_DIR=str(tmp / "corrections"))
     with open(log, "w") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app/ui.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", "app/ui/main.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)

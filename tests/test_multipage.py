@@ -100,8 +100,8 @@ def test_a_file_with_no_text_gives_one_result_with_all_pages(ocr_only):
 
 
 def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_only, tmp_path, monkeypatch, capsys):
-    from app.batch_csv import BASE_COLUMNS, csv_record
-    from app.batch_worker import _Drawer, result_rows
+    from app.batch.csv_out import BASE_COLUMNS, csv_record
+    from app.batch.worker import _Drawer, result_rows
     ocr_only([3, 0, 3, 3])
     path = tmp_path / "three.tif"
     path.write_bytes(tiff_bytes([white() for _ in range(4)]))
@@ -127,7 +127,7 @@ def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_onl
 
 
 def test_a_failed_file_gives_one_error_row(tmp_path):
-    from app.batch_worker import result_rows
+    from app.batch.worker import result_rows
     a = pipeline.analyse_file(str(tmp_path / "missing.pdf"))
     [row] = result_rows(a, "missing.pdf", "")
     assert (row["part"], row["parts"]) == (1, 1) and row["error"]["type"] in ("InputError", "FileNotFoundError")
@@ -224,7 +224,7 @@ def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, 
     monkeypatch.setattr(pipeline, "analyse_bytes", fake)
     monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
     monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui.py"), default_timeout=60)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py"), default_timeout=60)
     at.run()
     at.file_uploader[0].set_value([("two.tif", tiff_bytes([white((300, 200))] * 3), "image/tiff")])
     at.run()
@@ -245,7 +245,7 @@ def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, 
 
 
 def test_overlay_on_a_preview_scales_the_boxes():
-    from app.ui_view import page_overlay
+    from app.ui.view import page_overlay
     page = Page(index=0, width=1000, height=800, lines=[])
     doc = Document(pages=[page], fields={"x": Field("x", "1", box=[500, 400, 600, 480], page=0, label="x")})
     small = page_overlay(np.full((400, 500, 3), 255, np.uint8), page, doc)

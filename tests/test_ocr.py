@@ -1,4 +1,4 @@
-"""models/ocr.py, models/ocr_eval.py and `python -m app ocr`.
+"""models/ocr/engine.py, models/ocr/eval.py and `python -m app ocr`.
 
 The engine is loaded once per test session (get_engine caches it per process); tests that run real
 OCR are marked heavy and kept to small images.
@@ -19,7 +19,7 @@ from data.document import Document, Line, box_to_quad
 from data.fonts import pil_font
 from data.io import load_pages
 from models.ocr import OCRSettings, get_engine, reading_order
-from models.ocr_eval import edit_distance, page_counts, substring_distance
+from models.ocr.eval import edit_distance, page_counts, substring_distance
 
 
 @pytest.fixture(scope="session")
@@ -195,7 +195,7 @@ def test_cli_help_lists_subcommands():
 def test_weak_lines_are_read_again_through_the_retry_filter_keeping_the_surer_reading(engine, monkeypatch):
     """Lines under rec_retry_below go through recognition a second time on filtered crops; each keeps
     whichever reading is more confident, and confident lines are not read again."""
-    import models.ocr as ocr_mod
+    import models.ocr.engine as ocr_mod
     first = {"增值税专用发票": ("增值税专用发票", 0.99), "发票号码：12345678": ("发票号码：1234S678", 0.62),
              "价税合计：壹仟贰佰元整": ("价税合计：壹仟贰佰元整", 0.80)}
     calls = []

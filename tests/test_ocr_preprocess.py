@@ -1,4 +1,4 @@
-"""The OCR engine's preprocessing knobs (models/ocr_det.resize_for_det, models/ocr_rec crop filters,
+"""The OCR engine's preprocessing knobs (models/ocr/det.resize_for_det, models/ocr/rec crop filters,
 crop height and resize interpolation) and that OCRSettings wires them through the engine."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-import models.ocr_rec as ocr_rec
+import models.ocr.rec as ocr_rec
 from data.fonts import pil_font
 from models.ocr import OCRSettings, get_engine
-from models.ocr_det import resize_for_det
-from models.ocr_rec import crop_line, filter_crop, recognise
+from models.ocr.det import resize_for_det
+from models.ocr.rec import crop_line, filter_crop, recognise
 
 
 def test_small_pages_are_scaled_up_to_the_given_side():

@@ -1,5 +1,5 @@
-"""The PP-OCRv6 reader: models/ocr_onnx.py (onnxruntime sessions on the ONNX files inside the pinned
-rapidocr wheel) behind models/ocr.py's one code path, chosen by OCRSettings(model="v6")."""
+"""The PP-OCRv6 reader: models/ocr/onnx.py (onnxruntime sessions on the ONNX files inside the pinned
+rapidocr wheel) behind models/ocr/engine.py's one code path, chosen by OCRSettings(model="v6")."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-import models.ocr_onnx as ocr_onnx
+import models.ocr.onnx as ocr_onnx
 from data.fonts import pil_font
 from models.ocr import TUNED, OCREngine, OCRSettings, get_engine
-from models.ocr_eval import edit_distance
-from models.ocr_runtime import ModelPaths
+from models.ocr.eval import edit_distance
+from models.ocr.runtime import ModelPaths
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from app.pipeline import Analysis
 from data.document import Document, Field, Line, Page, box_to_quad
 from models.runtime import ModelThread, model_thread, on_model_thread, runs_on_model_thread
 
-UI = str(Path(__file__).resolve().parents[1] / "app" / "ui.py")
+UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 
 
 def in_fresh_thread(fn: Any, *args: Any) -> Any:

@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from app import pipeline
 from app.pipeline import Analysis
-from app.ui_export import export_json, fields_csv, items_csv, workbook
-from app.ui_fields import (
+from app.ui.export import export_json, fields_csv, items_csv, workbook
+from app.ui.fields import (
     COL_CHECK,
     COL_KEY,
     COL_NORM,
@@ -27,10 +27,10 @@ from app.ui_fields import (
     failed_rows_style,
     fields_frame,
 )
-from app.ui_words import warning_words
+from app.ui.words import warning_words
 from data.document import Document, Field, Line, Page, Pair, box_to_quad
 
-UI = str(Path(__file__).resolve().parents[1] / "app" / "ui.py")
+UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 CALLS: list[dict] = []
 
 
@@ -439,7 +439,7 @@ def test_highlight_is_drawn_on_the_preview_and_the_crop_holds_it():
     """Boxes are in page coordinates; the preview is half size: the red frame lands on the scaled box
     and the zoomed crop contains it, with context but far less than the page."""
     from app.draw import HIGHLIGHT_COLOUR
-    from app.ui_view import page_overlay, zoom_crop
+    from app.ui.view import page_overlay, zoom_crop
     doc = invoice_document("x.png")
     page = dc_replace(doc.pages[0], width=600, height=400)
     preview = np.full((200, 300, 3), 255, np.uint8)
@@ -456,7 +456,7 @@ def test_highlight_is_drawn_on_the_preview_and_the_crop_holds_it():
 def test_pipeline_reports_each_stage_of_each_page(monkeypatch):
     """The progress bar's source: decode, OCR (detect, recognise: told by the engine) and extract
     announced for page 1 and page 2 of 2, in order, before each stage runs (a fake OCR engine that
-    reports its stages as models/ocr.py does; no extraction model)."""
+    reports its stages as models/ocr/engine.py does; no extraction model)."""
     class Engine:
         def read(self, image, page_index=0, timings=None, on_stage=None):
             for stage in ("detect", "recognise"):

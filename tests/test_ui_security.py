@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import pipeline
-from app.ui_corrections import (
+from app.ui.corrections import (
     CORRECTIONS_ENV,
     DEFAULT_CORRECTIONS_DIR,
     ROOT,
@@ -103,7 +103,7 @@ def test_streamlit_config_binds_loopback_and_sends_no_statistics():
     assert cfg["browser"]["gatherUsageStats"] is False
     assert cfg["client"]["toolbarMode"] == "minimal", "no Deploy button or developer menu for visitors"
     run_sh = (ROOT / "scripts" / "run.sh").read_text(encoding="utf-8")
-    assert "streamlit run app/ui.py" in run_sh and 'cd "$(dirname "$0")/.."' in run_sh, \
+    assert "streamlit run app/ui/main.py" in run_sh and 'cd "$(dirname "$0")/.."' in run_sh, \
         "run.sh starts Streamlit from the repository root, where it reads .streamlit/config.toml"
     assert not re.search(r"--server\.(address|maxUploadSize)|gatherUsageStats\s+true", run_sh), \
         "run.sh must not override the address, the upload limit or the statistics setting"
@@ -153,7 +153,7 @@ def test_server_start_opens_no_outbound_connection(tmp_path):
     trace, log = tmp_path / "connect.trace", tmp_path / "streamlit.log"
     port = 8501                     # a fresh namespace has every port free
     server = (f"ip link set lo up && exec strace -f -qq -e trace=connect,bind -o {trace} "
-              f"{sys.executable} -m streamlit run app/ui.py --server.port {port}")
+              f"{sys.executable} -m streamlit run app/ui/main.py --server.port {port}")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     with open(log, "wb") as out:
         proc = subprocess.Popen(["unshare", "-n", "sh", "-c", server], cwd=ROOT, env=env, stdout=out,

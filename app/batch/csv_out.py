@@ -15,7 +15,7 @@ import csv
 import os
 from typing import Any, Iterable
 
-from app.batch_state import latest_rows
+from app.batch.state import latest_rows
 from data.atomic import atomic_write
 
 BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "page", "doc_type", "doc_type_score", "error_type",

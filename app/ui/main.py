@@ -1,12 +1,12 @@
-"""The upload UI: `streamlit run app/ui.py` (scripts/run.sh starts it).
+"""The upload UI: `streamlit run app/ui/main.py` (scripts/run.sh starts it).
 
 Drop photos, scans or PDFs. Each page is shown on the left with its OCR lines, fields (each its own
 colour), line-item cells and form pairs drawn on it; on the right, at full height, tabs hold the
 editable field table (a failed check colours its row and says why, in Chinese), the line items, the
 form's key-value pairs and the OCR text. Picking a field, an item row or a pair highlights its box and
 zooms the page to it. Corrected values are re-normalised and re-validated at once. Downloads: JSON, a
-CSV of fields, a CSV of items, one Excel workbook (app/ui_export.py), for one document or the whole
-upload. A page marked 已核对 (checked) can be saved as a training example (app/ui_corrections.py) in the
+CSV of fields, a CSV of items, one Excel workbook (app/ui/export.py), for one document or the whole
+upload. A page marked 已核对 (checked) can be saved as a training example (app/ui/corrections.py) in the
 one folder the server sets ($PIAOJU_CORRECTIONS_DIR, else runs/corrections): the sidebar shows it, a
 visitor cannot change it; unchecked pages are never saved.
 
@@ -21,8 +21,8 @@ import sys
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
-# `streamlit run app/ui.py` puts app/ on sys.path, not the repository root that our packages live in.
-ROOT = Path(__file__).resolve().parents[1]
+# `streamlit run app/ui/main.py` puts app/ui/ on sys.path, not the repository root that our packages live in.
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -35,11 +35,11 @@ paddle.disable_static()   # dygraph mode; the models themselves run on their own
 import streamlit as st  # noqa: E402
 
 from app import pipeline  # noqa: E402
-from app.batch_inputs import DOCUMENT_SUFFIXES  # noqa: E402
+from app.batch.inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
-from app.ui_corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
-from app.ui_export import XLSX_MIME, export_json, fields_csv, items_csv, workbook  # noqa: E402
-from app.ui_fields import (  # noqa: E402
+from app.ui.corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
+from app.ui.export import XLSX_MIME, export_json, fields_csv, items_csv, workbook  # noqa: E402
+from app.ui.fields import (  # noqa: E402
     COL_CHECK,
     COL_KEY,
     COL_LABEL,
@@ -57,8 +57,8 @@ from app.ui_fields import (  # noqa: E402
     pairs_frame,
     schema_label,
 )
-from app.ui_view import legend_html, page_overlay, timings_text, zoom_crop  # noqa: E402
-from app.ui_words import warning_words  # noqa: E402
+from app.ui.view import legend_html, page_overlay, timings_text, zoom_crop  # noqa: E402
+from app.ui.words import warning_words  # noqa: E402
 from data.document import Box, Document, Page  # noqa: E402
 from data.io import MAX_FILE_BYTES, size_advice, sniff  # noqa: E402
 

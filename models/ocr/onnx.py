@@ -2,7 +2,7 @@
 installed rapidocr wheel ships (rapidocr/models/*.onnx). Nothing is downloaded and rapidocr itself is
 never imported: only its package directory is located, so none of its download logic can run.
 
-An `OnnxPredictor` has the Paddle `Predictor`'s interface (models/ocr_runtime.py): called with a float32
+An `OnnxPredictor` has the Paddle `Predictor`'s interface (models/ocr/runtime.py): called with a float32
 NCHW batch it returns the model's first output. It is built and run on the process's model thread
 (models/runtime.py) like every other model object, so the engine has one threading mechanism whatever
 backend serves it. The recogniser's character dictionary is not a file: it is embedded in the rec
@@ -107,7 +107,7 @@ class OnnxPredictor:
 
 def embedded_charset(predictor: OnnxPredictor) -> list[str]:
     """CTC classes of a rec model whose dictionary is in its metadata: blank, the characters, a space
-    (the same layout as models/ocr_runtime.load_charset builds from a keys file)."""
+    (the same layout as models/ocr/runtime.load_charset builds from a keys file)."""
     raw = predictor.metadata.get("character")
     if not raw:
         raise FileNotFoundError("the recognition model has no embedded character dictionary (metadata key "

@@ -4,7 +4,7 @@ A file gives one row per document found in it (app/pipeline.py decides which pag
 of three invoices gives three rows, part 1..3 of parts 3); a file that fails as a whole gives one
 error row (part 1 of 1). The same code runs in the parent when --workers 1, and in spawned processes
 otherwise. Workers never write the results file; they return a file's rows together and the parent
-appends them (see app/batch_state.py). With --draw each page is drawn as soon as it is processed and
+appends them (see app/batch/state.py). With --draw each page is drawn as soon as it is processed and
 its image dropped, so a worker holds one page image at a time.
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ def draw_page(image: np.ndarray, page: Page, result: Document | None, path: str,
               draw_dir: str) -> str:
     """Write the overlay of one page (its result's fields; OCR lines only for a page skipped as blank)."""
     from app.cli import write_png
-    from app.ui_view import page_overlay
+    from app.ui.view import page_overlay
     os.makedirs(draw_dir, exist_ok=True)
     out = os.path.join(draw_dir, overlay_name(path, sha256, page.index))
     # write_png, not cv2.imwrite: that segfaults on a name with undecodable bytes (GBK from a zip)

@@ -37,7 +37,7 @@ PASSED, NO_RULE, NOT_FOUND = "✓ 通过 passed", "— 无校验 no rule", "— 
 
 
 def _schema(doc_type: str | None) -> Any:
-    from app.ui_fields import load_schema_or_none
+    from app.ui.fields import load_schema_or_none
     return load_schema_or_none(doc_type)
 
 

