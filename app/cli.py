@@ -17,11 +17,15 @@ import importlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from data.atomic import write_bytes_atomic, write_text_atomic  # noqa: F401 - the commands import them from here
 from data.document import display_name
+
+if TYPE_CHECKING:
+    from data.document import Document
 
 # name -> module defining HELP, add_arguments(parser), run(args)
 COMMANDS: dict[str, str] = {
@@ -46,6 +50,13 @@ exit status (every command):
      an output path that cannot be written, a missing model; the message is on stderr and nothing is
      processed or written
   130  interrupted (Ctrl-C)"""
+
+
+# The one meaning of --json OUT (ocr, extract): the help of each says it in these words.
+JSON_HELP = ("write the Documents to the file OUT: one JSON object when there is one document in all; JSON "
+             "Lines (one document per line, in FILE order, as `batch --out` writes) when there are several "
+             "(several FILEs, or a FILE holding several documents, e.g. a PDF of three invoices); an OUT "
+             "ending in .jsonl always gets JSON Lines")
 
 
 class UsageError(ValueError):
@@ -94,6 +105,20 @@ def check_writable(path: str, what: str, directory: bool = False) -> None:
     except OSError as exc:
         raise UsageError(f"{what} {display_name(path)}: cannot be written ({exc.strerror or exc}); "
                          "choose another path") from None
+
+
+def write_documents(out: str | os.PathLike, docs: Sequence[Document]) -> str:
+    """Write --json OUT as JSON_HELP says, atomically: one document as one indented JSON object, several
+    (or any number when OUT ends in .jsonl) as JSON Lines, so a script reading OUT knows from the count
+    what it gets, and one reading many files reads them as it reads `batch` output. Any file name,
+    undecodable bytes included, is written as valid UTF-8 (Document.to_json). Returns what was written,
+    for the message: "JSON" or "JSON Lines"."""
+    path = Path(out)
+    if len(docs) == 1 and path.suffix.lower() != ".jsonl":
+        write_text_atomic(path, docs[0].to_json(indent=1) + "\n")
+        return "JSON"
+    write_text_atomic(path, "".join(d.to_json() + "\n" for d in docs))
+    return "JSON Lines"
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:

@@ -3,10 +3,10 @@
 OCR + field extraction for each file; prints a table per document found in it (a PDF of three
 invoices: three tables, "a.pdf — document 2 of 3, page 2"), writes the Document JSON and overlay images.
 
-JSON (--json): a .json path gets the one document as an object when there is one document in all,
-else a list of every document of every file in order (each has `source`, `part` and `parts`); a
-directory gets <name>.json per input file: an object when that file holds one document, a list of its
-documents when it holds several. Files are written atomically (temporary file, fsync, rename).
+JSON (--json OUT, app/cli.py JSON_HELP, the same for every command): one document in all is written
+as one JSON object; several (several files, or a file holding several documents) as JSON Lines, one
+document per line in order, each with its `source`, `part` and `parts`, as `batch --out` writes them;
+an OUT ending in .jsonl always gets JSON Lines. Written atomically (temporary file, fsync, rename).
 --draw writes <name>_p<N>.png for every page, drawn as soon as the page is processed (no page image
 is kept for later), with the fields of the document that page belongs to.
 
@@ -16,25 +16,21 @@ Exit status (app/cli.py EXIT_STATUS): 2 before any OCR for a bad FILE, --type, -
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable, write_png, write_text_atomic
-from data.document import Document, Page, display_name, json_safe
+from app.cli import EXIT_FAILED, JSON_HELP, UsageError, check_inputs, check_writable, write_documents, write_png
+from data.document import Document, Page, display_name
 
 HELP = "OCR and extract fields from images or PDFs; print a table, write JSON and overlays"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="images (PNG/JPEG/TIFF...) or PDFs")
-    p.add_argument("--json", metavar="OUT", help="write Document JSON: a .json file (a list when several "
-                                                "documents) or a directory (one <name>.json per input, a "
-                                                "list when the file holds several documents)")
+    p.add_argument("--json", metavar="OUT", help=JSON_HELP)
     p.add_argument("--draw", metavar="DIR", help="write overlay images (boxes coloured by field) here")
     p.add_argument("--model", metavar="DIR", help="model directory (default: models/default)")
     p.add_argument("--type", dest="doc_type", metavar="T",
@@ -87,17 +83,6 @@ class _Drawer:
         self.written[page.index] = path
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON atomically (app.cli.write_text_atomic); any text, file names with undecodable
-    bytes included, is written as valid UTF-8 (data.document.json_safe)."""
-    write_text_atomic(path, json.dumps(json_safe(payload), ensure_ascii=False, indent=1))
-
-
-def _payload(docs: list[Document]) -> Any:
-    """One document: its object; several: the list."""
-    return docs[0].to_dict() if len(docs) == 1 else [d.to_dict() for d in docs]
-
-
 def run(args: argparse.Namespace) -> int:
     from app.model_types import UnknownTypeError, check_doc_type
     from app.pipeline import analyse_file
@@ -112,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--model {args.model}: no such directory; pass a model directory made by "
                          "`python -m training export`, or leave --model out for the bundled default")
     if args.json:
-        check_writable(args.json, "--json", directory=Path(args.json).suffix.lower() != ".json")
+        check_writable(args.json, "--json")
     if args.draw:
         check_writable(args.draw, "--draw", directory=True)
-    per_file: list[list[Document]] = []
+    written: list[Document] = []
     failed = 0
     for path in args.files:
         drawer = _Drawer(path, Path(args.draw)) if args.draw else None
@@ -126,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         docs = analysis.parts()
-        per_file.append(docs)
+        written.extend(docs)
         failed += analysis.document.error is not None or any(d.error is not None for d in docs)
         shown_path = display_name(path)     # printable whatever bytes the name holds (GBK from a zip)
         for doc in docs:
@@ -146,14 +131,9 @@ def run(args: argparse.Namespace) -> int:
                 if index not in shown:
                     print(f"  overlay (page {index + 1}, skipped as blank): {display_name(str(overlay))}")
     if args.json:
-        out = Path(args.json)
-        if out.suffix.lower() == ".json":
-            write_json_atomic(out, _payload([d for docs in per_file for d in docs]))
-        else:
-            out.mkdir(parents=True, exist_ok=True)
-            for docs in per_file:
-                write_json_atomic(out / f"{Path(docs[0].source).stem or 'document'}.json", _payload(docs))
-        print(f"JSON written to {out}")
+        kind = write_documents(args.json, written)
+        print(f"{kind} ({len(written)} document{'s' if len(written) != 1 else ''}) written to "
+              f"{display_name(args.json)}")
     return EXIT_FAILED if failed else 0
 
 

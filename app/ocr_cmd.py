@@ -1,8 +1,9 @@
 """`python -m app ocr FILE... [--json OUT] [--draw DIR] [--threads N]`: OCR only, no field extraction.
 
 Prints each page's lines (or a one-line summary per file with --summary), writes one Document per
-file (pages, lines with quads and scores, timings) to --json (a .json file for one input, else JSON
-Lines, written atomically) and overlay PNGs to --draw. Every FILE, --json and --draw are checked
+file (pages, lines with quads and scores, timings) to --json (app/cli.py JSON_HELP, the same for every
+command: one JSON object for one FILE, JSON Lines for several or when OUT ends in .jsonl; written
+atomically) and overlay PNGs to --draw. Every FILE, --json and --draw are checked
 before the OCR engine loads (exit status 2: a missing file, an unwritable output); a file that fails
 while being read is reported on one line, the others still run, and the exit status is 1 (app/cli.py
 EXIT_STATUS).
@@ -14,15 +15,14 @@ import sys
 import time
 from pathlib import Path
 
-from app.cli import EXIT_FAILED, UsageError, check_inputs, check_writable, write_png, write_text_atomic
+from app.cli import EXIT_FAILED, JSON_HELP, UsageError, check_inputs, check_writable, write_documents, write_png
 
 HELP = "OCR images or PDFs (PP-OCR, offline): print lines, write Document JSON and overlay PNGs"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="images (jpg/png/bmp/webp/tiff) or PDFs")
-    p.add_argument("--json", metavar="OUT", help="write the Documents here: one JSON object for one FILE, "
-                                                  "JSON Lines (one per FILE) for several or when OUT ends in .jsonl")
+    p.add_argument("--json", metavar="OUT", help=JSON_HELP)
     p.add_argument("--draw", metavar="DIR", help="write one overlay PNG per page (line quads) into DIR")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads per OCR model (default: 1, measured fastest on a busy 2-core machine; "
@@ -125,9 +125,5 @@ def run(args: argparse.Namespace) -> int:
                 for line in page.lines:
                     print(f"{line.score:.2f}  {line.text}")
     if args.json:
-        out = Path(args.json)
-        if len(docs) == 1 and out.suffix != ".jsonl":
-            write_text_atomic(out, docs[0].to_json(indent=1) + "\n")
-        else:
-            write_text_atomic(out, "".join(d.to_json() + "\n" for d in docs))
+        write_documents(args.json, docs)
     return EXIT_FAILED if failed else 0

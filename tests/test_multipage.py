@@ -119,11 +119,11 @@ def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_onl
     assert (record["part"], record["parts"], record["page"]) == ("2", "3", "3")
 
     from app.extract_cmd import main
-    assert main([str(path), "--json", str(tmp_path / "out")]) == 0
+    assert main([str(path), "--json", str(tmp_path / "out.json")]) == 0
     printed = capsys.readouterr().out
     assert "three.tif — document 2 of 3, page 3" in printed
-    written = json.loads((tmp_path / "out" / "three.json").read_text(encoding="utf-8"))
-    assert [d["part"] for d in written] == [1, 2, 3], "a file of several documents: a list of them"
+    written = [json.loads(line) for line in (tmp_path / "out.json").read_text(encoding="utf-8").splitlines()]
+    assert [d["part"] for d in written] == [1, 2, 3], "a file of several documents: JSON Lines, one per document"
 
 
 def test_a_failed_file_gives_one_error_row(tmp_path):

@@ -85,7 +85,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("inputs", nargs="+", metavar="IN", help="files, folders or glob patterns")
     parser.add_argument("--out", required=True, metavar="FILE.jsonl",
-                        help="results, one JSON line per document; appended to, so a rerun resumes")
+                        help="results, one JSON line per document (the JSON Lines that ocr and extract "
+                             "--json write for several documents); appended to, so a rerun resumes")
     parser.add_argument("--csv", metavar="FILE.csv",
                         help="also write a table: one row per document, one column per field "
                              "(rebuilt from --out at the end; UTF-8 with BOM so Excel shows Chinese)")
