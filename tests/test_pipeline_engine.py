@@ -6,7 +6,8 @@ import paddle
 import pytest
 
 from training.pipeline.deferred_wgrad import WGradStash, defer_linear_wgrads, linear_layers
-from training.pipeline.engine import PipelineEngine
+from training.pipeline.engine import DEFAULT_HANDLERS, PipelineEngine, StepState
+from training.pipeline.schedule import ActionKind, build_schedule
 from training.pipeline.toy import ToyConfig, build_toy_blocks, make_batch, run_blocks, toy_loss
 
 CFG = ToyConfig(hidden=32, layers=6, heads=4, ffn=64, max_len=12)  # 8 blocks: 4 stages x 2 chunks
@@ -140,7 +141,8 @@ def test_timeline_records_every_action():
     tl = eng.timeline
     assert len(tl.spans) == sum(len(a) for a in eng.schedule.actions)
     assert all(s.end >= s.start >= 0 for s in tl.spans)
-    assert {s.kind for s in tl.spans} == {"F", "B", "SEND_F", "RECV_F", "SEND_B", "RECV_B"}
+    assert {s.kind for s in tl.spans} == {"F", "B", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD",
+                                          "OPTIMIZER_STEP"}
 
 
 def test_clear_errors():
@@ -152,3 +154,76 @@ def test_clear_errors():
         engine("interleaved", stages=8, mbs=8)
     with pytest.raises(ValueError, match="transport='dist'"):
         engine("1f1b", dp=2)
+
+
+def test_registered_handler_replaces_the_default_and_can_call_through(ref):
+    loss0, grads0, _ = ref
+    eng = engine("zbh1")
+    seen: list[str] = []
+
+    def counting(kind):
+        def handler(e, worker, action):
+            seen.append(str(action))
+            return previous[kind](e, worker, action)
+        return handler
+
+    previous = {k: eng.register_handler(k, counting(k)) for k in (ActionKind.W, "OPTIMIZER_STEP")}
+    assert previous[ActionKind.W] is DEFAULT_HANDLERS[ActionKind.W]
+    assert eng.forward_backward(*make_batch(8, CFG, seed=0)) == pytest.approx(loss0, rel=RTOL)
+    assert_grads(eng, grads0)  # calling through keeps the numerics
+    assert sorted(seen) == sorted([f"{s}W{m}" for s in range(4) for m in range(4)]
+                                  + [f"{s}OPTIMIZER_STEP" for s in range(4)])
+    assert engine("zbh1").handlers[ActionKind.W] is DEFAULT_HANDLERS[ActionKind.W]  # per engine only
+
+    # a handler that drops the work is what runs: without the weight gradients the step is incomplete
+    eng.register_handler("W", lambda e, w, a: w.state.pending_w.pop((a.vstage(e.S), a.mb)))
+    eng.forward_backward(*make_batch(8, CFG, seed=0))
+    assert not np.allclose(eng.state_dict()["1.qkv.weight"].grad.numpy(), grads0["1.qkv.weight"])
+    with pytest.raises(ValueError, match="no action kind 'ALLREDUCE'"):
+        eng.register_handler("ALLREDUCE", lambda e, w, a: None)
+
+
+def test_a_handler_that_loses_state_is_caught_at_the_end_of_the_step():
+    def send_keeping(e, w, a):  # sends the activations but forgets to drop them
+        v = a.vstage(e.S)
+        e.transport.send("F", v, v + 1, a.mb, w.state.out_f[(v, a.mb)])
+
+    eng = engine("1f1b")
+    eng.register_handler("SEND_F", send_keeping)
+    with pytest.raises(RuntimeError, match="stage 0 ended the step with unconsumed state {'out_f'"):
+        eng.forward_backward(*make_batch(8, CFG, seed=0))
+
+
+def test_step_state_is_new_and_empty_every_step(ref):
+    loss0, _, _ = ref
+    eng = engine("1f1b", recompute=True)
+    batch = make_batch(8, CFG, seed=0)
+    assert eng.forward_backward(*batch) == pytest.approx(loss0, rel=RTOL)
+    first = {s: w.state for s, w in eng.workers.items()}
+    assert all(isinstance(st, StepState) and st.leftovers() == {} and st.reduced and not st.stepped
+               for st in first.values())
+    # the same batch again: the loss is this step's alone, not added to the last one's
+    assert eng.forward_backward(*batch) == pytest.approx(loss0, rel=RTOL)
+    assert all(w.state is not first[s] for s, w in eng.workers.items())
+    eng.train_step(*batch)
+    assert all(w.state.stepped and w.state.optimize for w in eng.workers.values())
+    eng.eval_forward(batch[0])
+    assert all(not w.state.train and not w.state.stepped for w in eng.workers.values())
+    assert set(eng.workers[3].state.outputs) == set(range(4)) and eng.workers[0].state.loss_sum == 0.0
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zbh1"])
+def test_step_in_schedule_equals_step_after_it(schedule):
+    """REDUCE_GRAD / OPTIMIZER_STEP inside the schedule give the same weights as the engine's step
+    after a schedule without them (clipping active, so the global norm is taken at the right time)."""
+    got = {}
+    for in_schedule in (True, False):
+        sched = build_schedule(schedule, 4, 4, step_actions=in_schedule)
+        eng = PipelineEngine(build_toy_blocks(CFG, seed=0, dtype="float64"), toy_loss, adamw, stages=4,
+                             micro_batches=4, schedule=sched, clip_norm=0.05)
+        for step in range(2):
+            eng.train_step(*make_batch(8, CFG, seed=step))
+        got[in_schedule] = {k: v.numpy() for k, v in eng.state_dict().items()}
+        assert eng.last_stats["grad_norm"] > 0.05
+    for k, w in got[True].items():
+        np.testing.assert_allclose(w, got[False][k], rtol=1e-12, err_msg=k)

@@ -4,7 +4,11 @@ from __future__ import annotations
 import pytest
 
 from training.pipeline.schedule import (
+    COMMS,
+    COMPUTE,
+    STEP,
     Action,
+    ActionKind,
     Schedule,
     ScheduleError,
     all_admissible,
@@ -33,7 +37,8 @@ def test_every_admissible_schedule_is_valid_and_deadlock_free(S):
         # every action executed exactly once under blocking p2p
         assert sum(len(e) for e in order) == sum(len(a) for a in sched.actions)
         n_compute = (3 if name == "zbh1" else 2) * M * V * S
-        assert sum(1 for e in order if len(e) == 1) == n_compute
+        assert sum(1 for e in order if len(e) == 1 and e[0].kind in COMPUTE) == n_compute
+        assert sum(1 for e in order if len(e) == 1 and e[0].kind in STEP) == 2 * S  # reduce + step per stage
 
 
 def test_text_round_trip_and_save_load(tmp_path):
@@ -154,3 +159,68 @@ def test_bench_costs_replay_a_timeline_exactly(name):
     assert replay.makespan == pytest.approx(truth.makespan) and replay.bubble == pytest.approx(truth.bubble)
     model = simulate(sched, step_costs(truth, 2), eager_sends=True)  # one median cost per stage and kind
     assert model.makespan != pytest.approx(truth.makespan)
+
+
+@pytest.mark.parametrize("S", [1, 2, 4, 8])
+def test_each_stage_reduces_once_after_its_last_backward_then_steps_once(S):
+    for name, s, M, V in GRID:
+        if s != S:
+            continue
+        sched = build_schedule(name, S, M, V)
+        last_bwd = ActionKind.W if name == "zbh1" else ActionKind.B
+        for stage, acts in enumerate(sched.actions):
+            kinds = [a.kind for a in acts]
+            assert kinds.count(ActionKind.REDUCE_GRAD) == 1 and kinds.count(ActionKind.OPTIMIZER_STEP) == 1
+            r, o = kinds.index(ActionKind.REDUCE_GRAD), kinds.index(ActionKind.OPTIMIZER_STEP)
+            last = max(i for i, k in enumerate(kinds) if k == last_bwd)
+            assert last < r < o == len(acts) - 1, (name, S, M, V, stage)
+            # nothing but the send of that last backward's gradient sits between it and the reduce
+            assert all(k == ActionKind.SEND_B for k in kinds[last + 1:r]), (name, stage, kinds[last + 1:r])
+            # and every backward of every micro-batch of every chunk comes before it
+            assert sum(1 for k in kinds[:r] if k == last_bwd) == M * V
+
+
+def test_step_actions_text_parse_and_validation():
+    sched = build_schedule("1f1b", 2, 4)
+    assert sched.has_step_actions and not build_schedule("1f1b", 2, 4, step_actions=False).has_step_actions
+    assert build_schedule("1f1b", 2, 4, step_actions=False).actions == [
+        [a for a in acts if a.kind not in STEP] for acts in sched.actions]
+    assert Action.parse("1REDUCE_GRAD") == Action(1, ActionKind.REDUCE_GRAD)
+    assert str(Action(0, "OPTIMIZER_STEP")) == "0OPTIMIZER_STEP"
+    assert Action(0, "F", 3).kind is ActionKind.F and Action(0, "F", 3).kind == "F"
+    assert set(ActionKind) == set(COMPUTE + COMMS + STEP)
+    with pytest.raises(ScheduleError, match="takes no micro-batch"):
+        Action.parse("0REDUCE_GRAD3")
+    with pytest.raises(ScheduleError, match="needs a micro-batch"):
+        Action.parse("0F")
+    with pytest.raises(ScheduleError, match="unknown action kind"):
+        Action(0, "ALLREDUCE", 0)
+    # a reduce before the stage's last backward is rejected; so is one before the last send (it would
+    # hold the upstream stage's last backward behind this stage's all-reduce), and a stage that never steps
+    early = Schedule.from_text(sched.to_text())
+    acts = early.actions[0]
+    acts.insert(1, acts.pop(acts.index(Action(0, ActionKind.REDUCE_GRAD))))
+    with pytest.raises(ScheduleError, match="0REDUCE_GRAD runs before B of micro-batch 0"):
+        validate(early)
+    before_send = Schedule.from_text(sched.to_text())
+    acts = before_send.actions[1]
+    assert acts[-3] == Action(1, "SEND_B", 3)
+    acts[-3], acts[-2] = acts[-2], acts[-3]
+    with pytest.raises(ScheduleError, match="stage 1 must end with exactly one REDUCE_GRAD"):
+        validate(before_send)
+    none = Schedule.from_text(sched.to_text())
+    none.actions[1] = [a for a in none.actions[1] if a.kind != ActionKind.OPTIMIZER_STEP]
+    with pytest.raises(ScheduleError, match="stage 1 must end"):
+        validate(none)
+
+
+def test_step_actions_cost_nothing_unless_given():
+    with_step = build_schedule("1f1b", 4, 8)
+    without = build_schedule("1f1b", 4, 8, step_actions=False)
+    a, b = simulate(with_step, {"F": 1.0, "B": 2.0}), simulate(without, {"F": 1.0, "B": 2.0})
+    assert a.makespan == b.makespan and a.bubble == b.bubble
+    # a modelled step: the last stage finishes its backward first, so its step hides in the cool-down
+    c = simulate(with_step, {"F": 1.0, "B": 2.0, "OPTIMIZER_STEP": 1.0, "REDUCE_GRAD": 0.5})
+    ends = {s.stage: s.end for s in c.spans if s.kind == ActionKind.OPTIMIZER_STEP}
+    assert c.makespan == pytest.approx(b.makespan + 1.5)  # stage 0's reduce + step close the step
+    assert ends[3] < ends[0] - 1.5

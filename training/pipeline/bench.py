@@ -23,7 +23,7 @@ import statistics
 from pathlib import Path
 from typing import Callable
 
-from training.pipeline.schedule import COMPUTE, SCHEDULES, Action
+from training.pipeline.schedule import COMPUTE, SCHEDULES, STEP, Action
 
 
 def _worker(args: dict, out_file: str) -> None:
@@ -81,7 +81,8 @@ def step_costs(tl, stages: int, per_action: bool = False) -> Callable:
     stage the median F, B and W (the model: one cost per kind), or with per_action each action's
     own duration (a replay, which keeps the speed-up a stage gets while its neighbour idles on a
     shared CPU). A send costs its own measured time (gloo sends these messages eagerly); a receive
-    costs its end minus the moment both sides had reached the message (the wait taken out)."""
+    costs its end minus the moment both sides had reached the message (the wait taken out).
+    REDUCE_GRAD and OPTIMIZER_STEP (once per stage) cost their own measured time."""
     compute: dict = {}
     own: dict = {}
     starts: dict = {}
@@ -89,7 +90,7 @@ def step_costs(tl, stages: int, per_action: bool = False) -> Callable:
         own[s.action] = s.end - s.start
         if s.kind in COMPUTE:
             compute.setdefault((s.stage, s.kind), []).append(s.end - s.start)
-        else:
+        elif s.kind not in STEP:
             starts.setdefault(_message_key(s.action, stages), {})[s.kind[:4]] = s
     recv_cost = {}
     for key, pair in starts.items():
@@ -101,7 +102,7 @@ def step_costs(tl, stages: int, per_action: bool = False) -> Callable:
         text = str(a)
         if a.kind in COMPUTE:
             return own[text] if per_action else med[(a.stage, a.kind)]
-        if a.kind.startswith("SEND"):
+        if a.kind.startswith("SEND") or a.kind in STEP:
             return own[text]
         return recv_cost[_message_key(text, stages)]
     return cost

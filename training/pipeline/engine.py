@@ -8,28 +8,51 @@
 transport="dist" each process is one stage (rank = replica * stages + stage); every process passes
 the same global batch and takes its own rows. One stage is the degenerate case of the same path.
 
+Execution: every action kind (schedule.ActionKind) has a handler `handler(engine, worker, action)` in
+a dispatch table; `register_handler` swaps one per engine (and returns the one it replaced, so a
+wrapper can time, log or fault-inject and call through). What a stage holds for one step (received
+messages, saved activations, stashed weight-gradient inputs, the loss) is one `StepState`, made new at
+the start of every step and checked empty at its end.
+
 Gradients: `loss_fn` returns the mean over a micro-batch; the engine scales each micro-batch loss by
 1/M, so the gradients accumulated over M equal micro-batches equal the full-batch gradient (and DP
-replicas average theirs). Gradients accumulate in param.grad exactly once per micro-batch; the
-optimizer steps once per train_step.
+replicas average theirs). Gradients accumulate in param.grad exactly once per micro-batch. The
+schedule's REDUCE_GRAD averages a stage's gradients over its replicas as soon as its last backward
+is done and OPTIMIZER_STEP then clips (global norm across stages) and steps its optimizer, once per
+train_step; a schedule without them (built with step_actions=False, or an older text file) gets
+both after the whole schedule instead.
 """
 from __future__ import annotations
 
 import math
 import resource
 import time
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import paddle
 import paddle.nn as nn
 
 from training.pipeline.deferred_wgrad import WGradStash, defer_linear_wgrads, linear_layers
-from training.pipeline.schedule import Action, Schedule, add_comms, blocking_order, build_schedule, validate
+from training.pipeline.partition import uniform_bounds
+from training.pipeline.schedule import (
+    STEP,
+    Action,
+    ActionKind,
+    Schedule,
+    add_comms,
+    blocking_order,
+    build_schedule,
+    validate,
+)
 from training.pipeline.simulate import Span, Timeline
 from training.pipeline.transport import DistTransport, InProcessTransport, Message
 
 LossFn = Callable[..., paddle.Tensor]
 OptimizerFactory = Callable[[list], paddle.optimizer.Optimizer]
+K = ActionKind
+__all__ = ["PipelineEngine", "StageWorker", "StepState", "Piece", "Handler", "DEFAULT_HANDLERS", "handles",
+           "uniform_bounds"]
 
 
 def _as_tuple(x) -> tuple:
@@ -40,12 +63,38 @@ def _differentiable(t: paddle.Tensor) -> bool:
     return t.dtype in (paddle.float16, paddle.bfloat16, paddle.float32, paddle.float64) and not t.stop_gradient
 
 
-def uniform_bounds(n_blocks: int, pieces: int) -> list[int]:
-    """Cut points of a contiguous split of n blocks into `pieces` nearly equal parts."""
-    if pieces > n_blocks:
-        raise ValueError(f"cannot cut {n_blocks} blocks into {pieces} pipeline pieces; use fewer stages "
-                         "or chunks, or a model with more layers")
-    return [round(i * n_blocks / pieces) for i in range(pieces + 1)]
+Key = tuple[int, int]  # (vstage, micro-batch)
+
+
+@dataclass
+class StepState:
+    """What one stage holds during one step. A new one per step (`StageWorker.begin`), so nothing
+    from a previous step (a message, an activation, a loss) can leak into the next; every store is
+    empty again once the schedule has run (`leftovers`)."""
+
+    inputs_mb: list                   # this replica's model inputs, one tuple per micro-batch
+    labels_mb: list | None            # None for eval_forward
+    scale: float                      # 1/M: micro-batch losses sum to the full-batch mean
+    train: bool = True
+    optimize: bool = False            # OPTIMIZER_STEP steps (train_step) or leaves grads (forward_backward)
+    fin: dict[Key, Message] = field(default_factory=dict)        # received forward messages
+    gin: dict[Key, Message] = field(default_factory=dict)        # received output gradients
+    saved: dict[Key, tuple] = field(default_factory=dict)        # (leaf inputs, outputs)
+    pending_w: dict[Key, WGradStash] = field(default_factory=dict)  # Linear (X, dY) awaiting W
+    out_f: dict[Key, Message] = field(default_factory=dict)      # forward messages to send
+    out_b: dict[Key, Message] = field(default_factory=dict)      # gradient messages to send
+    sent_meta: dict[Key, list] = field(default_factory=dict)     # (shape, dtype) of sent outputs (recompute)
+    loss_sum: float = 0.0
+    outputs: dict[int, tuple] = field(default_factory=dict)      # eval outputs of the last vstage
+    reduced: bool = False             # REDUCE_GRAD ran
+    stepped: bool = False             # OPTIMIZER_STEP stepped the optimizer
+    grad_norm: float | None = None    # global norm before clipping, once computed this step
+
+    STORES = ("fin", "gin", "saved", "pending_w", "out_f", "out_b", "sent_meta")
+
+    def leftovers(self) -> dict[str, list[Key]]:
+        """Stores still holding entries (after a complete schedule: a bug in it or in a handler)."""
+        return {n: sorted(getattr(self, n)) for n in self.STORES if getattr(self, n)}
 
 
 class Piece:
@@ -69,28 +118,25 @@ class Piece:
 
 
 class StageWorker:
-    """One physical stage: its pieces (one per chunk), optimizer and per-step activation store."""
+    """One physical stage: its pieces (one per chunk), optimizer and the current step's `StepState`."""
 
     def __init__(self, stage: int, pieces: list[Piece], num_vstages: int, loss_fn: LossFn,
                  optimizer: paddle.optimizer.Optimizer | None, recompute: bool, split_backward: bool) -> None:
         self.stage, self.pieces, self.VS = stage, pieces, num_vstages
         self.loss_fn, self.optimizer, self.recompute, self.split = loss_fn, optimizer, recompute, split_backward
         self.linears = {pc.vstage: linear_layers(pc.blocks) for pc in pieces} if split_backward else {}
+        self.state = StepState([], None, 1.0, train=False)
 
     def params(self) -> list:
         return [p for pc in self.pieces for p in pc.parameters()]
 
-    def begin(self, inputs_mb: list, labels_mb: list, scale: float) -> None:
-        self.inputs_mb, self.labels_mb, self.scale = inputs_mb, labels_mb, scale
-        self.fin: dict[tuple[int, int], Message] = {}     # received forward messages (vstage, mb)
-        self.gin: dict[tuple[int, int], Message] = {}     # received output gradients
-        self.saved: dict[tuple[int, int], tuple] = {}     # (leaf inputs, outputs) per (vstage, mb)
-        self.pending_w: dict[tuple[int, int], WGradStash] = {}  # Linear (X, dY) awaiting W
-        self.out_f: dict[tuple[int, int], Message] = {}   # forward messages to send
-        self.out_b: dict[tuple[int, int], Message] = {}   # gradient messages to send
-        self.sent_meta: dict[tuple[int, int], list] = {}  # (shape, dtype) of differentiable outputs
-        self.loss_sum = 0.0
-        self.outputs: dict[int, tuple] = {}               # eval outputs of the last vstage
+    def grads(self) -> list[paddle.Tensor]:
+        return [p.grad for p in self.params() if p.grad is not None]
+
+    def begin(self, inputs_mb: list, labels_mb: list | None, scale: float, train: bool = True,
+              optimize: bool = False) -> StepState:
+        self.state = StepState(inputs_mb, labels_mb, scale, train=train, optimize=optimize)
+        return self.state
 
     def piece(self, vstage: int) -> Piece:
         for pc in self.pieces:
@@ -100,54 +146,57 @@ class StageWorker:
 
     def _leaves(self, vstage: int, mb: int) -> tuple:
         if vstage == 0:
-            return tuple(self.inputs_mb[mb])
+            return tuple(self.state.inputs_mb[mb])
         leaves = []
-        for t, flag in self.fin.pop((vstage, mb)):
+        for t, flag in self.state.fin.pop((vstage, mb)):
             x = t.detach()
             x.stop_gradient = not flag
             leaves.append(x)
         return tuple(leaves)
 
     def _run(self, vstage: int, mb: int, leaves: tuple):
+        st = self.state
         if self.split:  # B will compute input grads only; Linear weight grads wait for W
-            stash = self.pending_w.setdefault((vstage, mb), WGradStash())
+            stash = st.pending_w.setdefault((vstage, mb), WGradStash())
             with defer_linear_wgrads(self.linears[vstage], stash):
                 out = self.piece(vstage)(*leaves)
         else:
             out = self.piece(vstage)(*leaves)
         if vstage == self.VS - 1:
-            if self.labels_mb is None:
+            if st.labels_mb is None:
                 return out
-            return self.loss_fn(out, self.labels_mb[mb]) * self.scale
+            return self.loss_fn(out, st.labels_mb[mb]) * st.scale
         return out
 
-    def forward(self, vstage: int, mb: int, train: bool = True) -> None:
+    def forward(self, vstage: int, mb: int) -> None:
+        st = self.state
         leaves = self._leaves(vstage, mb)
-        if not train:
+        if not st.train:
             with paddle.no_grad():
                 out = self.piece(vstage)(*leaves)
             if vstage == self.VS - 1:
-                self.outputs[mb] = _as_tuple(out)
+                st.outputs[mb] = _as_tuple(out)
             else:
-                self.out_f[(vstage, mb)] = [(t, False) for t in _as_tuple(out)]
+                st.out_f[(vstage, mb)] = [(t, False) for t in _as_tuple(out)]
             return
         if self.recompute and vstage < self.VS - 1:
             # run with autograd on (so outputs say which tensors are differentiable), then keep only
             # the inputs: the graph and its activations are freed here and rebuilt at B
             out = self._run(vstage, mb, leaves)
-            self.saved[(vstage, mb)] = (leaves, None)
+            st.saved[(vstage, mb)] = (leaves, None)
         else:
             out = self._run(vstage, mb, leaves)
-            self.saved[(vstage, mb)] = (leaves, out)
+            st.saved[(vstage, mb)] = (leaves, out)
         if vstage == self.VS - 1:
-            self.loss_sum += float(out)
+            st.loss_sum += float(out)
         else:
-            self.out_f[(vstage, mb)] = [(t.detach(), _differentiable(t)) for t in _as_tuple(out)]
+            st.out_f[(vstage, mb)] = [(t.detach(), _differentiable(t)) for t in _as_tuple(out)]
             if self.recompute:
-                self.sent_meta[(vstage, mb)] = [(t.shape, t.dtype) for t in _as_tuple(out) if _differentiable(t)]
+                st.sent_meta[(vstage, mb)] = [(t.shape, t.dtype) for t in _as_tuple(out) if _differentiable(t)]
 
     def _targets(self, vstage: int, mb: int) -> tuple[list, list | None, list]:
-        leaves, out = self.saved[(vstage, mb)]
+        st = self.state
+        leaves, out = st.saved[(vstage, mb)]
         if out is None:  # recompute: rebuild the graph from fresh leaves now
             fresh = []
             for x in leaves:
@@ -156,11 +205,11 @@ class StageWorker:
                 fresh.append(y)
             leaves = tuple(fresh)
             out = self._run(vstage, mb, leaves)
-            self.saved[(vstage, mb)] = (leaves, out)
+            st.saved[(vstage, mb)] = (leaves, out)
         if vstage == self.VS - 1:
             return [out], None, list(leaves)
         outs = [t for t in _as_tuple(out) if _differentiable(t)]
-        grads = [g for g, _ in self.gin.pop((vstage, mb))]
+        grads = [g for g, _ in st.gin.pop((vstage, mb))]
         return outs, grads, list(leaves)
 
     def backward(self, vstage: int, mb: int) -> None:
@@ -170,14 +219,109 @@ class StageWorker:
         # the input gradients and the small non-Linear weight gradients; W does the rest
         paddle.autograd.backward(targets, grads)
         gin = [x.grad for x in diff_in]
-        del self.saved[(vstage, mb)]
+        del self.state.saved[(vstage, mb)]
         if vstage > 0:
-            self.out_b[(vstage, mb)] = [(g if g is not None else paddle.zeros_like(x), True)
-                                        for g, x in zip(gin, diff_in)]
+            self.state.out_b[(vstage, mb)] = [(g if g is not None else paddle.zeros_like(x), True)
+                                              for g, x in zip(gin, diff_in)]
 
     def weight_grad(self, vstage: int, mb: int) -> None:
         """W: the Linear weight gradients B deferred, dW = X^T dY, added into param.grad."""
-        self.pending_w.pop((vstage, mb)).apply()
+        self.state.pending_w.pop((vstage, mb)).apply()
+
+
+# ---- action handlers ---------------------------------------------------------------------------
+Handler = Callable[["PipelineEngine", StageWorker, Action], None]
+DEFAULT_HANDLERS: dict[ActionKind, Handler] = {}
+
+
+def handles(kind: ActionKind | str) -> Callable[[Handler], Handler]:
+    """Decorator: make `fn(engine, worker, action)` the default handler of `kind` for new engines."""
+    def register(fn: Handler) -> Handler:
+        DEFAULT_HANDLERS[ActionKind(kind)] = fn
+        return fn
+    return register
+
+
+@handles(K.F)
+def _forward(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    v = a.vstage(eng.S)
+    w.forward(v, a.mb)
+    if eng.S == 1 and v + 1 < eng.S * eng.V:  # next piece lives here: hand over locally
+        w.state.fin[(v + 1, a.mb)] = w.state.out_f.pop((v, a.mb))
+
+
+@handles(K.B)
+def _backward(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    v = a.vstage(eng.S)
+    w.backward(v, a.mb)
+    if eng.S == 1 and v > 0:
+        w.state.gin[(v - 1, a.mb)] = w.state.out_b.pop((v, a.mb))
+        w.state.sent_meta.pop((v - 1, a.mb), None)  # handed over locally: no RECV_B will read it
+
+
+@handles(K.W)
+def _weight_grad(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    w.weight_grad(a.vstage(eng.S), a.mb)
+
+
+@handles(K.SEND_F)
+def _send_f(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    v = a.vstage(eng.S)
+    eng.transport.send("F", v, v + 1, a.mb, w.state.out_f.pop((v, a.mb)))
+
+
+@handles(K.RECV_F)
+def _recv_f(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    v = a.vstage(eng.S)
+    w.state.fin[(v, a.mb)] = eng.transport.recv("F", v - 1, v, a.mb)
+
+
+@handles(K.SEND_B)
+def _send_b(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    v = a.vstage(eng.S)
+    eng.transport.send("B", v, v - 1, a.mb, w.state.out_b.pop((v, a.mb)))
+
+
+@handles(K.RECV_B)
+def _recv_b(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    v = a.vstage(eng.S)
+    _, out = w.state.saved[(v, a.mb)]
+    if out is not None:
+        like = [(t, True) for t in _as_tuple(out) if _differentiable(t)]
+    else:  # under recompute the outputs are not kept; the gradient shapes are those of the message sent
+        like = [(paddle.empty(shape, dtype), True) for shape, dtype in w.state.sent_meta.pop((v, a.mb))]
+    w.state.gin[(v, a.mb)] = eng.transport.recv("B", v + 1, v, a.mb, like)
+
+
+@handles(K.REDUCE_GRAD)
+def _reduce_grad(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    """Average this stage's gradients over its data-parallel replicas (one fused all-reduce per dtype
+    on the stage's replica group; nothing to do with one replica)."""
+    if eng.kind == "dist":
+        eng.transport.all_reduce_dp(w.grads())
+    w.state.reduced = True
+
+
+@handles(K.OPTIMIZER_STEP)
+def _optimizer_step(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
+    """Clip by the global norm across stages (an all-reduce over every rank under 'dist'), then step
+    and clear; under forward_backward the gradients are left in param.grad."""
+    if not w.state.optimize:
+        return
+    if eng.clip_norm:
+        _scale(w.grads(), eng.clip_norm, eng._step_grad_norm())
+    if w.optimizer:
+        w.optimizer.step()
+        w.optimizer.clear_grad(set_to_zero=False)
+    w.state.stepped = True
+
+
+def _scale(grads: list[paddle.Tensor], clip_norm: float, norm: float) -> None:
+    scale = clip_norm / max(norm, clip_norm)
+    if scale < 1.0:
+        with paddle.no_grad():
+            for g in grads:
+                g.scale_(scale)
 
 
 class PipelineEngine:
@@ -232,6 +376,22 @@ class PipelineEngine:
         self.step = 0
         self.timeline = Timeline([], self.S, source="measured")
         self.last_stats: dict = {}
+        self.handlers: dict[ActionKind, Handler] = dict(DEFAULT_HANDLERS)
+        self._spans: list[Span] = []
+        self._train_order: list[tuple[Action, ...]] | None = None
+
+    def register_handler(self, kind: ActionKind | str, handler: Handler) -> Handler:
+        """Run `handler(engine, worker, action)` for every action of `kind` on this engine; returns the
+        handler it replaces, so a wrapper can call through to it (to time, log, or inject a fault)."""
+        try:
+            kind = ActionKind(kind)
+        except ValueError:
+            raise ValueError(f"no action kind {kind!r}; use one of {', '.join(ActionKind)}") from None
+        if not callable(handler):
+            raise TypeError(f"the handler for {kind} must be callable(engine, worker, action)")
+        previous = self.handlers[kind]
+        self.handlers[kind] = handler
+        return previous
 
     # ---- batch handling --------------------------------------------------------------------
     def _split(self, batch, what: str) -> list:
@@ -251,58 +411,83 @@ class PipelineEngine:
     def forward_backward(self, inputs, labels) -> float:
         """Run the schedule over the global batch and leave the full-batch gradients in param.grad
         (averaged over data-parallel replicas); returns the full-batch loss on every stage."""
+        return self._run_step(inputs, labels, optimize=False)
+
+    def train_step(self, inputs, labels) -> float:
+        """One optimizer step over the global batch; returns the full-batch loss on every stage."""
+        loss = self._run_step(inputs, labels, optimize=True)
+        self.step += 1
+        return loss
+
+    def _run_step(self, inputs, labels, optimize: bool) -> float:
         inputs_mb = [_as_tuple(m) for m in self._split(inputs, "inputs")]
         labels_mb = self._split(labels, "labels")
         for w in self.workers.values():
             for p in w.params():
                 p.clear_gradient(set_to_zero=False)
-            w.begin(inputs_mb, labels_mb, 1.0 / self.M)
+            w.begin(inputs_mb, labels_mb, 1.0 / self.M, train=True, optimize=optimize)
         self.transport.reset_step()
         t0 = time.perf_counter()
-        self._spans = self._execute(self.schedule, train=True)
+        self._spans = self._execute(self.schedule)
         self.timeline = Timeline([Span(x.stage, x.action, x.kind, x.mb, x.start - t0, x.end - t0)
                                   for x in self._spans], self.S, source="measured")
-        last = self.workers.get(self.S - 1)
-        loss = last.loss_sum if last else 0.0
-        if self.kind == "dist":
+        in_schedule = self.schedule.has_step_actions
+        if not in_schedule and self.kind == "dist":  # a schedule without REDUCE_GRAD: reduce after it
             self.transport.all_reduce_dp(self._grads())
+        last = self.workers.get(self.S - 1)
+        loss = last.state.loss_sum if last else 0.0
+        if self.kind == "dist":
             loss = self.transport.all_reduce_world([loss])[0] / self.dp
+        if optimize and not in_schedule:  # ... and without OPTIMIZER_STEP: clip and step after it
+            if self.clip_norm:
+                self.clip_grads()
+            for w in self.workers.values():
+                if w.optimizer:
+                    w.optimizer.step()
+                    w.optimizer.clear_grad(set_to_zero=False)
+        self._check_drained()
         self.last_stats["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if paddle.is_compiled_with_cuda() and paddle.device.get_device().startswith("gpu"):
             self.last_stats["max_allocated_mb"] = paddle.device.cuda.max_memory_allocated() / 2**20
         return loss
 
-    def _grads(self) -> list:
-        return [p.grad for w in self.workers.values() for p in w.params() if p.grad is not None]
+    def _check_drained(self) -> None:
+        for w in self.workers.values():
+            left = w.state.leftovers()
+            if left:
+                raise RuntimeError(f"stage {w.stage} ended the step with unconsumed state {left}: the "
+                                   f"schedule or a registered handler lost a message or an activation")
 
-    def clip_grads(self) -> float:
-        """Scale gradients so their global norm ACROSS all stages is at most clip_norm (as
-        paddle.nn.ClipGradByGlobalNorm does on one device); returns the norm before clipping."""
+    def _grads(self) -> list:
+        return [g for w in self.workers.values() for g in w.grads()]
+
+    def _grad_norm(self) -> float:
+        """Global gradient norm over every stage (an all-reduce across ranks under 'dist')."""
         grads = self._grads()
         # one host sync for the whole stage, not one per parameter (float() per grad cost ~0.2 s/step)
         sq = float(paddle.add_n([(g.astype("float64") ** 2).sum() for g in grads])) if grads else 0.0
         if self.kind == "dist":  # every replica holds the same averaged gradients: count one
             sq = self.transport.all_reduce_world([sq])[0] / self.dp
         norm = math.sqrt(sq)
-        scale = self.clip_norm / max(norm, self.clip_norm) if self.clip_norm else 1.0
-        if scale < 1.0:
-            with paddle.no_grad():
-                for g in grads:
-                    g.scale_(scale)
         self.last_stats["grad_norm"] = norm
         return norm
 
-    def train_step(self, inputs, labels) -> float:
-        """One optimizer step over the global batch; returns the full-batch loss on every stage."""
-        loss = self.forward_backward(inputs, labels)
+    def _step_grad_norm(self) -> float:
+        """The global norm for this step's OPTIMIZER_STEPs, computed by the first one that asks."""
+        states = [w.state for w in self.workers.values()]
+        if states[0].grad_norm is None:
+            norm = self._grad_norm()
+            for st in states:
+                st.grad_norm = norm
+        return states[0].grad_norm  # type: ignore[return-value]
+
+    def clip_grads(self) -> float:
+        """Scale gradients so their global norm ACROSS all stages is at most clip_norm (as
+        paddle.nn.ClipGradByGlobalNorm does on one device); returns the norm before clipping."""
+        norm = self._grad_norm()
         if self.clip_norm:
-            self.clip_grads()
-        for w in self.workers.values():
-            if w.optimizer:
-                w.optimizer.step()
-                w.optimizer.clear_grad(set_to_zero=False)
-        self.step += 1
-        return loss
+            _scale(self._grads(), self.clip_norm, norm)
+        return norm
 
     def eval_forward(self, inputs) -> tuple | None:
         """Forward only, no gradients; the last block's outputs (concatenated over micro-batches)
@@ -313,64 +498,43 @@ class PipelineEngine:
             compute = [sorted(a, key=lambda x: (x.mb, x.chunk)) for a in compute]
         fwd = Schedule("forward", self.S, self.M, self.V, add_comms(compute, self.S, self.V, self.M, False))
         for w in self.workers.values():
-            w.begin(inputs_mb, None, 1.0)
+            w.begin(inputs_mb, None, 1.0, train=False)
         self.transport.reset_step()
-        self._execute(fwd, train=False)
+        self._execute(fwd)
+        self._check_drained()
         last = self.workers.get(self.S - 1)
-        if last is None or not last.outputs:
+        if last is None or not last.state.outputs:
             return None
-        outs = [last.outputs[m] for m in range(self.M)]
+        outs = [last.state.outputs[m] for m in range(self.M)]
         cat = tuple(paddle.concat([o[i] for o in outs]) for i in range(len(outs[0])))
         return cat if len(cat) > 1 else cat[0]
 
-    def _execute(self, schedule: Schedule, train: bool) -> list[Span]:
-        spans: list[Span] = []
+    def _execute(self, schedule: Schedule) -> list[Span]:
         if self.kind == "inprocess":
-            for event in blocking_order(schedule) if not train else self._order():
-                for a in event:
-                    spans.append(self._do(a, train))
-        else:
-            for a in schedule.actions[self.stage]:
-                spans.append(self._do(a, train))
-        return spans
+            order = self._order() if schedule is self.schedule else blocking_order(schedule)
+            return [self._do(a) for event in order for a in event]
+        return [self._do(a) for a in schedule.actions[self.stage]]
 
-    def _order(self):
-        if not hasattr(self, "_cached_order"):
-            self._cached_order = blocking_order(self.schedule)
-        return self._cached_order
+    def _order(self) -> list[tuple[Action, ...]]:
+        """The training schedule's global order for one process running every stage. The once-per-step
+        actions go last: clipping needs every stage's gradients (across processes the all-reduce in
+        OPTIMIZER_STEP waits for them instead), and in one process nothing could overlap them anyway."""
+        if self._train_order is None:
+            order = blocking_order(self.schedule)
+            self._train_order = ([e for e in order if e[0].kind not in STEP]
+                                 + [e for e in order if e[0].kind in STEP])
+        return self._train_order
 
-    def _do(self, a: Action, train: bool) -> Span:
-        """Run one action; the span holds absolute perf_counter times (one clock per host)."""
+    def _do(self, a: Action) -> Span:
+        """Run one action through the dispatch table; the span holds absolute perf_counter times."""
         w = self.workers[a.stage]
-        v = a.vstage(self.S)
+        handler = self.handlers.get(a.kind)
+        if handler is None:
+            raise RuntimeError(f"no handler for {a.kind} actions ({a}); register one with register_handler")
         start = time.perf_counter()
-        if a.kind == "F":
-            w.forward(v, a.mb, train)
-            if self.S == 1 and v + 1 < self.S * self.V:  # next piece lives here: hand over locally
-                w.fin[(v + 1, a.mb)] = w.out_f.pop((v, a.mb))
-        elif a.kind == "B":
-            w.backward(v, a.mb)
-            if self.S == 1 and v > 0:
-                w.gin[(v - 1, a.mb)] = w.out_b.pop((v, a.mb))
-        elif a.kind == "W":
-            w.weight_grad(v, a.mb)
-        elif a.kind == "SEND_F":
-            self.transport.send("F", v, v + 1, a.mb, w.out_f.pop((v, a.mb)))
-        elif a.kind == "RECV_F":
-            w.fin[(v, a.mb)] = self.transport.recv("F", v - 1, v, a.mb)
-        elif a.kind == "SEND_B":
-            self.transport.send("B", v, v - 1, a.mb, w.out_b.pop((v, a.mb)))
-        elif a.kind == "RECV_B":
-            leaves, out = w.saved[(v, a.mb)]
-            like = [(t, True) for t in _as_tuple(out) if _differentiable(t)] if out is not None else \
-                self._recompute_like(w, v, a.mb)
-            w.gin[(v, a.mb)] = self.transport.recv("B", v + 1, v, a.mb, like)
+        handler(self, w, a)
         end = time.perf_counter()
         return Span(a.stage, str(a), a.kind, a.mb, start, end)
-
-    def _recompute_like(self, w: StageWorker, v: int, mb: int) -> Message:
-        # under recompute the outputs are not kept; the gradient shapes are those of the message sent
-        return [(paddle.empty(shape, dtype), True) for shape, dtype in w.sent_meta.pop((v, mb))]
 
     # ---- state -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, paddle.Tensor]:

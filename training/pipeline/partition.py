@@ -2,7 +2,8 @@
 
 `profile_blocks` measures each block's forward+backward time and its parameter and activation
 memory on a sample micro-batch (embeddings and head are blocks like any other); `balanced_bounds`
-is an exact dynamic programme over cut points; `report` compares it with the uniform split.
+is an exact dynamic programme over cut points; `uniform_bounds` is the equal-count split the engine
+uses when given no bounds; `report` compares the two.
 """
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import time
 from dataclasses import dataclass
 
 import paddle
-
-from training.pipeline.engine import uniform_bounds
 
 
 @dataclass
@@ -53,6 +52,14 @@ def _leaf(t):
     x = t.detach()
     x.stop_gradient = False
     return x
+
+
+def uniform_bounds(n_blocks: int, pieces: int) -> list[int]:
+    """Cut points of a contiguous split of n blocks into `pieces` nearly equal parts."""
+    if pieces > n_blocks:
+        raise ValueError(f"cannot cut {n_blocks} blocks into {pieces} pipeline pieces; use fewer stages "
+                         "or chunks, or a model with more layers")
+    return [round(i * n_blocks / pieces) for i in range(pieces + 1)]
 
 
 def balanced_bounds(weights: list[float], stages: int, mem: list[float] | None = None,

@@ -2,9 +2,17 @@
 
 An action is one step a stage performs: compute (F forward, B backward, W weight-gradient for
 zero-bubble schedules) or point-to-point communication (SEND_F/RECV_F carry activations to the next
-virtual stage, SEND_B/RECV_B carry input gradients to the previous one). The text form follows
-PyTorch's pipelining: "2F0" is stage 2, forward, micro-batch 0; a virtual chunk other than 0 is
-appended as "v1" ("2F0v1"), so an action parses back without knowing the stage count.
+virtual stage, SEND_B/RECV_B carry input gradients to the previous one), or a once-per-step action
+(REDUCE_GRAD averages the stage's gradients over its data-parallel replicas, OPTIMIZER_STEP steps its
+optimizer). The text form follows PyTorch's pipelining: "2F0" is stage 2, forward, micro-batch 0; a
+virtual chunk other than 0 is appended as "v1" ("2F0v1"), so an action parses back without knowing
+the stage count; a once-per-step action has no micro-batch ("1REDUCE_GRAD").
+
+The generators end every stage's list with REDUCE_GRAD then OPTIMIZER_STEP, right after its last
+backward (B, or W in zero-bubble schedules) and the send that hands that backward's gradient on: a
+stage's data-parallel all-reduce and optimizer step then run while upstream stages are still in their
+cool-down, instead of after the whole pipeline. Nothing point-to-point may follow them, so a
+collective never waits on a peer that waits on this stage's message.
 
 Virtual stages: with V chunks per stage the model is cut into S*V pieces; piece (chunk c, stage s)
 is virtual stage c*S + s (Megatron's interleaved placement), so activations go 0 -> 1 -> ... -> S-1
@@ -19,15 +27,33 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Callable, Iterable
 
-COMPUTE = ("F", "B", "W")
-COMMS = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
-KINDS = COMPUTE + COMMS
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zbh1")
 
-_ACTION_RE = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|F|B|W)(\d+)(?:v(\d+))?$")
+class ActionKind(StrEnum):
+    """What a stage does. A StrEnum, so a kind compares equal to (and prints as) its text: "F"."""
+    F = "F"                            # forward of one micro-batch through one piece
+    B = "B"                            # backward (input gradients only when the schedule splits it)
+    W = "W"                            # deferred Linear weight gradients (zero-bubble schedules)
+    SEND_F = "SEND_F"                  # activations to the next virtual stage
+    RECV_F = "RECV_F"
+    SEND_B = "SEND_B"                  # input gradients to the previous virtual stage
+    RECV_B = "RECV_B"
+    REDUCE_GRAD = "REDUCE_GRAD"        # average this stage's gradients over its data-parallel replicas
+    OPTIMIZER_STEP = "OPTIMIZER_STEP"  # clip (global norm) and step this stage's optimizer
+
+
+K = ActionKind
+COMPUTE = (K.F, K.B, K.W)
+COMMS = (K.SEND_F, K.RECV_F, K.SEND_B, K.RECV_B)
+STEP = (K.REDUCE_GRAD, K.OPTIMIZER_STEP)  # once per stage and step, no micro-batch
+KINDS = tuple(ActionKind)
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zbh1")
+NO_MB = -1  # the micro-batch of a once-per-step action
+
+_ACTION_RE = re.compile(r"^(\d+)(" + "|".join(sorted(KINDS, key=len, reverse=True)) + r")(\d+)?(?:v(\d+))?$")
 
 
 class ScheduleError(ValueError):
@@ -36,24 +62,33 @@ class ScheduleError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class Action:
-    stage: int   # physical stage (= pipeline rank)
-    kind: str    # one of KINDS
-    mb: int      # micro-batch index
-    chunk: int = 0  # virtual chunk on this stage (interleaved schedules)
+    stage: int          # physical stage (= pipeline rank)
+    kind: ActionKind    # a str is accepted and converted
+    mb: int = NO_MB     # micro-batch index (NO_MB for REDUCE_GRAD and OPTIMIZER_STEP)
+    chunk: int = 0      # virtual chunk on this stage (interleaved schedules)
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ScheduleError(f"unknown action kind {self.kind!r}; use one of {', '.join(KINDS)}")
+        try:
+            object.__setattr__(self, "kind", ActionKind(self.kind))
+        except ValueError:
+            raise ScheduleError(f"unknown action kind {self.kind!r}; use one of {', '.join(KINDS)}") from None
+        if (self.kind in STEP) != (self.mb == NO_MB):
+            raise ScheduleError(f"{self.kind} at stage {self.stage}: "
+                                + ("a once-per-step action takes no micro-batch" if self.kind in STEP
+                                   else "needs a micro-batch index"))
 
     def __str__(self) -> str:
-        return f"{self.stage}{self.kind}{self.mb}" + (f"v{self.chunk}" if self.chunk else "")
+        mb = "" if self.mb == NO_MB else str(self.mb)
+        return f"{self.stage}{self.kind}{mb}" + (f"v{self.chunk}" if self.chunk else "")
 
     @classmethod
     def parse(cls, text: str) -> "Action":
         m = _ACTION_RE.match(text.strip())
         if not m:
-            raise ScheduleError(f"cannot parse action {text!r}; expected e.g. '2F0', '1SEND_B3', '0B5v1'")
-        return cls(int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4) or 0))
+            raise ScheduleError(f"cannot parse action {text!r}; expected e.g. '2F0', '1SEND_B3', '0B5v1', "
+                                "'1REDUCE_GRAD'")
+        return cls(int(m.group(1)), ActionKind(m.group(2)), int(m.group(3)) if m.group(3) else NO_MB,
+                   int(m.group(4) or 0))
 
     def vstage(self, num_stages: int) -> int:
         return self.chunk * num_stages + self.stage
@@ -83,6 +118,12 @@ class Schedule:
 
     def compute_only(self) -> list[list[Action]]:
         return [[a for a in acts if a.kind in COMPUTE] for acts in self.actions]
+
+    @property
+    def has_step_actions(self) -> bool:
+        """True when the schedule itself reduces gradients and steps the optimizer (the generators'
+        default); otherwise the engine does both after the schedule, as it did before they existed."""
+        return any(a.kind in STEP for acts in self.actions for a in acts)
 
     # ---- text form -------------------------------------------------------------------------
     def to_text(self) -> str:
@@ -306,10 +347,18 @@ def add_comms(compute: list[list[Action]], S: int, V: int, M: int, split: bool) 
     return [[a for _, a in sorted(ev, key=lambda e: e[0])] for ev in events]
 
 
+def add_step_actions(actions: list[list[Action]]) -> list[list[Action]]:
+    """End every stage with REDUCE_GRAD then OPTIMIZER_STEP: right after its last backward and the
+    point-to-point actions around it (see the module doc for why nothing may follow them)."""
+    return [list(acts) + [Action(s, K.REDUCE_GRAD), Action(s, K.OPTIMIZER_STEP)] for s, acts in enumerate(actions)]
+
+
 # ---- public generators -----------------------------------------------------------------------
 
-def build_schedule(name: str, num_stages: int, num_microbatches: int, num_chunks: int = 1) -> Schedule:
-    """Generate a named schedule ("gpipe", "1f1b", "interleaved", "zbh1") with comms placed."""
+def build_schedule(name: str, num_stages: int, num_microbatches: int, num_chunks: int = 1,
+                   step_actions: bool = True) -> Schedule:
+    """Generate a named schedule ("gpipe", "1f1b", "interleaved", "zbh1") with comms placed and, unless
+    step_actions is False, each stage's REDUCE_GRAD and OPTIMIZER_STEP."""
     S, M, V = num_stages, num_microbatches, num_chunks
     if S < 1 or M < 1 or V < 1:
         raise ScheduleError(f"stages, micro-batches and chunks must be >= 1 (got {S}, {M}, {V})")
@@ -326,7 +375,8 @@ def build_schedule(name: str, num_stages: int, num_microbatches: int, num_chunks
     split = name == "zbh1"
     compute = {"gpipe": lambda: _gpipe(S, M), "1f1b": lambda: _one_f_one_b(S, M),
                "interleaved": lambda: _interleaved(S, M, V), "zbh1": lambda: _zero_bubble_h1(S, M)}[name]()
-    return Schedule(name, S, M, V, add_comms(compute, S, V, M, split), split_backward=split)
+    actions = add_comms(compute, S, V, M, split)
+    return Schedule(name, S, M, V, add_step_actions(actions) if step_actions else actions, split_backward=split)
 
 
 # ---- validation ------------------------------------------------------------------------------
@@ -368,7 +418,7 @@ def blocking_order(schedule: Schedule) -> list[tuple[Action, ...]]:
                 if a.stage != s:
                     raise ScheduleError(f"action {a} is listed under stage {s}")
                 v = a.vstage(S)
-                if a.kind in COMPUTE:
+                if a.kind in COMPUTE or a.kind in STEP:
                     _check_ready(schedule, a, v, last_v, have, inbox)
                     have.add((a.kind, v, a.mb))
                     order.append((a,))
@@ -418,18 +468,33 @@ def _check_ready(schedule: Schedule, a: Action, v: int, last_v: int, have: set, 
             raise ScheduleError(f"{a}: W actions need a split-backward schedule (split_backward=1)")
         if ("B", v, a.mb) not in have:
             raise ScheduleError(f"{a} runs before B of the same micro-batch")
+    if a.kind == K.REDUCE_GRAD:
+        last = K.W if schedule.split_backward else K.B
+        for c in range(schedule.num_chunks):
+            w = schedule.vstage_of(a.stage, c)
+            missing = [m for m in range(schedule.num_microbatches) if (last, w, m) not in have]
+            if missing:
+                raise ScheduleError(f"{a} runs before {last} of micro-batch {missing[0]} (vstage {w}): its "
+                                    "gradients are not complete yet")
+    if a.kind == K.OPTIMIZER_STEP and (K.REDUCE_GRAD, v, NO_MB) not in have:
+        raise ScheduleError(f"{a} runs before {a.stage}{K.REDUCE_GRAD}")
 
 
 def validate(schedule: Schedule) -> list[tuple[Action, ...]]:
-    """Check counts (each vstage runs F and B, and W if split, exactly once per micro-batch), that
-    every send has its receive, dependencies, and deadlock freedom; return the blocking order."""
+    """Check counts (each vstage runs F and B, and W if split, exactly once per micro-batch; each stage
+    ends with one REDUCE_GRAD and one OPTIMIZER_STEP if any does), that every send has its receive,
+    dependencies (REDUCE_GRAD after the stage's every backward), and deadlock freedom; return the
+    blocking order."""
     S, M, V = schedule.num_stages, schedule.num_microbatches, schedule.num_chunks
     if len(schedule.actions) != S:
         raise ScheduleError(f"schedule lists {len(schedule.actions)} stages, header says {S}")
     seen: dict[tuple[str, int, int], int] = {}
     for acts in schedule.actions:
         for a in acts:
-            if not (0 <= a.mb < M and 0 <= a.chunk < V):
+            if a.kind in STEP:
+                if a.chunk:
+                    raise ScheduleError(f"{a}: a once-per-step action belongs to the stage, not a chunk")
+            elif not (0 <= a.mb < M and 0 <= a.chunk < V):
                 raise ScheduleError(f"{a} is outside {M} micro-batches x {V} chunks")
             key = (a.kind, a.vstage(S), a.mb)
             seen[key] = seen.get(key, 0) + 1
@@ -446,7 +511,15 @@ def validate(schedule: Schedule) -> list[tuple[Action, ...]]:
             peer = _match(Action(v % S, k, m, v // S), S)
             if (peer.kind, peer.vstage(S), m) not in seen:
                 raise ScheduleError(f"{Action(v % S, k, m, v // S)} has no matching {peer}")
-    return blocking_order(schedule)
+    order = blocking_order(schedule)
+    if schedule.has_step_actions:
+        for s, acts in enumerate(schedule.actions):
+            tail = [a.kind for a in acts[-2:]]
+            if tail != [K.REDUCE_GRAD, K.OPTIMIZER_STEP] or sum(a.kind in STEP for a in acts) != 2:
+                raise ScheduleError(f"stage {s} must end with exactly one {K.REDUCE_GRAD} then one "
+                                    f"{K.OPTIMIZER_STEP} (got ...{' '.join(map(str, acts[-2:]))}): every stage "
+                                    "reduces and steps once, after all of its point-to-point actions")
+    return order
 
 
 def peak_inflight(schedule: Schedule) -> list[int]:

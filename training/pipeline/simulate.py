@@ -5,14 +5,19 @@ in order; a send and its matching receive happen together (blocking point-to-poi
 both stages reach them and lasting the comm cost. With eager_sends (what gloo does for messages that
 fit the socket buffers, as measured by the bench) a send costs the sender its own time whether or
 not the receiver is there, and a receive ends its own cost after both sides reached the message.
-Bubble of a stage = 1 - compute time / makespan; the overall bubble is the same over all stages together.
+REDUCE_GRAD and OPTIMIZER_STEP are local to their stage and cost what the table says (0 by default;
+one replica is simulated, so a data-parallel all-reduce is its measured or modelled duration).
+Bubble of a stage = 1 - busy time / makespan, busy = F, B, W and OPTIMIZER_STEP (work a stage does
+itself; communication and REDUCE_GRAD are not); the overall bubble is the same over all stages together.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from training.pipeline.schedule import COMPUTE, Action, Schedule, blocking_order, peak_inflight
+from training.pipeline.schedule import COMPUTE, Action, ActionKind, Schedule, blocking_order, peak_inflight
+
+BUSY = (*COMPUTE, ActionKind.OPTIMIZER_STEP)  # what counts as a stage's own work in the bubble
 
 
 @dataclass(frozen=True)
@@ -39,11 +44,12 @@ class Timeline:
             return 0.0
         return max(s.end for s in self.spans) - min(s.start for s in self.spans)
 
-    def busy(self, stage: int, kinds: tuple[str, ...] = COMPUTE) -> float:
+    def busy(self, stage: int, kinds: tuple[str, ...] = BUSY) -> float:
         return sum(s.end - s.start for s in self.spans if s.stage == stage and s.kind in kinds)
 
     def comm(self, stage: int) -> float:
-        return sum(s.end - s.start for s in self.spans if s.stage == stage and s.kind not in COMPUTE)
+        """Point-to-point and the data-parallel REDUCE_GRAD: time spent on messages, waits included."""
+        return sum(s.end - s.start for s in self.spans if s.stage == stage and s.kind not in BUSY)
 
     def bubble_per_stage(self) -> list[float]:
         T = self.makespan
@@ -74,8 +80,9 @@ CostFn = Callable[[Action], float]
 
 
 def costs_from(table: Mapping[str, float] | CostFn | None, split_backward: bool = False) -> CostFn:
-    """Turn {"F": 1, "B": 2, "W": 1, "comm": 0} (or a callable) into a per-action cost function.
-    Without W in a split schedule, B and W share the unsplit backward cost evenly."""
+    """Turn {"F": 1, "B": 2, "W": 1, "comm": 0, "REDUCE_GRAD": 0, "OPTIMIZER_STEP": 0} (or a callable)
+    into a per-action cost function. Without W in a split schedule, B and W share the unsplit backward
+    cost evenly; REDUCE_GRAD and OPTIMIZER_STEP cost 0 unless given."""
     if callable(table):
         return table
     t = dict(table or {})
@@ -86,7 +93,8 @@ def costs_from(table: Mapping[str, float] | CostFn | None, split_backward: bool 
     else:
         b, w = b_full, float(t.get("W", 0.0))
     comm = float(t.get("comm", 0.0))
-    per = {"F": f, "B": b, "W": w}
+    per = {"F": f, "B": b, "W": w, "REDUCE_GRAD": float(t.get("REDUCE_GRAD", 0.0)),
+           "OPTIMIZER_STEP": float(t.get("OPTIMIZER_STEP", 0.0))}
     return lambda a: per.get(a.kind, comm)
 
 
