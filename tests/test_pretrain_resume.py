@@ -62,7 +62,8 @@ def test_pretrain_resumes_bit_for_bit_after_a_kill(tmp_path, monkeypatch, capsys
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
     # a checkpoint of another run (other --steps) is refused, not silently mixed in
-    with pytest.raises(SystemExit, match="another run"):
+    from training.errors import ResumeError
+    with pytest.raises(ResumeError, match="another run"):
         pt.pretrain(records, base, tmp_path / "cut", resume=True, **{**opts, "steps": 8})
 
 

@@ -2,13 +2,19 @@
 
 Commands: train (training/trainer.py), evaluate (training/evaluate.py). Others add theirs by
 appending to COMMANDS a (name, help, add_arguments, run) entry.
+
+Library code raises typed errors (training/errors.py) and never exits; `main` is the one place that
+turns them into one line on stderr and the exit status of the convention below (EXIT_STATUS_HELP).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
+
+from training.errors import EXIT_STATUS_HELP, exit_status_of
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
@@ -28,33 +34,33 @@ def _train_args(p: argparse.ArgumentParser) -> None:
                         "`python -m paddle.distributed.launch --nproc_per_node N training/launch_train.py train ...` "
                         "(default: dist when started by the launcher, else inprocess)")
     p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation at the end")
+    p.add_argument("--init-from", metavar="DIR",
+                   help="start the encoder from a Chinese-BERT-wwm / ERNIE checkpoint directory (PaddleNLP: "
+                        "model_state.pdparams, or Hugging Face: model.safetensors / pytorch_model.bin; with "
+                        "config.json and vocab.txt), which then sets the model's shape and vocabulary "
+                        "(model.init_from in the config); never downloaded")
 
 
 def _train(a: argparse.Namespace) -> int:
     from data.corpus import read_corpus
+    from training.config import load_config
     from training.evaluate import evaluate_corpus, write_report
-    from training.trainer import load_config, train
-    cfg = load_config(a.config)
+    from training.step import check_pipeline, is_lead_process
+    from training.trainer import check_init_from, train
+    cfg = load_config(a.config)            # ConfigError (exit 2) names an unknown key and the nearest valid one
     if a.steps:
-        cfg["train"]["steps"] = a.steps
-    pipe = cfg.setdefault("pipeline", {})
+        cfg.train.steps = a.steps
     for k, v in (("stages", a.pipeline_stages), ("micro_batches", a.micro_batches), ("schedule", a.schedule),
                  ("transport", a.transport)):
         if v is not None:
-            pipe[k] = v
-    from training.step import check_pipeline, is_lead_process
-    try:
-        check_pipeline(pipe, batch_size=int(cfg["train"].get("batch_size", 8)))
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    out = Path(a.out or cfg.get("out") or "runs/model")
+            setattr(cfg.pipeline, k, v)
+    if a.init_from:
+        cfg.model.init_from = a.init_from
+    check_pipeline(cfg.pipeline.as_dict(), batch_size=cfg.train.batch_size)     # refused before any work
+    check_init_from(cfg)
+    out = Path(a.out or cfg.out)
     command = "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:])
-    try:
-        train(cfg, out, Path(a.work) if a.work else None, a.resume, command, a.max_minutes)
-    except ValueError as exc:     # e.g. more stages than the model has blocks
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    train(cfg, out, Path(a.work) if a.work else None, a.resume, command, a.max_minutes)
     if not is_lead_process():     # one process per stage: the lead evaluates and reports
         return 0
     if not a.no_eval:
@@ -148,14 +154,26 @@ COMMANDS = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.split("\n")[0])
+    """Run one command; a typed error becomes one line on stderr and its exit status (EXIT_STATUS_HELP).
+    TRAINING_DEBUG=1 shows the traceback instead."""
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.split("\n")[0],
+                                     epilog=EXIT_STATUS_HELP, formatter_class=raw)
     sub = parser.add_subparsers(dest="command", required=True)
     runners = {}
     for name, help_, add, run in COMMANDS:
-        add(sub.add_parser(name, help=help_, description=help_))
+        add(sub.add_parser(name, help=help_, description=help_, epilog=EXIT_STATUS_HELP, formatter_class=raw))
         runners[name] = run
-    args = parser.parse_args(argv)
-    return runners[args.command](args)
+    args = parser.parse_args(argv)       # argparse itself exits 2 on a bad option
+    try:
+        return runners[args.command](args)
+    except Exception as exc:
+        status = exit_status_of(exc)
+        if status is None or os.environ.get("TRAINING_DEBUG"):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print("error: " + " ".join(str(message).split()), file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from data.normalize import normalize_value, to_halfwidth
 
@@ -281,14 +281,31 @@ SAMPLE_FIELD_KEYS = {"发票名称": "title", "发票代码": "invoice_code", "�
                      "收款人": "payee", "复核": "reviewer", "开票人": "drawer"}
 
 
-def evaluate_samples(model_dir: str | Path, samples_dir: str | Path) -> dict[str, Any]:
-    """Real OCR + extraction on the real mock invoice (field by field) and the real XFUND form (pairs)."""
-    from app.pipeline import analyse_file
+def ocr_and_extract(path: str | Path, model_dir: str | Path, doc_type: str | None = None):
+    """One image file as the app reads it (app/pipeline.py `analyse_file` for a one-page file): every
+    page decoded by data.io, read by the PP-OCR engine, then the extractor over the page(s). Lives
+    here, below the app, so evaluation does not import upward (app -> training/models -> data)."""
+    import os
+
+    from data.document import Document, display_name
+    from data.io import iter_pages
+    from models.extractor import get_extractor
+    from models.ocr import get_engine
+    engine = get_engine()
+    pages = [engine.read(image, page_index=i) for i, image in enumerate(iter_pages(str(path)))]
+    doc = Document(source=display_name(os.path.basename(str(path))), pages=pages)
+    return get_extractor(str(model_dir)).extract(doc, doc_type=doc_type)
+
+
+def evaluate_samples(model_dir: str | Path, samples_dir: str | Path,
+                     analyse: Callable[..., Any] = ocr_and_extract) -> dict[str, Any]:
+    """Real OCR + extraction on the real mock invoice (field by field) and the real XFUND form (pairs).
+    `analyse(path, model_dir, doc_type=None) -> Document` reads one file (default `ocr_and_extract`)."""
     from data.schemas import load_schema
     samples = Path(samples_dir)
     out: dict[str, Any] = {}
     inv = json.loads((samples / "gt" / "metagpt_invoice_1.json").read_text(encoding="utf-8"))
-    doc = analyse_file(str(samples / inv["image"]), str(model_dir)).document
+    doc = analyse(str(samples / inv["image"]), str(model_dir))
     schema = load_schema("vat_invoice")
     from data.document import Document
     from models.extractor import get_extractor
@@ -311,7 +328,7 @@ def evaluate_samples(model_dir: str | Path, samples_dir: str | Path) -> dict[str
                                 "right": sum(r["ok"] for r in rows), "of": len(rows),
                                 "right_given_type": sum(r["ok"] for r in frows), "fields_given_type": frows}
     form = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
-    fdoc = analyse_file(str(samples / form["image"]), str(model_dir), doc_type="generic_form").document
+    fdoc = analyse(str(samples / form["image"]), str(model_dir), doc_type="generic_form")
     c = score_pairs([(p["key"], p["value"]) for p in form["kv_pairs"]], [(p.key, p.value) for p in fdoc.pairs])
     out["xfund_zh_val_0"] = {"pairs": c.as_dict(), "predicted": [[p.key, p.value] for p in fdoc.pairs],
                              "predicted_type_unforced": None}

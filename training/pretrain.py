@@ -24,11 +24,13 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from tqdm import tqdm
 
 from data.document import Line, box_to_quad
 from models.checkpoint import CheckpointSlots
 from models.tokenizer import Encoding, Tokenizer, Window
+from training.errors import RefusedError
+from training.loop import RunState, lr_schedule, run
+from training.loop import resume as resume_from
 from training.step import EngineStep, exact_mean, row_scales
 from training.wwm import IGNORE, mask_window
 
@@ -61,7 +63,7 @@ def load_base(base: str | Path):
     from models.extractor import ExtractorConfig, is_model_dir
     base = Path(base)
     if not is_model_dir(base):
-        raise SystemExit(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
+        raise RefusedError(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
                          f"vocab.txt); use models/default or a directory `train`/`retrain` exported")
     cfg = ExtractorConfig.load(base)
     model = cfg.build()
@@ -120,16 +122,6 @@ def checkpoint_dir_for(out: str | Path) -> Path:
     return out.parent / f"{out.name}.ckpt"
 
 
-def save_checkpoint(step_fn: EngineStep, ckpt: CheckpointSlots, state: dict) -> Path:
-    """Per-stage weights + optimizer + LR schedule + Paddle RNG (the engine's own checkpoint) and the
-    loop's state (step, losses, Python RNGs, window order) in state.json, as one new slot of `ckpt`
-    (written to a temporary directory, fsynced, renamed; the newest two kept)."""
-    def write(d: Path) -> None:
-        step_fn.save(d)
-        (d / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    return ckpt.save(state["step"], write)
-
-
 def _rng_state(rng: random.Random) -> list:
     version, internal, gauss = rng.getstate()
     return [version, list(internal), gauss]
@@ -155,7 +147,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     model, cfg, vocab = load_base(base)
     windows = text_windows(records, vocab, min(max_len, cfg.max_len))
     if not windows:
-        raise SystemExit("the corpus has no text lines to adapt on; check that its pages have `lines`")
+        raise RefusedError("the corpus has no text lines to adapt on; check that its pages have `lines`")
     rng = random.Random(seed)
     eval_rng = random.Random(seed + 1)
     eval_items = rng.sample(windows, min(len(windows), 4 * batch_size))
@@ -164,54 +156,42 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     head = MLMHead(cfg.encoder["hidden_size"], vocab.vocab_size)
     blocks = [model.embeddings, *model.layers, head]
     before = heldout_loss(blocks, eval_batches)
-    warmup = max(1, steps // 10)
-    sched = paddle.optimizer.lr.LambdaDecay(
-        lr, lambda s: min((s + 1) / warmup, max(0.1, (steps - s) / max(1, steps - warmup))))
+    sched = lr_schedule(lr, steps, max(1, steps // 10))
     step = EngineStep(blocks, mlm_loss, sched, pipe or {})
     rows = max(step.micro_batches, step.usable_rows(batch_size))
-    losses: list[float] = []
     order: list[int] = []          # indices into `windows` still to visit this pass
-    done = 0
     slots = CheckpointSlots(Path(ckpt) if ckpt else checkpoint_dir_for(out))
 
-    def restore(d: Path) -> dict:
-        saved = json.loads((d / "state.json").read_text(encoding="utf-8"))
+    def other_run(saved: dict) -> str | None:
         if saved.get("windows") != len(windows) or saved.get("steps") != steps:
-            raise SystemExit(f"the checkpoint in {d} is of another run ({saved.get('windows')} windows, "
-                             f"{saved.get('steps')} steps; this one: {len(windows)}, {steps}); rerun with the "
-                             f"same corpus and --steps, or without --resume to start over")
-        step.load(d)                          # weights, optimizer (with the LR schedule), Paddle RNG
-        return saved
+            return (f"{saved.get('windows')} windows, {saved.get('steps')} steps; this one: {len(windows)}, "
+                    f"{steps}; the same corpus and --steps resume it")
+        return None
 
-    found = slots.resume(restore) if resume else None
-    if found:
-        where, saved = found
-        done, losses, order = saved["step"], saved["losses"], saved["order"]
-        _set_rng_state(rng, saved["rng"])
-        _set_rng_state(eval_rng, saved["order_rng"])
-        if sched.last_epoch != done:          # the optimizer state normally restores it already
-            sched.last_epoch = done - 1
-            sched.step()
-        print(f"resuming WWM MLM at step {done} of {steps} from {where}")
+    state = resume_from(step, slots, sched, steps, "WWM MLM", same_run=other_run) if resume else None
+    if state:
+        order = state.extra["order"]
+        _set_rng_state(rng, state.extra["rng"])
+        _set_rng_state(eval_rng, state.extra["order_rng"])
     elif resume:
         print(f"no checkpoint in {slots.root}: starting from step 0")
-    every = max(1, checkpoint_every)
-    with tqdm(total=steps, initial=done, desc=f"WWM MLM [{step.how}]", unit="step") as bar:
-        for at in range(done + 1, steps + 1):
-            if len(order) < rows:
-                order = list(range(len(windows))) * max(1, -(-rows // len(windows)))
-                eval_rng.shuffle(order)
-            items, order = [windows[i] for i in order[:rows]], order[rows:]
-            items.sort(key=lambda x: x[1].end - x[1].start)
-            inputs, labels = mlm_batch(items, vocab, rng)
-            losses.append(round(step.train_step(inputs, labels), 5))
-            sched.step()
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
-            if at % every == 0 or at == steps:
-                save_checkpoint(step, slots, {"step": at, "steps": steps, "windows": len(windows),
-                                             "losses": losses, "order": order, "rng": _rng_state(rng),
-                                             "order_rng": _rng_state(eval_rng)})
+
+    def next_batch() -> tuple[tuple, tuple]:
+        nonlocal order
+        if len(order) < rows:
+            order = list(range(len(windows))) * max(1, -(-rows // len(windows)))
+            eval_rng.shuffle(order)
+        items, order = [windows[i] for i in order[:rows]], order[rows:]
+        items.sort(key=lambda x: x[1].end - x[1].start)
+        return mlm_batch(items, vocab, rng)
+
+    def run_state() -> dict:
+        return {"steps": steps, "windows": len(windows), "order": order, "rng": _rng_state(rng),
+                "order_rng": _rng_state(eval_rng)}
+
+    state = run(step, next_batch, sched, slots, steps, checkpoint_every, state or RunState(), "WWM MLM",
+                extra=run_state)
+    losses = state.losses
     after = heldout_loss(blocks, eval_batches)
     save_model(model, cfg, vocab, out, half=False)
     paddle.save(head.state_dict(), str(out / "mlm_head.pdparams"))

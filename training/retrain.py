@@ -39,20 +39,20 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from data.corpus import CORPUS_FILE, read_corpus, split_by_layout, write_corpus
 from data.importers import FORMATS, import_corpus
 from data.importers.records import SCHEMA_DIR
+from training.config import DataConfig
+from training.errors import RetrainError
 from training.model_registry import ModelRegistry, check_name
 
-if TYPE_CHECKING:
-    from models.checkpoint import CheckpointSlots
-
 STAGES = ("import", "split", "pretrain", "finetune", "evaluate", "export")
-HELDOUT = 0.2
+# share held out of a corpus: the training config's data.heldout_layouts (configs/default.yaml), one number
+HELDOUT = DataConfig().heldout_layouts
 # The promotion rule's numbers, in one place (decide_promotion applies them):
 MIN_HELDOUT_PAGES = 8        # fewer held-out corpus pages cannot tell a better model from a worse one (one page
                              # once moved `latest` to a model that had lost a third of the invoice fields)
@@ -60,7 +60,7 @@ PROMOTION_TOLERANCE = 0.01   # F1 the new model may lose on one doc type of the 
                              # noise of a few pages per type) and still count as "no loss"
 BASE_HELDOUT_PAGES = 8       # pages per doc type in the base's own held-out set (generated, fixed seed)
 BASE_HELDOUT_SEED = 16016
-BASE_HELDOUT_SHARE = 0.25    # share of a type's layouts held out when the base's provenance does not name them
+BASE_HELDOUT_SHARE = HELDOUT  # share of a type's layouts held out when the base's provenance does not name them
                              # (the trainer's default, configs/default.yaml data.heldout_layouts)
 # Rehearsal (replay) of what the base knew, mixed into every fine-tune batch (`ReplayStream`):
 REPLAY_SHARE = 0.5           # share of each batch's windows drawn from replay pages (`--replay`; 0 turns it off).
@@ -70,11 +70,6 @@ REPLAY_PAGES_PER_TYPE = 32   # generated pages per doc type the base knew (~0.05
 REPLAY_SEED = 27027          # + the run's seed: never the gate's BASE_HELDOUT_SEED, and its layouts never the gate's
 REPLAY_OCR_PAGES_PER_TYPE = 4    # with --ocr-train: replay pages also read by real PP-OCR (~3 s each), as the
                                  # trainer reads a share of its generated pages
-
-
-class RetrainError(Exception):
-    """A retrain that cannot go on (bad input, a corpus too small to judge the new model); the message
-    says why and what to do. `python -m training retrain` prints it and exits 2."""
 
 
 @dataclass
@@ -257,14 +252,16 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     `replay` (`replay_pages`: the base's doc types on layouts it trained on) fills `replay_share` of every
     batch (`ReplayStream`), noised as the base's own training noised them (`replay_noise`, its
     provenance's `noise`), so the fine-tune keeps rehearsing what the base knew."""
+    import dataclasses
+
     import paddle
-    from tqdm import tqdm
 
     from models.checkpoint import CheckpointSlots
     from models.extractor import ExtractorConfig, save_model
     from models.tokenizer import Tokenizer
     from training.dataset import TrainingSet, collate, gt_lines
-    from training.noise import NoiseConfig
+    from training.loop import RunState, lr_schedule, resume, run
+    from training.noise import CORPUS_NOISE, NoiseConfig
     from training.step import EngineStep, extractor_batch, extractor_loss
     from training.trainer import plot_losses
 
@@ -275,83 +272,41 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     tags, types, notes = label_map(train_recs + heldout, schema_files, base_cfg.tag_labels, base_cfg.doc_types)
     model, cfg = grow_from_base(base_dir, tags, types)
     vocab = Tokenizer.from_dir(base_dir)
-    warmup = max(1, steps // 10)
-    sched = paddle.optimizer.lr.LambdaDecay(
-        lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
+    sched = lr_schedule(lr, steps, max(1, steps // 10))
     step_fn = EngineStep(model.blocks(), extractor_loss, sched, pipe)
     how = step_fn.how
     ckpt = CheckpointSlots(work / "checkpoint")      # the newest two; a torn newest falls back to the older
-    state: dict[str, Any] = {"step": 0, "losses": []}
-
-    def restore(d: Path) -> dict:
-        saved = json.loads((d / "state.json").read_text())
-        model.set_state_dict(paddle.load(str(d / "model.pdparams")))
-        step_fn.load_optimizer_states(paddle.load(str(d / "opt.pdopt")))
-        return saved
-
-    found = ckpt.resume(restore)
-    if found:
-        where, state = found
-        sync_schedule(sched, state["step"])
-        print(f"resuming the fine-tune at step {state['step']} from {where}")
+    state = resume(step_fn, ckpt, sched, steps, "the fine-tune", model) or RunState()
     pages = [gt_lines(r) for r in train_recs]
     for rec in ocr_recs:
         page = gt_lines(rec)
         page.source = "ocr"
         pages += [page] * ocr_repeat
     tag_index, type_index = {t: i for i, t in enumerate(tags)}, {t: i for i, t in enumerate(types)}
-    dataset = TrainingSet(pages, vocab, tag_index, type_index, cfg.max_len, NoiseConfig(), seed + state["step"])
+    dataset = TrainingSet(pages, vocab, tag_index, type_index, cfg.max_len, CORPUS_NOISE, seed + state.step)
     rehearsal = None
     if replay and replay_share > 0:
         known = set(NoiseConfig.__dataclass_fields__)
-        noise = NoiseConfig(**{k: v for k, v in (replay_noise or {}).items() if k in known})
+        noise = dataclasses.replace(CORPUS_NOISE, **{k: v for k, v in (replay_noise or {}).items() if k in known})
         rehearsal = TrainingSet(list(replay), vocab, tag_index, type_index, cfg.max_len, noise,
-                                seed + 1 + state["step"])
+                                seed + 1 + state.step)
     stream = ReplayStream(dataset, rehearsal, batch_size, replay_share if rehearsal else 0.0)
-    every = max(1, min(50, steps // 4))
-    with tqdm(total=steps, initial=state["step"], desc=f"fine-tune [{how}]", unit="step") as bar:
-        while state["step"] < steps:
-            batch = stream.next()
-            batch = batch[:step_fn.usable_rows(len(batch))]
-            if not batch:
-                continue
-            loss = step_fn.train_step(*extractor_batch(*collate(batch)))
-            sched.step()
-            state["step"] += 1
-            state["losses"].append(round(float(loss), 5))
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(state['losses'][-20:]):.4f}")
-            if state["step"] % every == 0 or state["step"] == steps:
-                checkpoint(model, step_fn, state, ckpt)
+
+    def next_batch():
+        batch = stream.next()
+        batch = batch[:step_fn.usable_rows(len(batch))]
+        return extractor_batch(*collate(batch)) if batch else None
+
+    state = run(step_fn, next_batch, sched, ckpt, steps, max(1, min(50, steps // 4)), state, "fine-tune")
     out = work / "finetuned"
     save_model(model, cfg, vocab, out)
     copy_schemas(schema_files, out)
-    plot_losses(state["losses"], out / "loss.png")
-    return {"steps": state["step"], "step_function": how, "losses": state["losses"], "notes": notes,
+    plot_losses(state.losses, out / "loss.png")
+    return {"steps": state.step, "step_function": how, "losses": state.losses, "notes": notes,
             "pages": {"gt": len(train_recs), "ocr": len(ocr_recs), "ocr_repeat": ocr_repeat if ocr_recs else 0,
                       "replay": len(replay or []) if rehearsal else 0},
             "batch_rows": dict(stream.rows),
             "tag_labels": len(tags), "new_doc_types": [t for t in types if t not in base_cfg.doc_types]}
-
-
-def sync_schedule(sched, step: int) -> None:
-    """Put the LR schedule at `step` after a resume. The optimizer's saved state already carries it
-    (Paddle restores `LR_Scheduler` with the optimizer); stepping it again would skip ahead."""
-    if sched.last_epoch != step:
-        sched.last_epoch = step - 1
-        sched.step()
-
-
-def checkpoint(model, step_fn, state: dict, ckpt: "CheckpointSlots") -> None:
-    """Weights, optimizer states and state.json as one new slot of `ckpt` (temporary directory,
-    fsync, rename; the newest two kept), so a kill mid-save leaves the previous checkpoint whole."""
-    import paddle
-
-    def write(d: Path) -> None:
-        paddle.save(model.state_dict(), str(d / "model.pdparams"))
-        paddle.save(step_fn.optimizer_states(), str(d / "opt.pdopt"))
-        (d / "state.json").write_text(json.dumps(state))
-    ckpt.save(state["step"], write)
 
 
 def copy_schemas(schema_files: dict[str, Path], model_dir: Path) -> None:
@@ -873,17 +828,12 @@ def retrain_main(a: argparse.Namespace) -> int:
     """Exit status as app/cli.py's EXIT_STATUS: 0 exported and promoted; 1 the run finished and the
     version is exported for inspection, but `latest` stays where it was (the reasons on stderr); 2 refused
     before training (bad input, too few held-out pages), with the reason on stderr."""
-    from data.corpus import CorpusError
-    from models.checkpoint import CheckpointError
     pipe = {"stages": a.pipeline_stages, "micro_batches": a.micro_batches}
-    try:
-        version = retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
-                          a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
-                          "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-                          a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages)
-    except (RetrainError, CorpusError, CheckpointError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # RetrainError, CorpusError, CheckpointError: python -m training prints them and exits 2
+    version = retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
+                      a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
+                      "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+                      a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages)
     report = json.loads((version / "report.json").read_text(encoding="utf-8"))
     if not report.get("promoted"):
         print(f"error: {version.name} not promoted: latest {report['promotion']}", file=sys.stderr)

@@ -96,33 +96,34 @@ def is_lead_process() -> bool:
 
 
 def check_pipeline(pipe: dict, n_blocks: int | None = None, batch_size: int | None = None) -> dict:
-    """Normalised pipeline settings, or ValueError saying which flag to change."""
+    """Normalised pipeline settings, or ConfigError (a ValueError) saying which flag to change."""
+    from training.errors import ConfigError
     from training.pipeline.schedule import SCHEDULES
     stages, mbs = int(pipe.get("stages", 1)), int(pipe.get("micro_batches", 1))
     schedule = str(pipe.get("schedule", "1f1b"))
     transport = pipe.get("transport") or ("dist" if launched_world() > 1 else "inprocess")
     if stages < 1 or mbs < 1:
-        raise ValueError(f"--pipeline-stages ({stages}) and --micro-batches ({mbs}) must be at least 1")
+        raise ConfigError(f"--pipeline-stages ({stages}) and --micro-batches ({mbs}) must be at least 1")
     if schedule not in SCHEDULES:
-        raise ValueError(f"--schedule {schedule!r} is not one of {', '.join(SCHEDULES)}")
+        raise ConfigError(f"--schedule {schedule!r} is not one of {', '.join(SCHEDULES)}")
     if transport not in TRANSPORTS:
-        raise ValueError(f"--transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
+        raise ConfigError(f"--transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
     if n_blocks is not None and stages * (2 if schedule == "interleaved" else 1) > n_blocks:
-        raise ValueError(f"the model has {n_blocks} blocks (embeddings, layers, head): it cannot be cut into "
+        raise ConfigError(f"the model has {n_blocks} blocks (embeddings, layers, head): it cannot be cut into "
                          f"{stages} stages{' x 2 chunks' if schedule == 'interleaved' else ''}; use fewer "
                          f"--pipeline-stages or more layers")
     if schedule == "interleaved" and mbs % stages:
-        raise ValueError(f"--schedule interleaved needs --micro-batches a multiple of --pipeline-stages "
+        raise ConfigError(f"--schedule interleaved needs --micro-batches a multiple of --pipeline-stages "
                          f"({mbs} is not a multiple of {stages})")
     if batch_size is not None and batch_size % mbs:
-        raise ValueError(f"batch size {batch_size} does not split into {mbs} equal micro-batches; use a "
+        raise ConfigError(f"batch size {batch_size} does not split into {mbs} equal micro-batches; use a "
                          f"batch size divisible by --micro-batches")
     if transport == "dist" and launched_world() != stages:
-        raise ValueError(f"--transport dist runs one process per stage: start it with `python -m "
+        raise ConfigError(f"--transport dist runs one process per stage: start it with `python -m "
                          f"paddle.distributed.launch --nproc_per_node {stages} training/launch_train.py train ...` "
                          f"(this run has {launched_world()} process(es))")
     if transport == "inprocess" and launched_world() > 1:
-        raise ValueError(f"started by the launcher with {launched_world()} processes but --transport inprocess; "
+        raise ConfigError(f"started by the launcher with {launched_world()} processes but --transport inprocess; "
                          f"use --transport dist (or run without the launcher)")
     return {"stages": stages, "micro_batches": mbs, "schedule": schedule, "transport": transport}
 

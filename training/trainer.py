@@ -25,11 +25,9 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import paddle
-import yaml
 from tqdm import tqdm
 
 from data.corpus import corpus_from_synth_dir, read_corpus, split_by_layout, write_corpus
@@ -39,21 +37,16 @@ from models.encoder import EncoderConfig
 from models.extractor import ExtractorConfig, save_model
 from models.heads import schema_field_keys, tag_labels
 from models.tokenizer import Tokenizer
+from training.config import TrainConfig, load_config  # noqa: F401 - load_config: scripts import it from here
 from training.dataset import TaggedPage, TrainingSet, collate, gt_lines, ocr_lines
-from training.noise import NoiseConfig
+from training.errors import RefusedError, TrainingError
+from training.loop import RunState, lr_schedule, run
+from training.loop import restore_checkpoint as _restore  # noqa: F401 - tests reach them by these names
+from training.loop import resume as resume_from
+from training.loop import save_checkpoint as _checkpoint  # noqa: F401
 from training.step import check_pipeline, lead_first
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_config(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"config {p} not found; start from configs/default.yaml")
-    cfg = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    for section in ("data", "model", "train"):
-        cfg.setdefault(section, {})
-    return cfg
 
 
 def git_commit() -> str:
@@ -66,25 +59,25 @@ def git_commit() -> str:
 
 # --- data --------------------------------------------------------------------------------------------
 
-def build_corpus(cfg: dict, work: Path) -> tuple[list[dict], list[dict]]:
+def build_corpus(cfg: TrainConfig, work: Path) -> tuple[list[dict], list[dict]]:
     """(train, held-out) records; generated into work/synth on the first run, read after that."""
-    data = cfg["data"]
-    seed = int(cfg.get("seed", 0))
+    data = cfg.data
+    seed = cfg.seed
     train_file, test_file = work / "train" / "corpus.jsonl", work / "heldout" / "corpus.jsonl"
     if train_file.is_file() and test_file.is_file():
         return read_corpus(train_file), read_corpus(test_file)
-    if data.get("corpus"):
-        records = read_corpus(data["corpus"])
+    if data.corpus:
+        records = read_corpus(data.corpus)
     else:
         records = []
-        for i, doc_type in enumerate(tqdm(data["types"], desc="generating pages", unit="type")):
+        for i, doc_type in enumerate(tqdm(data.types, desc="generating pages", unit="type")):
             out = work / "synth" / doc_type
             have = [p for p in out.glob("*.json") if p.name != "manifest.json"] if out.is_dir() else []
-            if len(have) < int(data["pages_per_type"]):     # none yet, or a run killed half way
+            if len(have) < data.pages_per_type:     # none yet, or a run killed half way
                 if out.is_dir():
                     shutil.rmtree(out)
-                cmd = [sys.executable, "-m", "data.synth", "--type", doc_type, "--n", str(data["pages_per_type"]),
-                       "--seed", str(seed * 1000 + i), "--degrade", str(data.get("degrade", "mix")),
+                cmd = [sys.executable, "-m", "data.synth", "--type", doc_type, "--n", str(data.pages_per_type),
+                       "--seed", str(seed * 1000 + i), "--degrade", data.degrade,
                        "--out", str(out)]
                 res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
                 if res.returncode != 0:
@@ -95,9 +88,9 @@ def build_corpus(cfg: dict, work: Path) -> tuple[list[dict], list[dict]]:
                     continue
             records += corpus_from_synth_dir(out)
         if not records:
-            raise RuntimeError("the generator produced no pages for any type in data.types; "
-                               "check `python -m data.synth --list`")
-    train, test = split_by_layout(records, data.get("heldout_layouts", 0.25), seed)
+            raise TrainingError("the generator produced no pages for any type in data.types; "
+                                "check `python -m data.synth --list`")
+    train, test = split_by_layout(records, data.heldout_layouts, seed)
     write_corpus(train, train_file)
     write_corpus(test, test_file)
     return read_corpus(train_file), read_corpus(test_file)
@@ -168,16 +161,71 @@ def fold_ocr_shards(work: Path) -> None:
                     out.write(raw + "\n")
 
 
-# --- step functions ----------------------------------------------------------------------------------
+# --- the model ---------------------------------------------------------------------------------------
 
-def make_step(model, lr_schedule, tcfg: dict, pipe: dict):
+def check_init_from(cfg: TrainConfig) -> None:
+    """Refuse (RefusedError, before any work) a `model.init_from` that is not a loadable BERT/ERNIE
+    checkpoint directory: no folder, no config.json, no vocab.txt or no weights file."""
+    if not cfg.model.init_from:
+        return
+    from models.checkpoint import read_config
+    src = Path(cfg.model.init_from)
+    if not src.is_dir():
+        raise RefusedError(f"--init-from {src} is not a local directory; download the checkpoint once "
+                           f"(PaddleNLP or Hugging Face layout) and pass its folder")
+    try:
+        enc = read_config(src)
+    except (OSError, ValueError) as exc:
+        raise RefusedError(f"--init-from {src}: {exc}") from exc
+    if not (src / "vocab.txt").is_file():
+        raise RefusedError(f"--init-from {src} has no vocab.txt; the token ids of its weights depend on it")
+    if not any((src / f).is_file() for f in ("model_state.pdparams", "model.safetensors", "pytorch_model.bin")):
+        raise RefusedError(f"--init-from {src} has no weights (model_state.pdparams, model.safetensors or "
+                           f"pytorch_model.bin)")
+    if cfg.model.max_len > enc.max_position:
+        raise RefusedError(f"model.max_len {cfg.model.max_len} is longer than {src}'s {enc.max_position} "
+                           f"positions; lower model.max_len")
+
+
+def build_model(cfg: TrainConfig, labels: list[str], doc_types: list[str]):
+    """(model, ExtractorConfig, vocabulary) for a run: the preset shape with the config's overrides and
+    the from-scratch vocabulary, or (`model.init_from`) a Chinese-BERT-wwm / ERNIE checkpoint directory
+    in PaddleNLP or Hugging Face layout, read by models.checkpoint.load_pretrained with its own
+    config.json and vocab.txt; the extraction head starts fresh either way."""
+    from models.heads import ExtractionHead, HeadConfig
+    mcfg = cfg.model
+    if mcfg.init_from:
+        from models.checkpoint import load_pretrained, read_config
+        src = Path(mcfg.init_from)
+        try:
+            hidden = read_config(src).hidden_size
+            head = ExtractionHead(HeadConfig(hidden_size=hidden, tag_labels=list(labels), doc_types=list(doc_types),
+                                             link=True))
+            model, notes = load_pretrained(src, head=head)
+            vocab = Tokenizer.from_dir(src)
+        except (OSError, KeyError, ValueError) as exc:
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise RefusedError(f"--init-from {src}: {message}") from exc
+        for note in notes:
+            print(f"init from {src}: {note}")
+        xcfg = ExtractorConfig(encoder=asdict(model.config), tag_labels=list(labels), doc_types=list(doc_types),
+                               link=True, max_len=mcfg.max_len)
+        return model, xcfg, vocab
+    vocab = Tokenizer.from_dir(None)   # the from-scratch vocabulary: PP-OCR's dictionary + specials
+    enc = {**asdict(EncoderConfig.preset(mcfg.preset)), **mcfg.encoder,
+           "vocab_size": vocab.vocab_size, "max_position": mcfg.max_len}
+    xcfg = ExtractorConfig(encoder=enc, tag_labels=list(labels), doc_types=list(doc_types), link=True,
+                           max_len=mcfg.max_len)
+    return xcfg.build(), xcfg, vocab
+
+
+def make_step(model, lr_sched, cfg: TrainConfig, pipe: dict):
     """The training step: the pipeline engine over the model's blocks (one stage is its degenerate
     case) with one AdamW per stage and global-norm clipping across stages. Returns (step, description);
-    a bad combination of pipeline settings raises ValueError saying which flag to change."""
+    a bad combination of pipeline settings raises ConfigError saying which flag to change."""
     from training.step import EngineStep, extractor_loss
-    step = EngineStep(model.blocks(), extractor_loss, lr_schedule, pipe,
-                      weight_decay=float(tcfg.get("weight_decay", 0.01)), clip_norm=1.0,
-                      batch_size=int(tcfg.get("batch_size", 8)))
+    step = EngineStep(model.blocks(), extractor_loss, lr_sched, pipe, weight_decay=cfg.train.weight_decay,
+                      clip_norm=1.0, batch_size=cfg.train.batch_size)
     return step, step.how
 
 
@@ -189,18 +237,22 @@ def to_tensors(inputs: dict, labels: dict) -> tuple[tuple, tuple]:
 
 # --- the run -----------------------------------------------------------------------------------------
 
-def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
+def train(cfg: TrainConfig | dict, out: Path, work: Path | None = None, resume: bool = False,
           command: str = "", max_minutes: float | None = None) -> Path:
-    """Train per `cfg`; write the model directory `out`. Returns `out`."""
-    seed = int(cfg.get("seed", 0))
+    """Train per `cfg` (a TrainConfig, or a dict read strictly into one); write the model directory
+    `out`. Returns `out`."""
+    if not isinstance(cfg, TrainConfig):
+        cfg = TrainConfig.from_dict(cfg)
+    check_init_from(cfg)
+    seed = cfg.seed
     random.seed(seed)
     np.random.seed(seed)
     paddle.seed(seed)
     work = Path(work or out.parent / (out.name + "_work"))
     work.mkdir(parents=True, exist_ok=True)
-    tcfg, mcfg, data = cfg["train"], cfg["model"], cfg["data"]
+    tcfg, data = cfg.train, cfg.data
 
-    pipe = check_pipeline(cfg.get("pipeline", {}), batch_size=int(tcfg.get("batch_size", 8)))
+    pipe = check_pipeline(cfg.pipeline.as_dict(), batch_size=tcfg.batch_size)
     # one process per stage: the lead generates (and OCRs) the corpus, the others read what it wrote
     train_recs, test_recs = lead_first(lambda: build_corpus(cfg, work), pipe)
     doc_types = sorted({str(r.get("doc_type")) for r in train_recs + test_recs})
@@ -208,10 +260,10 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
     labels = tag_labels(keys)
     tag_index = {t: i for i, t in enumerate(labels)}
     type_index = {d: i for i, d in enumerate(doc_types)}
-    vocab = Tokenizer.from_dir(None)   # the from-scratch vocabulary: PP-OCR's dictionary + specials
+    model, xcfg, vocab = build_model(cfg, labels, doc_types)
 
     pages: list[TaggedPage] = [gt_lines(r) for r in train_recs]
-    n_ocr = int(data.get("real_ocr_pages", 0))
+    n_ocr = data.real_ocr_pages
     if n_ocr:
         rng = random.Random(seed)
         chosen = rng.sample(train_recs, min(n_ocr, len(train_recs)))
@@ -221,69 +273,43 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
         # real OCR is the scarce, valuable part of the mix
         picked = {_rid(r) for r in chosen}
         chosen += [r for r in train_recs if _rid(r) in ocr and _rid(r) not in picked]
-        repeat = int(data.get("real_ocr_repeat", 2))   # real OCR pages are few: show them more often
-        pages += [ocr_lines(r, ocr[_rid(r)]) for r in chosen if _rid(r) in ocr] * repeat
+        # real OCR pages are few: show them more often
+        pages += [ocr_lines(r, ocr[_rid(r)]) for r in chosen if _rid(r) in ocr] * data.real_ocr_repeat
         n_ocr = sum(_rid(r) in ocr for r in chosen)
 
-    enc = {**asdict(EncoderConfig.preset(mcfg.get("preset", "tiny"))), **mcfg.get("encoder", {}),
-           "vocab_size": vocab.vocab_size, "max_position": int(mcfg.get("max_len", 512))}
-    xcfg = ExtractorConfig(encoder=enc, tag_labels=labels, doc_types=doc_types, link=True,
-                           max_len=int(mcfg.get("max_len", 512)))
-    model = xcfg.build()
-    steps = int(tcfg.get("steps", 1000))
-    warmup = int(tcfg.get("warmup", 100))
-    lr = float(tcfg.get("lr", 5e-4))
-    sched = paddle.optimizer.lr.LambdaDecay(
-        lr, lambda s: min((s + 1) / warmup, max(0.05, (steps - s) / max(1, steps - warmup))))
-    step_fn, how = make_step(model, sched, tcfg, pipe)
+    steps = tcfg.steps
+    sched = lr_schedule(tcfg.lr, steps, tcfg.warmup)
+    step_fn, how = make_step(model, sched, cfg, pipe)
 
     ckpt = CheckpointSlots(work / "checkpoint")       # the newest two; a torn newest falls back to the older
-    state: dict[str, Any] = {"step": 0, "losses": []}
-    found = ckpt.resume(lambda d: _restore(step_fn, model, d)) if resume else None
-    if found:
-        where, state = found
-        sched.step(state["step"])          # the learning rate continues where the run stopped
-        state.setdefault("resumed_at", []).append(state["step"])
-        print(f"resumed at step {state['step']} from {where}")
-    dataset = TrainingSet(pages, vocab, tag_index, type_index, xcfg.max_len,
-                          NoiseConfig(**cfg.get("noise", {})), seed + state["step"])
-    bs = int(tcfg.get("batch_size", 8))
-    every = int(tcfg.get("checkpoint_every", 200))
-    deadline = time.time() + 60 * max_minutes if max_minutes else None
-    bar = tqdm(total=steps, initial=state["step"], desc=f"training [{how}]", unit="step", disable=not step_fn.lead)
+    state = (resume and resume_from(step_fn, ckpt, sched, steps, "training", model)) or RunState()
+    dataset = TrainingSet(pages, vocab, tag_index, type_index, xcfg.max_len, cfg.noise, seed + state.step)
+    bs = tcfg.batch_size
     batches: list = []
-    while state["step"] < steps:
+
+    def next_batch():
+        nonlocal batches
         if not batches:
             batches = dataset.batches(bs, dataset.epoch())
         batch = batches.pop()
         batch = batch[:step_fn.usable_rows(len(batch))]     # the last, short batch of an epoch
-        if not batch:
-            continue
-        loss = step_fn.train_step(*to_tensors(*collate(batch)))
-        sched.step()
-        state["step"] += 1
-        state["losses"].append(round(loss, 5))
-        bar.update(1)
-        bar.set_postfix(loss=f"{np.mean(state['losses'][-20:]):.4f}")
-        if state["step"] % every == 0 or state["step"] == steps:
-            _checkpoint(step_fn, state, ckpt)
-        if deadline and time.time() > deadline:
-            print(f"time budget of {max_minutes} min reached at step {state['step']}; saving")
-            _checkpoint(step_fn, state, ckpt)
-            break
-    bar.close()
+        return to_tensors(*collate(batch)) if batch else None
+
+    deadline = time.time() + 60 * max_minutes if max_minutes else None
+    state = run(step_fn, next_batch, sched, ckpt, steps, tcfg.checkpoint_every, state, "training",
+                deadline=deadline)
 
     step_fn.gather(ckpt.root / "gathered")    # one process per stage: the lead collects every stage's weights
     if not step_fn.lead:
         return out
     save_model(model, xcfg, vocab, out)
-    plot_losses(state["losses"], out / "loss.png")
+    plot_losses(state.losses, out / "loss.png")
     (out / "provenance.json").write_text(json.dumps({
-        "command": command, "config": cfg, "seed": seed, "git_commit": git_commit(),
+        "command": command, "config": cfg.to_dict(), "seed": seed, "git_commit": git_commit(),
         "train_pages": len(train_recs), "real_ocr_pages": n_ocr, "heldout_pages": len(test_recs),
         "heldout_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in test_recs}),
-        "steps": state["step"], "step_function": how, "resumed_at_steps": state.get("resumed_at", []),
-        "final_loss": float(np.mean(state["losses"][-50:])) if state["losses"] else None,
+        "steps": state.step, "step_function": how, "resumed_at_steps": state.resumed_at,
+        "final_loss": float(np.mean(state.losses[-50:])) if state.losses else None,
         "work_dir": str(work)}, ensure_ascii=False, indent=1), encoding="utf-8")
     return out
 
@@ -291,35 +317,6 @@ def train(cfg: dict, out: Path, work: Path | None = None, resume: bool = False,
 def _has_schema(name: str) -> bool:
     from data.schemas import list_schemas
     return name in list_schemas()
-
-
-def _checkpoint(step_fn, state: dict, ckpt: CheckpointSlots) -> None:
-    """Save into a staging directory, every process its own stages' files; the lead adds state.json
-    and commits (fsync, rename into place, keep the newest two). Barriers keep the processes in step."""
-    if step_fn.lead:
-        ckpt.begin(state["step"])
-    step_fn.barrier()
-    staging = ckpt.staging(state["step"])
-    step_fn.save(staging)            # per-stage weights + optimizer states (every process its own)
-    if step_fn.lead:
-        (staging / "state.json").write_text(json.dumps(state))
-        ckpt.commit(state["step"])
-    step_fn.barrier()
-
-
-def _restore(step_fn, model, ckpt: Path) -> dict:
-    """Resume weights and optimizer states from one checkpoint directory; returns its state.json.
-    Checkpoints written before the engine (model.pdparams + opt.pdopt of one optimizer) still load
-    into a one-stage run."""
-    state = json.loads((ckpt / "state.json").read_text())
-    if step_fn.has_checkpoint(ckpt):
-        step_fn.load(ckpt)
-        return state
-    if step_fn.stages != 1:
-        raise SystemExit(f"{ckpt} holds a one-process checkpoint; resume it with --pipeline-stages 1")
-    model.set_state_dict(paddle.load(str(ckpt / "model.pdparams")))
-    step_fn.load_optimizer_states([paddle.load(str(ckpt / "opt.pdopt"))])
-    return state
 
 
 def plot_losses(losses: list[float], path: Path) -> None:
