@@ -80,6 +80,7 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
     colours = colours or field_colours([f.key for f in here])
     shown: dict[str, tuple[int, int, int]] = {}
     for f in here:
+        assert f.box is not None     # `here` holds only fields with a box
         colour = colours.get(f.key) or field_colour(f.key)
         x0, y0, x1, y1 = f.box
         pad = thick
@@ -88,6 +89,7 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
 
     cells = [f for row in items or [] for f in row.values() if f.page == page.index and f.box]
     for f in cells:
+        assert f.box is not None     # `cells` holds only cells with a box
         draw.rectangle(f.box, outline=ITEM_COLOUR, width=thin)
     if cells:
         shown.setdefault("items", ITEM_COLOUR)

@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         drawer = _Drawer(path, Path(args.draw)) if args.draw else None
         try:
             # on_image only with --draw, so processors without it (tests' stand-ins) still fit
-            analysis = analyse_file(path, args.model, args.doc_type, **({"on_image": drawer} if drawer else {}))
+            analysis = (analyse_file(path, args.model, args.doc_type, on_image=drawer) if drawer is not None
+                        else analyse_file(path, args.model, args.doc_type))
         except (ModelDirError, FileNotFoundError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -79,7 +79,10 @@ class Analysis:
         if isinstance(kept, np.ndarray):
             return kept
         import cv2
-        return cv2.imdecode(np.frombuffer(kept, np.uint8), cv2.IMREAD_COLOR)
+        image = cv2.imdecode(np.frombuffer(kept, np.uint8), cv2.IMREAD_COLOR)
+        if image is None:       # the preview was encoded here, so this means memory or library trouble
+            raise ValueError(f"the kept preview of page {index + 1} cannot be decoded")
+        return image
 
     def parts(self) -> list[Document]:
         """The documents to report: `results`, or the file document alone when there are none (the

@@ -26,7 +26,8 @@ def is_document(path: str) -> bool:
 
 
 def _walk(folder: str) -> tuple[list[str], list[str]]:
-    docs, other = [], []
+    docs: list[str] = []
+    other: list[str] = []
     for root, dirs, names in os.walk(folder):
         dirs.sort()  # stable order across runs, so resume and progress are predictable
         for name in sorted(names):

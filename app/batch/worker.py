@@ -123,9 +123,9 @@ def _analyse(path: str, drawer: _Drawer | None) -> Analysis:
         return _processor(path, _options.model_dir, _options.doc_type, on_image=drawer)
     analysis = _processor(path, _options.model_dir, _options.doc_type)
     if drawer is not None:      # a processor without on_image: draw the images it kept
-        for page, image in zip(analysis.document.pages, analysis.images):
+        for n, page in enumerate(analysis.document.pages[:len(analysis.images)]):
             results = [r for r in analysis.parts() if any(p.index == page.index for p in r.pages)]
-            drawer(image, page, results[0] if results else None)
+            drawer(analysis.image(n), page, results[0] if results else None)     # decodes a JPEG preview
     return analysis
 
 

@@ -20,6 +20,7 @@ import hashlib
 import sys
 from dataclasses import replace as dc_replace
 from pathlib import Path
+from typing import Any
 
 # `streamlit run app/ui/main.py` puts app/ui/ on sys.path, not the repository root that our packages live in.
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +197,7 @@ def sidebar() -> tuple[str | None, str | None, str]:
 # --- processing --------------------------------------------------------------------------------------
 
 def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | None,
-                   file_no: int = 1, files: int = 1) -> dict:
+                   file_no: int = 1, files: int = 1) -> dict[str, Any]:
     """Process one upload once per (content, model, type); the result lives in the session. A failed
     result (the file's document has an `error`) is never kept: the next rerun, or removing and adding
     the file again, reads it afresh instead of showing a stale failure (a transient model error used to
@@ -206,6 +207,7 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
     cache = st.session_state.setdefault("analyses", {})
     if key in cache:
         return cache[key]
+    result: dict[str, Any]
     if not data:
         result = {"key": key, "name": name, "error": {"type": "InputError",
                                                       "message": f"{name} is empty (0 bytes); upload the file again"}}
