@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import replace
 
 from data.synth import values as V
 from data.synth.blocks import Entry, Style, cell_text, kv_block, kv_line, qr_code, vertical_label
 from data.synth.canvas import Canvas
-from data.synth.stamp import seal_mask, stamp
+from data.synth.script import to_traditional
+from data.synth.stamp import seal_mask, seal_red, stamp, tax_bureau_seal
 
 FORM_COLORS = {"brown": (150, 85, 45), "maroon": (150, 45, 40), "blue": (35, 70, 140),
                "black": (35, 35, 35), "green": (40, 105, 70)}
@@ -48,7 +50,14 @@ E_LAYOUTS: dict[str, dict] = {
     "einv_stacked": dict(kv="above", form_colors=["blue", "maroon"], form_fonts=["hei", "song"],
                          value_fonts=["song", "kai"], size=(16, 19), misregister=0.0, block_h=150,
                          signs_inline=False),
+    # 电子发票（铁路电子客票）: drawn by data/synth/railway.py
+    "einv_railway": dict(railway=True, form_colors=["maroon", "brown", "black"], form_fonts=["song", "hei"],
+                         value_fonts=["song", "hei"], size=(18, 21), misregister=0.0),
 }
+# share of e-invoices (not railway) printed with traditional-script labels and title (電子發票（普通發票）)
+TRADITIONAL_SHARE = 0.15
+# share of pages whose seals sit over text: the tax bureau's over the title, the seller's over its name
+SEAL_OVER_TEXT = 0.5
 
 VAT_ITEM_HEADERS = ["货物或应税劳务、服务名称", "规格型号", "单位", "数量", "单价", "金额", "税率", "税额"]
 E_ITEM_HEADERS = ["项目名称", "规格型号", "单位", "数量", "单价", "金额", "税率/征收率", "税额"]
@@ -95,7 +104,7 @@ def _party_entries(prefix: str, party: dict[str, str], e_invoice: bool, with_con
 
 def _items_table(c: Canvas, st: Style, rng: random.Random, x0: float, x1: float, y0: float,
                  items: list[V.Item], tot: V.Totals, headers: list[str], row_h: float, body_h: float,
-                 rules: bool) -> float:
+                 rules: bool, total_label: str = "合　　计") -> float:
     """Header row, item rows, 合计 row. Returns the bottom y."""
     widths = [w / sum(COL_WEIGHTS) * (x1 - x0) for w in COL_WEIGHTS]
     edges = [x0]
@@ -122,7 +131,7 @@ def _items_table(c: Canvas, st: Style, rng: random.Random, x0: float, x1: float,
     ty0 = y0 + row_h + body_h
     ty1 = ty0 + row_h
     c.hline(x0, x1, ty0, st.rule_color)
-    cell_text(c, st, "合　　计", (edges[0], ty0, edges[1], ty1), st.size, form=True, label="question")
+    cell_text(c, st, total_label, (edges[0], ty0, edges[1], ty1), st.size, form=True, label="question")
     for key, value, col in (("total_amount", tot.amount, 5), ("total_tax", tot.tax, 7)):
         line = cell_text(c, st, "¥" + value, (edges[col], ty0, edges[col + 1], ty1), st.size, "right",
                          label="answer")
@@ -140,11 +149,17 @@ def _seller_seal(c: Canvas, rng: random.Random, name: str, tax_id: str, center: 
     if not c.decorations:
         return
     mask = seal_mask(rng, name, tax_id, "发票专用章", int(190 * scale), int(130 * scale))
-    stamp(c.image, mask, center, rng)
+    stamp(c.image, mask, center, rng, color=seal_red(rng))
 
 
 def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations: bool = True) -> Canvas:
     p = (E_LAYOUTS if e_invoice else VAT_LAYOUTS)[layout]
+    trad = e_invoice and rng.random() < TRADITIONAL_SHARE
+
+    def L(text: str) -> str:
+        """A printed label in the page's script."""
+        return to_traditional(text) if trad else text
+
     st = _style(rng, p)
     ox, oy = st.offset
     s = st.size / 20                                   # geometry scales with the type size
@@ -166,7 +181,7 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     # --- title, codes, QR -----------------------------------------------------------------------
     where = V.place(rng)
     if e_invoice:
-        title = rng.choice(["电子发票（增值税专用发票）", "电子发票（普通发票）"])
+        title = L(rng.choice(["电子发票（增值税专用发票）", "电子发票（普通发票）"]))
     elif p["electronic"]:
         title = f"{where[0]}增值税电子普通发票"
     else:
@@ -180,13 +195,19 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     c.hline(tb[0] - 20 * s, tb[2] + 20 * s, tb[3] + 15 * s, st.form_color, 1)
     if p.get("electronic") or e_invoice:
         qr_code(c, rng, x0 + 10 * s, 22 * s, 110 * s)
+    if e_invoice:
+        # the tax bureau's seal: over the title's middle, or just left of it
+        over = rng.random() < SEAL_OVER_TEXT
+        sx = (tb[0] + tb[2]) / 2 + rng.uniform(-60, 60) * s if over else tb[0] - rng.uniform(100, 120) * s
+        tax_bureau_seal(c.image if decorations else None, rng, where[0],
+                        (sx, (tb[1] + tb[3]) / 2 + rng.uniform(-8, 8) * s), s)
 
     issue = V.date_between(rng, dt.date(2019, 1, 1), dt.date(2025, 6, 30))
     date_text = V.format_date_cn(issue, zero_pad=rng.random() < 0.8)
     if e_invoice:
         number = f"{issue.year % 100:02d}{where[3][:2]}{rng.choice('12')}" + V.digits(rng, 15)
-        header = [Entry("发票号码：", number, "invoice_number", "code"),
-                  Entry("开票日期：", date_text, "issue_date", "date")]
+        header = [Entry(L("发票号码："), number, "invoice_number", "code"),
+                  Entry(L("开票日期："), date_text, "issue_date", "date")]
     else:
         # 10 digits on paper (region, year, batch, kind), 12 on electronic ones (a leading 0)
         code = f"{where[3][:4]}{issue.year % 100:02d}{rng.randint(1, 4)}{rng.randint(1, 3)}{V.digits(rng, 2)}"
@@ -210,7 +231,7 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     if not e_invoice and decorations:
         sup = seal_mask(rng, "全国统一发票监制章", "国家税务总局", f"{where[0]}税务局", int(170 * s), int(112 * s))
         stamp(c.image, sup, (W / 2 + rng.uniform(-30, 30) * s, 70 * s), rng, angle=0,
-              color=(200, 60, 50), strength=0.55)
+              color=seal_red(rng), strength=rng.uniform(0.55, 0.85))
 
     # --- frame and blocks ------------------------------------------------------------------------
     y = top_h
@@ -220,15 +241,15 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     pad = 10 * s
     if e_invoice:
         mid = (x0 + x1) / 2
-        vertical_label(c, st, "购买方信息", x0 + lab_w / 2, y + 4 * s, y + block_h - 4 * s, round(16 * s))
-        vertical_label(c, st, "销售方信息", mid + lab_w / 2, y + 4 * s, y + block_h - 4 * s, round(16 * s))
+        vertical_label(c, st, L("购买方信息"), x0 + lab_w / 2, y + 4 * s, y + block_h - 4 * s, round(16 * s))
+        vertical_label(c, st, L("销售方信息"), mid + lab_w / 2, y + 4 * s, y + block_h - 4 * s, round(16 * s))
         c.vline(x0 + lab_w, y, y + block_h, st.rule_color)
         c.vline(mid, y, y + block_h, st.rule_color)
         c.vline(mid + lab_w, y, y + block_h, st.rule_color)
         kv_block(c, st, (x0 + lab_w + pad, y + pad, mid - pad, y + block_h - pad),
-                 _party_entries("buyer", buyer, True, False), kv, rng)
+                 [replace(e, key=L(e.key)) for e in _party_entries("buyer", buyer, True, False)], kv, rng)
         kv_block(c, st, (mid + lab_w + pad, y + pad, x1 - pad, y + block_h - pad),
-                 _party_entries("seller", seller, True, False), kv, rng)
+                 [replace(e, key=L(e.key)) for e in _party_entries("seller", seller, True, False)], kv, rng)
     else:
         split_x = x0 + (x1 - x0) * 0.58
         vertical_label(c, st, "购买方", x0 + lab_w / 2, y + 8 * s, y + block_h - 8 * s, round(18 * s))
@@ -246,15 +267,16 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
                    st.value_color, label="other", max_width=x1 - split_x - lab_w - 2 * pad - max(ox, 0))
     y += block_h
     c.hline(x0, x1, y, st.rule_color)
-    y = _items_table(c, st, rng, x0, x1, y, items, tot, VAT_ITEM_HEADERS if not e_invoice else E_ITEM_HEADERS,
-                     row_h, body_h, rules=kv != "above" or rng.random() < 0.5)
+    y = _items_table(c, st, rng, x0, x1, y, items, tot,
+                     VAT_ITEM_HEADERS if not e_invoice else [L(h) for h in E_ITEM_HEADERS],
+                     row_h, body_h, rules=kv != "above" or rng.random() < 0.5, total_label=L("合　　计"))
     c.hline(x0, x1, y, st.rule_color)
 
     # --- 价税合计 row -------------------------------------------------------------------------------
     lab_end = x0 + (x1 - x0) * 0.2
     c.vline(lab_end, y, y + row_h, st.rule_color)
     if kv == "split" or kv == "above":
-        k = cell_text(c, st, "价税合计（大写）", (x0, y, lab_end, y + row_h), st.size - 1, form=True,
+        k = cell_text(c, st, L("价税合计（大写）"), (x0, y, lab_end, y + row_h), st.size - 1, form=True,
                       label="question")
         _cross_mark(c, st, lab_end + 12 * s, y + row_h / 2 - st.size * 0.55)
         v = c.text(lab_end + 12 * s + 2.5 * st.size + ox, y + row_h / 2 - st.size * 0.55 + oy, tot.words,
@@ -262,19 +284,19 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
         c.field("total_with_tax_in_words", v, 0, len(tot.words), "amount_words")
         c.link(k, v)
         sx = x0 + (x1 - x0) * 0.68
-        k2 = c.text(sx, y + row_h / 2 - st.size * 0.55, "（小写）", st.size, st.form_font, st.form_color,
+        k2 = c.text(sx, y + row_h / 2 - st.size * 0.55, L("（小写）"), st.size, st.form_font, st.form_color,
                     label="question")
         v2 = c.text(c.lines[k2].box[2] + 2.5 * st.size + ox, y + row_h / 2 - st.size * 0.55 + oy,
                     "¥" + tot.with_tax, st.size, st.value_font, st.value_color, label="answer")
         c.field("total_with_tax", v2, 1, 1 + len(tot.with_tax), "amount")
         c.link(k2, v2)
     else:
-        cell_text(c, st, "价税合计（大写）", (x0, y, lab_end, y + row_h), st.size - 1, form=True, label="question")
+        cell_text(c, st, L("价税合计（大写）"), (x0, y, lab_end, y + row_h), st.size - 1, form=True, label="question")
         _cross_mark(c, st, lab_end + 12 * s, y + row_h / 2 - st.size * 0.55)
         v = c.text(lab_end + 12 * s + 2.5 * st.size + ox, y + row_h / 2 - st.size * 0.55 + oy, tot.words,
                    st.size, st.value_font, st.value_color)
         c.field("total_with_tax_in_words", v, 0, len(tot.words), "amount_words")
-        v2 = c.text(x0 + (x1 - x0) * 0.68 + ox, y + row_h / 2 - st.size * 0.55 + oy, "（小写）¥" + tot.with_tax,
+        v2 = c.text(x0 + (x1 - x0) * 0.68 + ox, y + row_h / 2 - st.size * 0.55 + oy, L("（小写）") + "¥" + tot.with_tax,
                     st.size, st.value_font, st.value_color)
         c.field("total_with_tax", v2, 5, 5 + len(tot.with_tax), "amount")
     y += row_h
@@ -283,7 +305,7 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     # --- seller block / remarks ---------------------------------------------------------------------
     remark = rng.choice(["", "", f"合同号：HT{V.digits(rng, 8)}", "含运费", f"项目：{rng.choice(V.INDUSTRIES)}服务"])
     if e_invoice:
-        vertical_label(c, st, "备注", x0 + lab_w / 2, y + 8 * s, y + block_h - 8 * s, round(18 * s))
+        vertical_label(c, st, L("备注"), x0 + lab_w / 2, y + 8 * s, y + block_h - 8 * s, round(18 * s))
         c.vline(x0 + lab_w, y, y + block_h, st.rule_color)
         if remark:
             line = c.text(x0 + lab_w + pad, y + pad, remark, st.size, st.value_font, st.value_color)
@@ -308,15 +330,19 @@ def render_invoice(rng: random.Random, layout: str, e_invoice: bool, decorations
     sy = y + 18 * s
     signs = [("收 款 人：", "payee"), ("复 核：", "reviewer"), ("开 票 人：", "drawer")]
     if e_invoice:
-        signs = [("开票人：", "drawer")]
+        signs = [(L("开票人："), "drawer")]
     sign_mode = "inline" if p["signs_inline"] else "split"
     slot = (x1 - x0) / 4
     for i, (key, fkey) in enumerate(signs):
         kv_line(c, st, x0 + slot * i, sy, Entry(key, V.person_name(rng), fkey), sign_mode, slot - 30 * s, rng)
     if not e_invoice:
         c.text(x0 + slot * 3, sy, "销售方：（章）", st.size, st.form_font, st.form_color, label="other")
-    # the seal sits over "销售方：（章）" and the frame's bottom rule, as on paper
+    # the seal sits over "销售方：（章）" and the frame's bottom rule, as on paper, or over the seller's
+    # name and code
     seal_center = (x0 + slot * 3 + rng.uniform(40, 160) * s, sy - rng.uniform(-10, 40) * s)
+    if rng.random() < SEAL_OVER_TEXT:
+        nb = c.fields["seller_name"].box
+        seal_center = ((nb[0] + nb[2]) / 2 + rng.uniform(-40, 40) * s, nb[3] + rng.uniform(-5, 25) * s)
     _seller_seal(c, rng, seller["name"], seller["tax_id"], seal_center, s)
     return c
 
@@ -326,4 +352,8 @@ def render_vat(rng: random.Random, layout: str, decorations: bool = True) -> Can
 
 
 def render_e_invoice(rng: random.Random, layout: str, decorations: bool = True) -> Canvas:
+    p = E_LAYOUTS[layout]
+    if p.get("railway"):
+        from data.synth.railway import render_railway
+        return render_railway(rng, _style(rng, p), decorations)
     return render_invoice(rng, layout, True, decorations)

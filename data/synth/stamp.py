@@ -74,3 +74,21 @@ def stamp(image: Image.Image, mask: Image.Image, center: tuple[float, float], rn
     tint = np.array(color, dtype=np.float32) / 255
     out = region * (1 - alpha * (1 - tint))
     image.paste(Image.fromarray(out.clip(0, 255).astype(np.uint8)), (ix0, iy0))
+
+
+def seal_red(rng: random.Random) -> tuple[int, int, int]:
+    """The ink of a stamped or digitally printed seal: a saturated red (high R, low G and B), unlike the
+    brown, dark-red or black print of the forms it sits on."""
+    return rng.randint(205, 235), rng.randint(10, 40), rng.randint(20, 50)
+
+
+def tax_bureau_seal(image: Image.Image | None, rng: random.Random, province: str, center: tuple[float, float],
+                    scale: float) -> None:
+    """The tax bureau's oval 全国统一发票监制 seal of an e-invoice title, in saturated red. `image` None
+    (a text-only page) draws nothing but takes the same random draws, so the values stay the same."""
+    srng = random.Random(rng.getrandbits(32))
+    if image is None:
+        return
+    mask = seal_mask(srng, "全国统一发票监制", "国家税务总局", f"{province}税务局", int(180 * scale), int(118 * scale))
+    stamp(image, mask, center, srng, color=seal_red(srng), angle=srng.uniform(-3, 3),
+          strength=srng.uniform(0.75, 0.95))

@@ -55,7 +55,10 @@ def _paper(c: Canvas, rng: random.Random, paper: str, s: float) -> None:
         c.draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=line, width=max(2, round(5 * s)))
 
 
-def _values(rng: random.Random) -> dict[str, str]:
+def _values(rng: random.Random, first: dt.date = dt.date(2015, 1, 1),
+            last: dt.date = dt.date(2025, 6, 30)) -> dict[str, str]:
+    """A journey's printed values, departing between `first` and `last` (the railway e-invoice reuses
+    them)."""
     (a, a_py), (b, b_py) = rng.sample(V.STATIONS, 2)
     prefix = rng.choice("GGGGDDCKKTZ")
     classes, kind = V.TRAIN_KINDS[prefix]
@@ -72,7 +75,7 @@ def _values(rng: random.Random) -> dict[str, str]:
         seat = f"{car:02d}车{rng.randint(1, 66):03d}号{berth}铺"
     km = rng.randint(80, 2200)
     price = max(5.0, round(rate * km / 100 * 2) / 2)          # fares end in .0 or .5
-    when = dt.datetime.combine(V.date_between(rng, dt.date(2015, 1, 1), dt.date(2025, 6, 30)),
+    when = dt.datetime.combine(V.date_between(rng, first, last),
                                dt.time(rng.randint(5, 22), rng.choice(range(0, 60, 1))))
     birth = V.date_between(rng, dt.date(1950, 1, 1), dt.date(2015, 12, 31))
     id_number = V.id_number(rng, birth, rng.random() < 0.5)
