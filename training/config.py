@@ -116,8 +116,8 @@ def _encoder_keys() -> list[str]:
 
 def _unknown(key: str, where: str, valid: list[str], source: str) -> ConfigError:
     near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    hint = f"; did you mean {where}{near[0]!r}?" if near else f"; valid keys: {', '.join(sorted(valid))}"
-    return ConfigError(f"{source}: unknown key {where}{key!r}{hint}")
+    hint = f"; did you mean '{where}{near[0]}'?" if near else f"; valid keys: {', '.join(sorted(valid))}"
+    return ConfigError(f"{source}: unknown key '{where}{key}'{hint}")
 
 
 def _build(cls: type, raw: Any, where: str, source: str) -> Any:

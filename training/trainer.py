@@ -1,6 +1,10 @@
 """Train the extractor: synthetic corpus -> (noisy GT + real OCR) windows -> encoder + heads -> model dir.
 
-    python -m training train --config configs/default.yaml [--out DIR] [--resume]
+    python -m training train --config configs/default.yaml [--out DIR] [--resume] [--init-from CKPT_DIR]
+
+The config is a TrainConfig (training/config.py), read strictly; the loop, LR schedule and checkpoints
+are training/loop.py's, shared with retrain and pretrain. `--init-from` starts the encoder from a
+Chinese-BERT-wwm / ERNIE checkpoint directory (PaddleNLP or Hugging Face layout) instead of scratch.
 
 What a run does, in order (every step is resumable from the work directory):
 1. corpus: reads `data.corpus` JSONL, or generates pages with `python -m data.synth` per doc type;
