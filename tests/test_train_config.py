@@ -148,3 +148,17 @@ def test_training_imports_nothing_from_the_app():
     bad = [str(p.relative_to(ROOT)) for p in (ROOT / "training").rglob("*.py")
            if re.search(r"^\s*(from app[.\s]|import app\b)", p.read_text(encoding="utf-8"), re.M)]
     assert bad == []
+
+
+@pytest.mark.parametrize("name, layers", [("base", 12), ("large", 24)])
+def test_base_and_large_configs_run_the_preset_shape_through_the_pipeline_engine(name, layers):
+    """Naming a preset without `encoder` overrides gets that preset's shape (the default overrides are
+    the bundled tiny model's), and the config's pipeline split fits the model's blocks and batch."""
+    from models.encoder import EncoderConfig
+    from training.step import check_pipeline
+    cfg = load_config(ROOT / "configs" / f"{name}.yaml")
+    assert cfg.model.encoder == {} and EncoderConfig.preset(cfg.model.preset).num_layers == layers
+    pipe = check_pipeline(cfg.pipeline.as_dict(), n_blocks=layers + 2, batch_size=cfg.train.batch_size)
+    assert pipe["stages"] > 1 and pipe["transport"] == "inprocess"
+    assert TrainConfig.from_dict({"model": {"preset": "base", "encoder": {"dropout": 0.2}}}).model.encoder == \
+        {"dropout": 0.2}

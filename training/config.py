@@ -24,6 +24,9 @@ from training.noise import NoiseConfig
 DEFAULT_TYPES = ["vat_invoice", "e_invoice", "id_card_front", "id_card_back", "receipt", "generic_form"]
 
 
+BUNDLED_ENCODER = {"hidden_size": 192, "num_layers": 3, "num_heads": 4, "intermediate_size": 768, "dropout": 0.1}
+
+
 @dataclass
 class DataConfig:
     """Where the pages come from and how they are split."""
@@ -41,9 +44,9 @@ class ModelConfig:
     """The encoder: a preset shape with per-field overrides, or a pretrained checkpoint (`init_from`)."""
     preset: str = "tiny"
     max_len: int = 256                # window length in characters; pages are cut into overlapping windows
-    # overrides of the preset's EncoderConfig fields; the bundled model's shape (a smaller tiny)
-    encoder: dict[str, Any] = field(default_factory=lambda: {
-        "hidden_size": 192, "num_layers": 3, "num_heads": 4, "intermediate_size": 768, "dropout": 0.1})
+    # overrides of the preset's EncoderConfig fields; the default is the bundled model's shape (a smaller
+    # tiny) and belongs to the default preset: a config naming another preset without `encoder` gets none
+    encoder: dict[str, Any] = field(default_factory=lambda: dict(BUNDLED_ENCODER))
     # a Chinese-BERT-wwm / ERNIE checkpoint directory (PaddleNLP or Hugging Face layout) to start the
     # encoder from; its config.json and vocab.txt then decide the shape and vocabulary (preset and
     # encoder are ignored)
@@ -87,7 +90,11 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None, source: str = "config") -> "TrainConfig":
         """Strictly: every key must be a field (else ConfigError naming it and the nearest valid one)."""
-        return _build(cls, raw or {}, "", source)
+        raw = dict(raw or {})
+        model = raw.get("model")
+        if isinstance(model, dict) and model.get("preset", "tiny") != "tiny" and "encoder" not in model:
+            raw["model"] = {**model, "encoder": {}}     # the default overrides are the tiny preset's
+        return _build(cls, raw, "", source)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (what provenance.json records and YAML writes)."""
