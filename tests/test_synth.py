@@ -192,9 +192,15 @@ def test_generic_form_pairs_point_at_question_and_answer_lines():
         _, gt = generate("generic_form", 5, layout)
         assert gt["pairs"], layout
         for p in gt["pairs"]:
-            k, v = gt["lines"][p["key_line"]], gt["lines"][p["value_line"]]
-            assert k["text"].rstrip("：") == p["key"] and v["text"] == p["value"]
-            assert [p["key_line"], p["value_line"]] in k["linking"] and [p["key_line"], p["value_line"]] in v["linking"]
+            # a key or value may run over several lines (data/synth/form.py): the pair joins them
+            keys, vals = p["key_lines"], p["value_lines"]
+            assert keys[0] == p["key_line"] and vals[0] == p["value_line"]
+            assert "".join(gt["lines"][i]["text"] for i in keys).rstrip("：") == p["key"]
+            value = "".join(gt["lines"][i]["text"] for i in vals)
+            assert value == p["value"] or ("options" in p and value[1:] == p["value"])   # ☑女 -> 女
+            for k in keys:
+                for v in vals:
+                    assert [k, v] in gt["lines"][k]["linking"] and [k, v] in gt["lines"][v]["linking"]
         assert any(ln["label"] == "header" for ln in gt["lines"])
 
 

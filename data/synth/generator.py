@@ -5,6 +5,8 @@ Ground truth (a contract other parts build on):
      "lines": [{"id", "text", "quad", "box", "label", "linking"}],
      "fields": {key: {"value", "text", "line", "span", "box"}},
      "items": [{key: field}], "pairs": [{"key", "value", "key_line", "value_line"}]}
+Generic forms' pairs also list every line of a multi-line key or value ("key_lines", "value_lines")
+and a check-box group's "options" (data/synth/form.py says how).
 Geometry is in the final (degraded) image's pixels. A page is a pure function of (doc_type, seed,
 layout, degrade): the same arguments give byte-identical images and JSON.
 """

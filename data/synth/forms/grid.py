@@ -1,0 +1,210 @@
+"""Ruled-table forms: label cells with the value in the next cell (no colon), as registration,
+HR and application forms print them.
+
+- form_cells:   two label/value pairs per row, a photo cell, whole-row cells for long values
+- form_cells3:  three pairs per row in narrow cells, so most labels wrap over two lines (政治/面貌)
+- form_rows:    one pair per row plus rows where a label is followed by several values
+                (联系方式 | 138... | ...@163.com: one pair per value), hint cells and a signature row
+- form_banded:  sections as a vertical band of characters on the left (基/本/信/息), pairs on the right
+
+All of them: check-box cells (□男 ☑女), empty value cells, hint text in brackets inside a cell,
+values that wrap over two lines, section rows spanning the table.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from data.synth.canvas import Canvas
+from data.synth.forms import kit
+from data.synth.forms.labels import CHECKS, HINTS, LONG, MULTI, NUMERALS, SECTIONS, Label, make_value, pick_form
+
+GRID_LAYOUTS: dict[str, dict] = {
+    "form_cells": dict(fonts=["song", "hei"], cols=2, photo=True),
+    "form_cells3": dict(fonts=["song", "hei", "fangsong"], cols=3, photo=False),
+    "form_rows": dict(fonts=["hei", "song"], cols=1, photo=False),
+    "form_banded": dict(fonts=["song", "kai", "hei"], cols=2, photo=False),
+}
+
+
+@dataclass
+class Cell:
+    label: Label | None            # None: a section row
+    span: int = 1                  # value cells merged to the right (a whole-row value)
+    multi: list[str] = field(default_factory=list)   # several values (kinds) after one label
+    empty: bool = False
+    hint: str = ""
+
+
+def _plan(rng: random.Random, labels: list[Label], cols: int, multi_rows: int, sections: bool) -> list[list[Cell]]:
+    rows: list[list[Cell]] = []
+    row: list[Cell] = []
+
+    def flush() -> None:
+        if row:
+            row[-1].span = cols - len(row) + 1       # the last value cell takes the rest of the row
+            rows.append(list(row))
+            row.clear()
+
+    n = rng.randint(min(len(labels), 9), len(labels))
+    sec_at = set(rng.sample(range(2, max(3, n - 2)), k=min(2, max(0, n // 6)))) if sections else set()
+    for i, lab in enumerate(labels[:n]):
+        if i in sec_at:
+            flush()
+            rows.append([Cell(None)])
+        empty = rng.random() < 0.12
+        hint = rng.choice(HINTS) if empty and rng.random() < 0.5 else ""
+        if lab.kind in LONG and cols > 1 and rng.random() < 0.5:     # a whole row, else it wraps in its cell
+            flush()
+            rows.append([Cell(lab, span=cols, empty=empty, hint=hint)])
+            continue
+        row.append(Cell(lab, empty=empty, hint=hint))
+        if len(row) == cols:
+            flush()
+    flush()
+    for _ in range(multi_rows):
+        text, kinds = rng.choice(MULTI)
+        at = rng.randint(1, len(rows))
+        rows.insert(at, [Cell(Label(text, "multi"), span=cols, multi=kinds)])
+    return rows
+
+
+def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
+    p = GRID_LAYOUTS[layout]
+    deco = random.Random(rng.random())
+    title, labels = pick_form(rng)
+    ink = kit.page_ink(rng, p["fonts"], (16, 20) if p["cols"] == 3 else (17, 21))
+    size, cols = ink.size, p["cols"]
+    W = rng.randint(1100, 1300)
+    c = Canvas(W, 3200, rng, decorations=decorations)
+    x0, x1 = rng.uniform(50, 80), W - rng.uniform(50, 80)
+    c.text(W / 2, 40, title, size + rng.randint(8, 14), rng.choice(["hei_bold", "song_bold"]), (0, 0, 0),
+           label="header", align="center")
+    y = 40 + size * 3.4
+    if rng.random() < 0.6:
+        y += size * 1.2
+        k = c.text(x0, y - size * 1.6, rng.choice(["填表日期：", "编号：", "登记日期："]), size - 2, ink.font,
+                   ink.color, label="question")
+        if rng.random() < 0.7:
+            v = c.text(c.lines[k].box[2] + 8, y - size * 1.6, make_value(rng, "date"), size - 2, ink.value_font,
+                       ink.value_color, label="answer")
+            kit.group(c, [k], [v], kit.lines_text(c, [k]), c.lines[v].text)
+    band = size * 2.2 if layout == "form_banded" else 0.0
+    rows = _plan(rng, labels, cols, rng.randint(1, 2) if layout == "form_rows" else int(rng.random() < 0.4),
+                 sections=layout != "form_banded")
+    photo_rows = 4 if p["photo"] else 0
+    photo_w = size * 6.5
+    label_w = size * rng.uniform(4.4, 5.2) if cols < 3 else size * rng.uniform(3.3, 4.0)
+    shade = rng.random() < 0.4
+    top = photo_bottom = y
+    band_start, band_names = y, list(rng.sample(SECTIONS, 4))
+    for r, row in enumerate(rows):
+        right = x1 - (photo_w if r < photo_rows else 0)
+        left = x0 + band
+        if row[0].label is None:                       # a section row
+            h = size * 2.0
+            c.rect([left, y, right, y + h], (0, 0, 0), 1, fill=(240, 240, 240) if shade else None)
+            name = rng.choice(SECTIONS)
+            text = f"{NUMERALS[r % 8]}、{name}" if rng.random() < 0.5 else name
+            centred = rng.random() < 0.5
+            c.text((left + right) / 2 if centred else left + 10, y + h / 2 - size * 0.55, text, size,
+                   rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header",
+                   align="center" if centred else "left")
+            y += h
+            continue
+        if layout == "form_banded" and r and r % max(2, len(rows) // 3) == 0 and band_names:
+            _band(c, ink, x0, band_start, y, band_names.pop(0))
+            band_start = y
+        unit = (right - left) / cols
+        h = _row(c, rng, ink, row, left, y, unit, label_w, shade)
+        y += h
+        if r + 1 == photo_rows:
+            photo_bottom = y
+    if layout == "form_banded" and band_names:
+        _band(c, ink, x0, band_start, y, band_names.pop(0))
+    if photo_rows:
+        c.rect([x1 - photo_w, top, x1, photo_bottom], (0, 0, 0), 1)
+        c.text(x1 - photo_w / 2, (top + photo_bottom) / 2 - size * 0.55,
+               rng.choice(["照片", "（贴照片处）", "一寸照片"]), size - 2, ink.font, (80, 80, 80), label="other",
+               align="center")
+    y += size * 1.2
+    if rng.random() < 0.7:
+        c.text(x0, y, rng.choice(["本人承诺以上所填信息真实有效，如有虚假，愿承担相应责任。",
+                                  "注：本表一式两份，请用黑色签字笔填写，字迹清晰。", "说明：带*号的为必填项。"]),
+               size - 2, ink.font, ink.color, label="other", max_width=x1 - x0)
+        y += size * 2.2
+    who = rng.choice(["申请人签名", "本人签字", "填表人", "经办人签字"])
+    kit.signature(c, rng, x0 + (x1 - x0) * 0.45, y, ink, who, (x1 - x0) * 0.55,
+                  make_value(rng, "name") if rng.random() < 0.4 else None)
+    c.crop_height(y + size * 1.4 + rng.uniform(40, 90))
+    kit.decorate(c, deco, make_value(deco, "company"), (x1 - 140, y), [lab.text for lab in labels] + [title])
+    return c
+
+
+def _band(c: Canvas, ink: kit.Ink, x: float, y0: float, y1: float, name: str) -> None:
+    """A section named down a narrow left column, one character a line (headers)."""
+    w = ink.size * 2.2
+    c.rect([x, y0, x + w, y1], (0, 0, 0), 1)
+    step = min(ink.size * 1.5, (y1 - y0) / (len(name) + 1))
+    start = (y0 + y1) / 2 - step * len(name) / 2
+    for i, ch in enumerate(name):
+        c.text(x + w / 2, start + i * step, ch, ink.size, ink.font, (0, 0, 0), label="header", align="center")
+
+
+def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: float, y: float, unit: float,
+         label_w: float, shade: bool) -> float:
+    """Draw one table row of label/value cells; returns its height."""
+    size = ink.size
+    gap = 1.25
+    plans = []
+    for cell in row:
+        assert cell.label is not None
+        lab = cell.label.text
+        width = unit * cell.span - label_w
+        parts = [lab] if c.text_width(lab, size, ink.font) <= label_w - 10 else kit.split_label(lab)
+        values: list[list[str]] = []
+        vsize = size
+        if cell.label.kind in CHECKS and not cell.empty:
+            need = sum(c.text_width("□" + o, size, ink.font) + 2.0 * size for o in CHECKS[cell.label.kind])
+            values = [[""] * (1 if need <= width - 20 else 2)]      # room for the options (drawn below)
+        elif cell.multi:
+            values = [[make_value(rng, k)] for k in cell.multi]
+        elif not cell.empty and cell.label.kind not in CHECKS:
+            text = make_value(rng, cell.label.kind)
+            wrap_at = kit.break_width(rng, text, ink.value_font, size, width - 20,
+                                      0.5 if cell.label.kind in LONG else 0.0)
+            lines, vsize = kit.fit_lines(text, ink.value_font, size, wrap_at)
+            values = [lines]
+        plans.append((cell, parts, values, width, vsize))
+    n_lines = max([len(p[1]) for p in plans] + [len(v) for p in plans for v in p[2]] + [1])
+    h = size * (2.2 if n_lines == 1 else 1.1 + gap * n_lines)
+    x = left
+    for cell, parts, values, width, vsize in plans:
+        assert cell.label is not None
+        c.rect([x, y, x + label_w, y + h], (0, 0, 0), 1, fill=(238, 238, 238) if shade else None)
+        c.rect([x + label_w, y, x + label_w + width, y + h], (0, 0, 0), 1)
+        ky = y + h / 2 - size * (0.55 + (len(parts) - 1) * gap / 2)
+        keys = kit.stacked(c, x + label_w / 2, ky, parts, size, ink.font, ink.color, "question", "center", gap,
+                           max_width=label_w - 8)
+        vx = x + label_w + 10
+        if cell.label.kind in CHECKS and not cell.empty:
+            cy = y + h / 2 - size * (0.55 + (len(values[0]) - 1) * 0.65)
+            kit.checks(c, rng, keys, vx, cy, CHECKS[cell.label.kind], ink, max_x=x + label_w + width - 6)
+        elif cell.multi:
+            sub = width / len(values)
+            for j, (text,) in enumerate(values):
+                if j:
+                    c.vline(vx - 10 + j * sub, y, y + h, (0, 0, 0))
+                v = c.text(vx + j * sub, y + h / 2 - size * 0.55, text, size, ink.value_font, ink.value_color,
+                           label="answer", max_width=sub - 20)
+                kit.group(c, keys, [v], kit.lines_text(c, keys), text)
+        elif values:
+            lines = values[0]
+            vy = y + h / 2 - size * (0.55 + (len(lines) - 1) * gap / 2)
+            vs = kit.stacked(c, vx, vy, lines, vsize, ink.value_font, ink.value_color, "answer", "left", gap)
+            kit.group(c, keys, vs, kit.lines_text(c, keys), "".join(lines))
+        elif cell.hint:
+            c.text(vx, y + h / 2 - size * 0.5, cell.hint, size - 3, ink.font, ink.hint_color, label="other",
+                   max_width=width - 20)
+        x += label_w + width
+    return h
