@@ -152,3 +152,87 @@ def test_real_ocr_pairs_on_form_layouts_the_model_never_saw():
             assert p.key_box[2] > p.key_box[0] and p.value_box[2] > p.value_box[0]
             assert 0 <= p.value_box[0] < page.width and 0 <= p.value_box[1] < page.height
     assert total.tp >= 10 and total.f1 >= 0.85, total.as_dict()
+
+
+# --- the failure kinds of real forms nobody on the team had seen (issue 19), one hand-built page each ----
+
+def _link_page(lines, links: dict[tuple[int, int], float], tags=None) -> list[tuple[str, str]]:
+    """Pairs decoded with a link head that scores line a -> line b as `links` says (else no score)."""
+    page, pred = _page(lines, tags)
+    pred.link = lambda a, b: links.get((a[0], b[0]))
+    return [(p.key, p.value) for p in decode_form(page, pred, LABELS)]
+
+
+def test_a_label_over_two_lines_of_one_cell_is_one_key():
+    # 政治 / 面貌 stacked in the label cell, the answer in the next cell between the two lines
+    lines = [("政治", [100, 100, 148, 124]), ("面貌", [100, 128, 148, 152]), ("中共党员", [260, 114, 360, 138])]
+    assert _pairs(lines) == [("政治面貌", "中共党员")]
+    # the second line ends the key with its colon, or is the bracketed part of it
+    lines = [("提交证件", [100, 100, 196, 124]), ("情况：", [100, 128, 166, 152]), ("已提交", [260, 128, 330, 152])]
+    assert _pairs(lines) == [("提交证件情况", "已提交")]
+    lines = [("申报学院", [100, 100, 196, 124]), ("（部门）", [104, 128, 190, 152]), ("信息学院", [260, 114, 360, 138])]
+    assert _pairs(lines) == [("申报学院（部门）", "信息学院")]
+    # two rows of a table are two keys, each with its own answer
+    lines = [("姓名", [100, 100, 148, 124]), ("张三", [260, 100, 310, 124]),
+             ("性别", [100, 132, 148, 156]), ("男", [260, 132, 284, 156])]
+    assert _pairs(lines) == [("姓名", "张三"), ("性别", "男")]
+
+
+def test_hint_text_in_a_field_is_no_value():
+    lines = [("签名", [100, 100, 148, 124]), ("（使领馆人员填写）", [300, 100, 500, 124]),
+             ("承诺：请勾选", [100, 200, 250, 224]),
+             ("备注：（如有请注明）", [100, 300, 320, 324])]
+    assert _pairs(lines) == []
+    # and a field whose help text sits right of it does not take the line below instead
+    lines = [("签名", [100, 100, 148, 124]), ("（本人填写）", [300, 100, 440, 124]), ("李明", [100, 130, 150, 154])]
+    assert _pairs(lines) == []
+
+
+def test_check_box_options_answer_with_the_ticked_one_and_are_never_keys():
+    lines = [("性别", [100, 100, 148, 124]), ("□男", [200, 100, 250, 124]), ("☑女", [280, 100, 330, 124]),
+             ("是否党员", [100, 160, 196, 184]), ("口是", [220, 160, 270, 184]), ("口否", [300, 160, 350, 184]),
+             ("婚姻状况：□未婚 □已婚", [100, 220, 360, 244])]
+    assert _pairs(lines) == [("性别", "女")]
+
+
+def test_an_empty_field_does_not_take_the_next_label():
+    lines = [("申报学院（部门）：", [100, 100, 300, 124]),
+             ("姓名", [100, 140, 148, 164]), ("李明", [260, 140, 310, 164]),
+             ("所在单位", [100, 180, 196, 204])]
+    assert _pairs(lines) == [("姓名", "李明")]
+
+
+def test_a_value_over_two_lines_is_joined():
+    lines = [("通讯地址：湖南省长沙市岳麓区麓山南路", [100, 100, 560, 124]), ("932号中南大学", [210, 128, 380, 152]),
+             ("邮编：410083", [100, 180, 240, 204])]
+    assert _pairs(lines) == [("通讯地址", "湖南省长沙市岳麓区麓山南路932号中南大学"), ("邮编", "410083")]
+    # a thesis title on the underline right of a colon-less label, wrapped under its first line
+    lines = [("论文题目", [100, 100, 196, 124]), ("基于图神经网络的城市交通", [300, 100, 600, 124]),
+             ("流量预测方法研究", [300, 128, 500, 152]), ("学    院", [100, 180, 196, 204]),
+             ("计算机学院", [300, 180, 420, 204])]
+    assert _pairs(lines) == [("论文题目", "基于图神经网络的城市交通流量预测方法研究"), ("学    院", "计算机学院")]
+
+
+def test_a_label_followed_by_several_values_in_a_row_keeps_them_all():
+    lines = [("学习经历", [100, 100, 196, 124]), ("2015.09-2019.06", [260, 100, 420, 124]),
+             ("中南大学", [480, 100, 580, 124]), ("本科", [640, 100, 690, 124])]
+    assert _pairs(lines, ["QQQQ", "A" * 15, "AAAA", "AA"]) == \
+        [("学习经历", "2015.09-2019.06"), ("学习经历", "中南大学"), ("学习经历", "本科")]
+    # a piece OCR cut from the value (1983/6/ | 8) is the same value, not a second one
+    lines = [("出生日期：", [100, 100, 200, 124]), ("1983/6/", [220, 100, 300, 124]), ("8", [312, 100, 324, 124])]
+    assert _pairs(lines) == [("出生日期", "1983/6/8")]
+    # the next cell of a row is another field's label: it stays a key
+    lines = [("姓名", [100, 100, 148, 124]), ("张三", [260, 100, 310, 124]), ("性别", [400, 100, 448, 124]),
+             ("男", [560, 100, 584, 124])]
+    assert _pairs(lines) == [("姓名", "张三"), ("性别", "男")]
+
+
+def test_the_link_head_decides_between_the_candidates_layout_allows():
+    # 负责人 has a name right of it on its row and another right below; the model links it to the one below
+    lines = [("负责人", [100, 100, 172, 124]), ("王五", [300, 100, 350, 124]), ("赵六", [100, 130, 150, 154])]
+    assert _link_page(lines, {(0, 2): 6.0, (0, 1): -6.0}) == [("负责人", "赵六")]
+    assert _link_page(lines, {(0, 2): -6.0, (0, 1): 6.0}) == [("负责人", "王五")]
+    assert _pairs(lines) == [("负责人", "王五")]                     # no link scores: the row wins
+    # ... but never a link layout vetoes: a label is no value however sure the head is
+    lines = [("电话：", [100, 100, 160, 124]), ("姓名", [100, 130, 148, 154]), ("李明", [260, 130, 310, 154])]
+    assert _link_page(lines, {(0, 1): 9.0}) == [("姓名", "李明")]

@@ -286,7 +286,7 @@ def test_form_rules():
     assert ("编号", "80247952") in _pairs(furniture, known, off=frozenset(["form_furniture"]))
     options = [("领取方式：", [100, 100, 200, 124]), ("自取", [220, 100, 260, 124]), ("邮寄", [280, 100, 320, 124])]
     assert _pairs(options, ["QQQQQ", "AA", "AA"]) == []
-    assert _pairs(options, ["QQQQQ", "AA", "AA"], off=frozenset(["form_options_row"])) == [("领取方式", "自取")]
+    assert [k for k, _ in _pairs(options, ["QQQQQ", "AA", "AA"], off=frozenset(["form_options_row"]))] == ["领取方式"]
     unsure = [("部门：", [100, 160, 160, 184]), ("采购部", [180, 160, 240, 184])]
     assert _pairs(unsure, scores={1: 0.5}) == []
     assert _pairs(unsure, scores={1: 0.5}, off=frozenset(["form_ocr_min"])) == [("部门", "采购部")]
@@ -309,3 +309,46 @@ def test_type_unsure_is_generic():
                            generic=2)] == "receipt"
     sure = np.array([0.0, 0.9999, 0.0001])
     assert types[pick_type(sure, types, schemas, ["好又多超市", "合计：12.50"], generic=2)] == "receipt"
+
+
+def test_form_layout_rules():
+    two_line = [("政治", [100, 100, 148, 124]), ("面貌", [100, 128, 148, 152]), ("中共党员", [260, 114, 360, 138])]
+    assert _pairs(two_line) == [("政治面貌", "中共党员")]
+    assert ("政治面貌", "中共党员") not in _pairs(two_line, off=frozenset(["form_join_labels"]))
+    wrapped = [("通讯地址：湖南省长沙市岳麓区", [100, 100, 460, 124]), ("麓山南路932号", [210, 128, 380, 152])]
+    assert _pairs(wrapped) == [("通讯地址", "湖南省长沙市岳麓区麓山南路932号")]
+    assert _pairs(wrapped, off=frozenset(["form_join_values"])) == [("通讯地址", "湖南省长沙市岳麓区")]
+    row = [("学习经历", [100, 100, 196, 124]), ("2015-2019", [260, 100, 380, 124]), ("2019-2022", [480, 100, 600, 124])]
+    assert _pairs(row) == [("学习经历", "2015-2019"), ("学习经历", "2019-2022")]
+    assert _pairs(row, off=frozenset(["form_row_values"])) == [("学习经历", "2015-2019")]
+    empty = [("申报学院（部门）：", [100, 100, 300, 124]), ("姓名", [100, 140, 148, 164]),
+             ("李明", [260, 140, 310, 164])]
+    assert _pairs(empty) == [("姓名", "李明")]
+    assert ("申报学院（部门）", "姓名") in _pairs(empty, off=frozenset(["form_label_not_value"]))
+    hint = [("签名：", [100, 100, 160, 124]), ("（使领馆人员填写）", [300, 100, 500, 124])]
+    assert _pairs(hint) == []
+    assert _pairs(hint, off=frozenset(["form_hints"])) == [("签名", "（使领馆人员填写）")]
+    boxes = [("性别", [100, 100, 148, 124]), ("□男", [200, 100, 250, 124]), ("☑女", [280, 100, 330, 124])]
+    assert _pairs(boxes) == [("性别", "女")]
+    assert _pairs(boxes, off=frozenset(["form_check_groups"])) != [("性别", "女")]
+    # form_link: the head's logit picks the line below over the name right of the key
+    rows = [("负责人", [100, 100, 172, 124]), ("王五", [300, 100, 350, 124]), ("赵六", [100, 130, 150, 154])]
+    page = Page(index=0, width=1200, height=1600, lines=[Line(t, box_to_quad(b)) for t, b in rows])
+    probs = [np.eye(len(FORM_LABELS))[np.zeros(len(t), int)] for t, _ in rows]
+    pred = PagePrediction(np.zeros(1), probs, lambda a, b: {(0, 2): 6.0, (0, 1): -6.0}.get((a[0], b[0])))
+    assert [(p.key, p.value) for p in decode_form(page, pred, FORM_LABELS)] == [("负责人", "赵六")]
+    assert [(p.key, p.value) for p in decode_form(page, pred, FORM_LABELS, off=frozenset(["form_link"]))] == \
+        [("负责人", "王五")]
+
+
+def test_type_unsure_is_generic_covers_a_registration_form_the_classifier_calls_a_receipt():
+    """A registration form (many key-colon lines, no title, no receipt wording) that the classifier
+    calls a VAT invoice, then a receipt at 0.001: not a receipt with receipt fields, a generic form."""
+    types = ["vat_invoice", "e_invoice", "receipt", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    form = ["学生登记表", "姓名：李明", "性别：男", "出生日期：2001年3月2日", "学号：20190312",
+            "专业：软件工程", "联系电话：13800001111", "家庭住址：湖南省长沙市"]
+    probs = np.array([0.996, 0.002, 0.001, 0.001])
+    assert types[pick_type(probs, types, schemas, form, generic=3)] == "generic_form"
+    assert types[pick_type(probs, types, schemas, form, off=frozenset(["type_unsure_is_generic"]),
+                           generic=3)] == "receipt"

@@ -14,7 +14,9 @@ what each contributes.
     field_rules.py the field rules over a page context
     items.py       item rows
     arithmetic.py  sums, 大写 words, ID numbers
-    forms.py       generic forms: key-value pairs from layout and tags
+    forms.py       generic forms: key-value pairs, layout proposes, link head and tags decide
+    form_pieces.py generic forms: OCR lines -> key and text pieces, what their text says
+    form_layout.py generic forms: rows, stacked lines, labels and values over two lines, option groups
     rules.py       RULES and the runner
 """
 from models.extraction.base import PageContext, PagePrediction, Span

@@ -82,6 +82,15 @@ RULES: list[Rule] = [
     Rule("form_options_row", "forms", decode_form, about="printed options after a question are no answer"),
     Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
     Rule("form_ocr_min", "forms", decode_form, about="no pair from a line OCR read unsurely"),
+    Rule("form_link", "forms", decode_form, about="the link head's score ranks the candidates layout allows"),
+    Rule("form_join_labels", "forms", decode_form, about="a label over two lines of one cell is one key"),
+    Rule("form_join_values", "forms", decode_form, about="a value that wraps takes its next lines"),
+    Rule("form_row_values", "forms", decode_form, about="a key followed by several values in its row keeps them all"),
+    Rule("form_label_not_value", "forms", decode_form,
+         about="a label is no value: an empty field does not take the next label"),
+    Rule("form_hints", "forms", decode_form, about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
+    Rule("form_check_groups", "forms", decode_form,
+         about="a box list answers with its ticked option, or not at all; options are no keys"),
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 

@@ -53,6 +53,15 @@ class DecodeSettings:
     form_long_key: int = 10            # keys longer than this take no value from the line below
     form_key_min: float = 0.0          # a colon-less line needs at least this key score (with its row's) ...
     form_key_margin: float = 0.8       # ... and this much more than the text it takes as its value
+    form_stack_gap: float = 0.6        # the next line of a label or value starts within this x line height of
+                                       # its bottom (a form's rows are a line height or more apart)
+    form_same_size: float = 0.75       # ... in type at least this x as tall (a small label above its answer is
+                                       # no continuation: form_above prints labels at 0.7 x the answer's size)
+    form_link_weight: float = 1.5      # the link head's say: a sure link (logit >= form_link_scale) adds this
+    form_link_scale: float = 4.0       # much, a sure non-link takes it away; right vs below differs by 0.5
+    form_row_join: float = 1.0         # a further piece this close (x line height) is the same value cut by OCR
+    form_row_link: float = 0.0         # a further value on a key's row needs a link logit above this (or digits,
+                                       # or answer tags): a table row's next cell may be another field's label
 
 
 DEFAULT_SETTINGS = DecodeSettings()

@@ -1,0 +1,141 @@
+"""Generic forms, step 2: where pieces sit, which lines continue each other, which links are possible.
+
+Layout only proposes and vetoes: a key's candidates are the text after its colon, the nearest piece
+right of it on its row (the next table cell) and the line under it; a candidate that is a label, a hint,
+an unticked option list or a header is vetoed. Which candidate a key takes is decided by scores
+(forms.py: the model's link head and tags). Rule names (models/extraction/rules.py):
+form_join_labels, form_join_values, form_row_values, form_label_not_value, form_hints, form_check_groups.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from data import geometry
+from data.document import Page
+from models.extraction.form_pieces import Piece, is_hint, options, ticked
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
+
+OPEN_BRACKET = "（(〔【["
+SECTION = re.compile(r"^([一二三四五六七八九十]+[、.．]|\d+[、.．]\D|第.{1,3}[部章节条])")   # 一、基本信息: a heading
+
+
+class Layout:
+    """Where pieces sit relative to each other, with the page tilt taken out (data/geometry.py), so a
+    row that drifts across a skewed photo stays one row."""
+
+    def __init__(self, page: Page, pieces: list[Piece], st: DecodeSettings = DEFAULT_SETTINGS):
+        self.st = st
+        self.slope = geometry.page_slope([ln.quad for ln in page.lines])
+        self.pieces = pieces
+
+    @staticmethod
+    def height(p: Piece) -> float:
+        return geometry.height(p.box)
+
+    def line_height(self, p: Piece) -> float:
+        """One printed line's height (a piece joined over two lines is taller)."""
+        return self.height(p) / (1 + len(p.more))
+
+    def centre(self, p: Piece) -> float:
+        return geometry.deskewed_centre(p.box, self.slope)
+
+    def right_of(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
+        """The nearest piece to the right of `k` on its row, if it starts close enough."""
+        others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
+        boxes = [k.box]
+        if k.more:      # a label over two lines: its value spans both, or stands on the colon's line or the first
+            h = self.line_height(k)
+            x0, y0, x1, y1 = k.box
+            mid = (y0 + y1) / 2
+            boxes = [[x0, mid - h / 2, x1, mid + h / 2], [x0, y1 - h, x1, y1], [x0, y0, x1, y0 + h]]
+        for box in boxes:
+            i = geometry.right_of(box, [p.box for p in others], self.slope, self.st.form_right_gap,
+                                  self.st.form_row_tol)
+            if i is not None:
+                return others[i]
+        return None
+
+    def below(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
+        """The nearest line under `k` that overlaps it and starts at or right of its left edge."""
+        others = [p for p in (pieces if pieces is not None else self.pieces) if not (p.lines & k.lines)]
+        i = geometry.below(k.box, [p.box for p in others], self.slope, self.st.form_below_gap)
+        return others[i] if i is not None else None
+
+    def stacked(self, a: Piece, b: Piece, lefts: list[float] | None = None) -> bool:
+        """`b` is the next printed line of the same block as `a`: right under it (within
+        `form_stack_gap` line heights), of the same type size, starting where `a` starts (or at one of
+        `lefts`) or centred with it."""
+        ha, hb = self.line_height(a), self.line_height(b)
+        h = max(ha, hb)
+        gap = (b.box[1] - geometry.lift(b.box, self.slope)) - (a.box[3] - geometry.lift(a.box, self.slope))
+        if not (-self.st.join_overlap * h <= gap <= self.st.form_stack_gap * h):
+            return False
+        if min(ha, hb) / h < self.st.form_same_size:
+            return False
+        if lefts is not None:
+            return any(abs(b.box[0] - x) <= h for x in lefts)
+        return abs(a.box[0] - b.box[0]) <= h or abs((a.box[0] + a.box[2]) / 2 - (b.box[0] + b.box[2]) / 2) <= h
+
+
+def _first_of_line(p: Piece, pieces: list[Piece]) -> bool:
+    return all(q.start >= p.start for q in pieces if q.line == p.line)
+
+
+def _alone(p: Piece, pieces: list[Piece]) -> bool:
+    return sum(q.line == p.line for q in pieces) == 1
+
+
+def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bool],
+                is_label_part: Callable[[Piece], bool]) -> list[Piece]:
+    """A label printed over two lines of one cell (政治 / 面貌, 提交证件 / 情况：, 申报学院 / （部门）) is one
+    key. The second line continues the first when it ends the key with a colon, is a bracketed part of
+    it, or when the value beside them stands between the two lines (one cell spanning both)."""
+    out = list(pieces)
+    for a in pieces:
+        if a.used or a.colon_key or not _alone(a, pieces) or len(a.text) > 8 or any(c.isdigit() for c in a.text) \
+                or options(a.text) or is_hint(a.text) or SECTION.match(a.text) or not is_label_part(a):
+            continue
+        below = geo.below(a, [p for p in out if not p.used])
+        if below is None or not _first_of_line(below, pieces) or not geo.stacked(a, below):
+            continue
+        b = below
+        if len(b.text) > 6 or any(c.isdigit() for c in b.text) or options(b.text) or \
+                b.box[2] - b.box[0] > a.box[2] - a.box[0] + geo.line_height(a):
+            continue
+        ends_key = b.colon_key and (b.value is None or is_value(b.value))
+        bracket = b.text[0] in OPEN_BRACKET and not is_hint(b.text)
+        between = False
+        if not ends_key and not bracket and not b.colon_key:
+            ra, rb = geo.right_of(a), geo.right_of(b)
+            union = Piece(a.line, a.start, a.end, a.text + b.text, [min(a.box[0], b.box[0]), a.box[1],
+                          max(a.box[2], b.box[2]), b.box[3]], more=[b])
+            c = geo.right_of(union)
+            h = geo.line_height(a)
+            between = c is not None and ra in (None, c) and rb in (None, c) and is_value(c) and \
+                geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h
+        if ends_key or bracket or between:
+            a.join(b)
+            out.remove(b)
+    return out
+
+
+def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
+    """Printed choices starting at `first` along its row (□男 ☑女, one box a piece or all in one):
+    (whether `first` starts an option group, the piece holding the ticked option if any)."""
+    if not options(first.text):
+        return False, None
+    p: Piece | None = first
+    seen = 0
+    while p is not None and options(p.text) and seen < 8:
+        if ticked(p.text):
+            return True, p
+        p, seen = geo.right_of(p), seen + 1
+    return True, None
+
+
+def continues_value(geo: Layout, v: Piece, w: Piece, key: Piece | None) -> bool:
+    """`w` is the next line of value `v` (an address, a title that wraps): right under it, the same type
+    size, starting where the value starts or back at its key's left edge."""
+    lefts = [v.box[0]] + ([key.box[0]] if key is not None and key.line == v.line else [])
+    return geo.stacked(v, w, lefts) and not re.match(r"^[（(].*[)）]$", w.text)

@@ -1,0 +1,241 @@
+"""Generic forms, step 1: OCR lines -> pieces (keys and text runs) and what a piece's text says.
+
+A piece is a run of one OCR line: "姓名：张三" is a key piece holding a text piece; "联系人：刘平地址：合肥"
+splits the middle run where the question tags (or a space) start the second key; a short run between
+two colons with no value evidence ("电话：家中：0731...") joins the two into one key. Lexical evidence
+(`key_score`, `is_hint`, `options`) holds across forms: it is what a reader of any Chinese form knows,
+not what one form prints.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from data.document import Page
+from models.extraction.base import COLONS, char_box
+
+# nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别, 面貌, 情况, 专业, 时间 ...)
+KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级貌况业间点见目系式容因码")
+# whole labels of personal, company, application, HR, medical and school forms: a line reading exactly
+# one of these is a label, never somebody's answer (an empty field does not take the next label)
+KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码", "账号", "性别", "部门", "职位", "单位",
+             "邮箱", "邮编", "传真", "金额", "备注", "学历", "民族", "籍贯", "年龄", "工号", "类型", "事由",
+             "出生日期", "身份证号", "身份证号码", "联系电话", "联系人", "联系地址", "政治面貌", "婚姻状况",
+             "文化程度", "工作单位", "职务", "职称", "学院", "专业", "班级", "学号", "年级", "导师", "指导教师",
+             "题目", "论文题目", "院系", "学位", "作者", "申请人", "申请日期", "签名", "签字", "盖章", "日期",
+             "电子邮件", "邮政编码", "户籍", "国籍", "血型", "身高", "体重", "病史", "科室", "床号", "诊断",
+             "住址", "现住址", "家庭住址", "开户行", "开户银行", "银行账号", "法定代表人", "注册资本",
+             "统一社会信用代码", "经办人", "审核人", "负责人", "备注", "附件", "意见", "审批意见", "时间")
+SENTENCE = re.compile(r"[，。？！；,?!;]")
+NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
+BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
+BOX = "□☐○◯"                                                          # an unticked box or circle ...
+TICK = "☑☒■√✓✔◉⊙"                                                     # ... and a ticked one
+# unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 (the box read as 口) ...
+CHECK_BOXES = re.compile(rf"^([{BOX}]|口(?=[\u4e00-\u9fff]{{1,3}}(口|$)))")
+# ... and a ticked one: the answer is the option after the tick (□男 ☑女 -> 女)
+TICKED = re.compile(rf"[{TICK}]\s*([^\s{BOX}{TICK}口]+)")
+CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
+PAGE_NUMBER = re.compile(r"^(.?第.{0,3}[页頁].*|.?\d*\s*[页頁]|\d+\s*/\s*\d+|page\s*\d+.*)$", re.I)
+# hint and instruction text printed in a field: （使领馆人员填写）, 请勾选, (签字), （如有）
+HINT = re.compile(r"^[（(\[【〔].*(填|写|勾|选|签|盖|注明|如有|可|须|由|请).*[)）\]】〕]$"
+                  r"|^请.{0,8}(填|写|勾|选|签|注明)")
+SPACED = re.compile(r"^[\u4e00-\u9fff](\s+[\u4e00-\u9fff]){1,4}$")     # a letter-spaced label: 姓  名
+
+
+@dataclass
+class Piece:
+    """A run of one OCR line: a key (ended by a colon, or a colon-less line judged a key) or text. A label
+    or a value printed over several lines is one piece holding the others in `more`."""
+    line: int
+    start: int
+    end: int
+    text: str                      # cleaned: no surrounding spaces or trailing colons
+    box: list[float]
+    colon_key: bool = False        # ended by a colon in the OCR text
+    value: "Piece | None" = None   # the text right after the colon on the same line, if any
+    used: bool = False
+    more: list["Piece"] = field(default_factory=list)   # continuation lines joined to this piece
+
+    @property
+    def lines(self) -> set[int]:
+        return {self.line} | {p.line for p in self.more}
+
+    def join(self, other: "Piece", sep: str = "") -> None:
+        """Take `other` (the next line of this label or value) into this piece."""
+        self.more.append(other)
+        self.text = self.text + sep + other.text
+        self.box = [min(self.box[0], other.box[0]), min(self.box[1], other.box[1]),
+                    max(self.box[2], other.box[2]), max(self.box[3], other.box[3])]
+        self.colon_key = self.colon_key or other.colon_key
+        if other.value is not None:
+            self.value = other.value
+        other.used = True
+
+
+# --- tags ------------------------------------------------------------------------------------------
+
+def label_masses(line_probs: list[np.ndarray], tag_labels: list[str]) -> list[np.ndarray]:
+    """Per line, per character: [question, answer, header, other] probability mass (B + I), NaN
+    on characters the model did not see (whitespace)."""
+    cols = {k: [i for i, lab in enumerate(tag_labels) if lab in (f"B-{k}", f"I-{k}")]
+            for k in ("question", "answer", "header")}
+    out = []
+    for probs in line_probs:
+        if probs is None or not len(probs):
+            out.append(np.zeros((0, 4)))
+            continue
+        q, a, h = (probs[:, c].sum(1) if c else np.zeros(len(probs)) for c in cols.values())
+        out.append(np.stack([q, a, h, np.clip(1 - q - a - h, 0, 1)], 1))
+    return out
+
+
+def mean_mass(mass: np.ndarray, start: int, end: int) -> np.ndarray:
+    seen = mass[start:end]
+    seen = seen[~np.isnan(seen).any(1)] if len(seen) else seen
+    return seen.mean(0) if len(seen) else np.zeros(4)
+
+
+def piece_tags(p: Piece, masses: list[np.ndarray]) -> np.ndarray:
+    return mean_mass(masses[p.line], p.start, p.end)
+
+
+# --- pieces ----------------------------------------------------------------------------------------
+
+def _key_colons(text: str) -> list[int]:
+    """Colon positions that end a key; a colon between digits (10:30) is part of a value."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch in COLONS and not (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()):
+            out.append(i)
+    return out
+
+
+def _second_key_start(text: str, lo: int, hi: int, mass: np.ndarray) -> int:
+    """Where the key before the colon at `hi` starts inside the run text[lo:hi] that follows an
+    earlier key's colon. Returns lo when the whole run belongs to the key (a compound key such as
+    电话：家中：), else the first character of the second key."""
+    run = text[lo:hi]
+    body = run.strip()
+    if not body:
+        return lo
+    first = lo + len(run) - len(run.lstrip())
+    gaps = [m.end() for m in re.finditer(r"\s+", body)]
+    if gaps:                       # OCR kept the space between the first value and the second key
+        return first + gaps[-1]
+    k = first + len(body)
+    while k > first and len(mass) > k - 1 and not np.isnan(mass[k - 1]).any() and mass[k - 1, 0] > mass[k - 1, 1]:
+        k -= 1
+    if first < k < first + len(body):    # the model tags a question run just before the colon
+        return k
+    if k == first:
+        return lo
+    for word in sorted(KEY_WORDS, key=len, reverse=True):
+        if body.endswith(word) and len(body) > len(word):
+            return first + len(body) - len(word)
+    if len(body) <= 4 and not any(c.isdigit() for c in body):
+        return lo                  # a short label between colons qualifies the first key
+    return first + len(body) - 2
+
+
+def split_line(page: Page, li: int, mass: np.ndarray) -> list[Piece]:
+    line = page.lines[li]
+    text = line.text
+    colons = _key_colons(text)
+    out: list[Piece] = []
+
+    def piece(start: int, end: int, colon_key: bool = False) -> Piece | None:
+        raw = text[start:end]
+        lead = len(raw) - len(raw.lstrip())
+        start, end = start + lead, start + len(raw.rstrip())
+        clean = text[start:end].strip().rstrip(COLONS).strip().strip("_＿").lstrip("•●▪·").strip()
+        if not clean:
+            return None
+        return Piece(li, start, end, clean, char_box(line, start, end), colon_key)
+
+    key_start = 0
+    last_key: Piece | None = None
+    for n, c in enumerate(colons):
+        ks = key_start if n == 0 else _second_key_start(text, key_start, c, mass)
+        if last_key is not None and ks > key_start:
+            last_key.value = piece(key_start, ks)
+        if last_key is not None and ks == key_start and n > 0:
+            ks = last_key.start                      # compound key: 电话：家中：
+            out.remove(last_key)
+        k = piece(ks, c + 1, colon_key=True)
+        if k is not None:
+            out.append(k)
+        last_key = k
+        key_start = c + 1
+    rest = piece(key_start, len(text))
+    if last_key is not None:
+        last_key.value = rest
+    elif rest is not None:
+        out.append(rest)
+    return out
+
+
+# --- what the text says ----------------------------------------------------------------------------
+
+def key_word(text: str) -> bool:
+    """A whole label everybody knows (姓名, 政治面貌), or a letter-spaced one (姓  名): never a value."""
+    return re.sub(r"\s+", "", text) in KEY_WORDS or SPACED.match(text) is not None
+
+
+def key_score(text: str, tags: np.ndarray) -> float:
+    """How much a colon-less piece of text looks like a form key rather than a value (> 0: key).
+    `tags` is its mean [question, answer, header, other] mass."""
+    if SENTENCE.search(text):
+        return -3.0
+    s = 2.0 * float(tags[0] - tags[1])
+    if key_word(text):
+        s += 1.5
+    base = re.sub(r"[（(][^（()）]*[)）]$", "", text)          # 金额（小写）, 申报学院（部门）: the key before it
+    if text.endswith(KEY_ENDINGS) or base.endswith(KEY_ENDINGS) or re.sub(r"[（()）]", "", text).endswith(KEY_ENDINGS):
+        s += 0.8
+    if any(ch.isdigit() for ch in text):
+        s -= 1.0
+    if len(text) > 12:
+        s -= 1.5
+    return s
+
+
+def is_hint(text: str) -> bool:
+    """Printed help inside a field (（使领馆人员填写）, 请勾选): no answer, whatever stands after it."""
+    return HINT.search(text.strip()) is not None
+
+
+def options(text: str) -> bool:
+    """A run of printed choices with their boxes (□男 □女, 口是口否, ☑同意): one box at least."""
+    return CHECK_BOXES.match(text) is not None or TICKED.search(text) is not None or \
+        any(ch in BOX for ch in text[:1])
+
+
+def ticked(text: str) -> str | None:
+    """The option a box is ticked for (□男 ☑女 -> 女), if one is."""
+    m = TICKED.search(text)
+    return m.group(1) if m else None
+
+
+def is_value(p: Piece, mass: np.ndarray, hints: bool = True) -> bool:
+    """Could this text answer a question? Blank fills, page numbers, empty date templates, unticked
+    boxes, sentences, printed options, hints and headers cannot."""
+    if p.colon_key:
+        return False
+    if ticked(p.text):
+        return True
+    if any(rx.match(p.text) for rx in (NOT_A_VALUE, PAGE_NUMBER, BLANK_DATE, CHECK_BOXES)):
+        return False
+    if hints and is_hint(p.text):
+        return False
+    if SENTENCE.search(p.text) and len(p.text) >= 6:    # instructions and notes, not answers
+        return False
+    if CHOICES.match(p.text):                           # printed options (每周/每两周/每月), not an answer
+        return False
+    return mean_mass(mass, p.start, p.end)[2] < 0.5     # a header is nobody's value
+
+
+def is_header(p: Piece, mass: np.ndarray) -> bool:
+    return mean_mass(mass, p.start, p.end)[2] >= 0.5
