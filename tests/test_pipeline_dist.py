@@ -19,51 +19,57 @@ def sgd(params):
     return paddle.optimizer.SGD(learning_rate=0.1, parameters=params)
 
 
-def _worker(out_dir: str, schedules: list, stages: int, dp: int, mbs: int, die_rank: int = -1) -> None:
+def _worker(out_dir: str, schedules: list, stages: int, dp: int, mbs: int, die_rank: int = -1,
+            clip: float | None = None) -> None:
     """One process = one stage of one replica; writes loss, grads and weights after 3 steps."""
     from training.pipeline.engine import PipelineEngine
     dist.init_parallel_env()
     rank = dist.get_rank()
     for name in schedules:
         eng = PipelineEngine(build_toy_blocks(CFG, seed=0, dtype="float64"), toy_loss, sgd, stages=stages,
-                             micro_batches=mbs, schedule=name, transport="dist", dp=dp, timeout_s=20)
+                             micro_batches=mbs, schedule=name, transport="dist", dp=dp, timeout_s=20,
+                             clip_norm=clip)
         if rank == die_rank:
             os._exit(3)  # a stage dies before its first message
         loss = eng.forward_backward(*make_batch(8, CFG, seed=0))
         grads = {k: p.grad.numpy() for k, p in eng.state_dict().items()}
-        for step in range(3):
-            eng.train_step(*make_batch(8, CFG, seed=step))
+        losses = [eng.train_step(*make_batch(8, CFG, seed=step)) for step in range(3)]
         weights = {k: p.numpy() for k, p in eng.state_dict().items()}
-        np.savez(os.path.join(out_dir, f"{name}_{rank}.npz"), loss=loss,
+        np.savez(os.path.join(out_dir, f"{name}_{rank}.npz"), loss=loss, losses=np.array(losses),
                  **{"g:" + k: v for k, v in grads.items()}, **{"w:" + k: v for k, v in weights.items()})
 
 
-def _reference():
+def _reference(clip: float | None = None):
     blocks = build_toy_blocks(CFG, seed=0, dtype="float64")
     params = [p for b in blocks for p in b.parameters()]
-    opt = sgd(params)
+    opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=params,
+                               grad_clip=paddle.nn.ClipGradByGlobalNorm(clip) if clip else None)
     inputs, labels = make_batch(8, CFG, seed=0)
     loss = toy_loss(run_blocks(blocks, inputs), labels)
     loss.backward()
     named = lambda: {f"{i}.{n}": p for i, b in enumerate(blocks) for n, p in b.named_parameters()}  # noqa: E731
     grads = {k: p.grad.numpy().copy() for k, p in named().items()}
     opt.clear_grad()
+    losses = []
     for step in range(3):
         inputs, labels = make_batch(8, CFG, seed=step)
-        toy_loss(run_blocks(blocks, inputs), labels).backward()
+        step_loss = toy_loss(run_blocks(blocks, inputs), labels)
+        step_loss.backward()
+        losses.append(float(step_loss))
         opt.step()
         opt.clear_grad()
-    return float(loss), grads, {k: p.numpy().copy() for k, p in named().items()}
+    return float(loss), grads, {k: p.numpy().copy() for k, p in named().items()}, losses
 
 
 def _check(out_dir, name: str, ranks: range, ref) -> None:
-    loss0, grads0, weights0 = ref
+    loss0, grads0, weights0, losses = ref
     seen = set()
     for r in ranks:
         z = np.load(os.path.join(out_dir, f"{name}_{r}.npz"))
         assert float(z["loss"]) == pytest.approx(loss0, rel=RTOL), (name, r)
+        np.testing.assert_allclose(z["losses"], losses, rtol=RTOL, err_msg=f"{name} rank {r} train_step losses")
         for key in z.files:
-            if key == "loss":
+            if key in ("loss", "losses"):
                 continue
             kind, k = key.split(":", 1)
             want = grads0[k] if kind == "g" else weights0[k]
@@ -85,6 +91,16 @@ def test_four_processes_every_schedule_match_single_process(tmp_path):
 def test_dp2_x_pp2_on_four_processes(tmp_path):
     dist.spawn(_worker, args=(str(tmp_path), ["1f1b"], 2, 2, 2), nprocs=4, backend="gloo")
     _check(tmp_path, "1f1b", range(4), _reference())
+
+
+@pytest.mark.heavy
+def test_dp2_x_pp2_clipped_steps_in_the_schedule(tmp_path):
+    """OPTIMIZER_STEP clips by the global norm across stages and replicas (its all-reduce also
+    carries the loss): weights and every rank's train_step loss equal one clipped process."""
+    ref = _reference(clip=0.05)
+    assert float(np.sqrt(sum((g ** 2).sum() for g in ref[1].values()))) > 0.05  # the clip is active
+    dist.spawn(_worker, args=(str(tmp_path), ["zbh1"], 2, 2, 2, -1, 0.05), nprocs=4, backend="gloo")
+    _check(tmp_path, "zbh1", range(4), ref)
 
 
 @pytest.mark.heavy

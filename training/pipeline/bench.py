@@ -13,6 +13,15 @@ measured duration instead of the per-stage median (on a CPU shared with other jo
 faster while its neighbour idles, which one cost per kind cannot show). On a 2-core machine more
 than 2 stage processes oversubscribe the CPU: use 2 stages for the timing bar. Writes
 <out>/pipeline_bench.json and a measured and a simulated Gantt PNG per schedule (median step).
+
+    python -m training.pipeline.bench --dp 2 --stages 2 --micro-batches 4 --schedule all
+
+With --dp > 1 it instead compares, on stages x dp gloo processes, the step with REDUCE_GRAD and
+OPTIMIZER_STEP in the schedule (each stage reduces and steps right after its last backward) against
+the same schedule without them (the engine reduces, clips and steps after the whole schedule, as it
+did before), same model, same batches, the two variants taking turns (alternating which goes first)
+after a barrier; the step time of a round is the slowest rank's. Prints a table and writes
+bench/results/pipeline_dp_bench.json (or --out).
 """
 from __future__ import annotations
 
@@ -20,6 +29,8 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -59,6 +70,120 @@ def _worker(args: dict, out_file: str) -> None:
                for name in engines}
     if dist.get_rank() == 0:
         Path(out_file).write_text(json.dumps(results))
+
+
+VARIANTS = {"in schedule": True, "after schedule": False}  # variant -> build_schedule(step_actions=...)
+
+
+def _dp_worker(args: dict, out_file: str) -> None:
+    import paddle
+    import paddle.distributed as dist
+
+    from training.pipeline.engine import PipelineEngine
+    from training.pipeline.schedule import build_schedule
+    from training.pipeline.toy import ToyConfig, build_toy_blocks, make_batch, toy_loss
+    os.environ["OMP_NUM_THREADS"] = "1"
+    paddle.base.core.set_num_threads(1)
+    dist.init_parallel_env()
+    S, M = args["stages"], args["mbs"]
+    cfg = ToyConfig(hidden=args["hidden"], layers=args["layers"], heads=4, ffn=4 * args["hidden"],
+                    max_len=args["seq"], vocab=512)
+    engines = {}
+    for name in args["schedules"]:
+        for variant, step_actions in VARIANTS.items():
+            sched = build_schedule(name, S, M, 2 if name == "interleaved" else 1, step_actions=step_actions)
+            engines[(name, variant)] = PipelineEngine(
+                build_toy_blocks(cfg, seed=0), toy_loss,
+                lambda p: paddle.optimizer.AdamW(learning_rate=1e-3, parameters=p, weight_decay=0.01),
+                stages=S, micro_batches=M, schedule=sched, transport="dist", dp=args["dp"],
+                clip_norm=args["clip_norm"], timeout_s=120)
+    times: dict[str, list[float]] = {f"{n}|{v}": [] for n, v in engines}
+    overlap: dict[str, list[float]] = {n: [] for n in args["schedules"]}
+    losses: dict[str, list[float]] = {k: [] for k in times}
+    for r in range(args["warmup"] + args["steps"]):
+        batch = make_batch(args["batch"], cfg, seed=r)
+        for name in args["schedules"]:
+            pair = list(VARIANTS) if r % 2 == 0 else list(VARIANTS)[::-1]
+            for variant in pair:
+                eng = engines[(name, variant)]
+                dist.barrier()
+                t0 = time.perf_counter()
+                loss = eng.train_step(*batch)
+                dt = time.perf_counter() - t0
+                tl = eng.gather_timeline()  # a collective: outside the timed part
+                losses[f"{name}|{variant}"].append(loss)
+                if r < args["warmup"]:
+                    continue
+                times[f"{name}|{variant}"].append(dt)
+                if variant == "in schedule":  # how long the last stage's reduce + step ran beside stage 0's work
+                    work0 = max(x.end for x in tl.spans if x.stage == 0 and x.kind in COMPUTE)
+                    opt = [x for x in tl.spans if x.stage == S - 1 and x.kind in STEP]
+                    overlap[name].append(max(0.0, min(work0, max(x.end for x in opt)) - min(x.start for x in opt)))
+    gathered = engines[next(iter(engines))].transport.gather_objects(times)
+    if dist.get_rank() == 0:
+        Path(out_file).write_text(json.dumps({"times": gathered, "overlap": overlap, "losses": losses}))
+
+
+def _write_json(path: Path, obj) -> None:
+    """Write atomically: a temp file in the same folder, fsynced, renamed over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
+    """DP x PP: REDUCE_GRAD / OPTIMIZER_STEP in the schedule vs after it (see the module doc)."""
+    import paddle.distributed as dist
+    out = a.out if a.out != Path("runs/pipeline_bench") else Path("bench/results/pipeline_dp_bench.json")
+    with tempfile.TemporaryDirectory() as d:
+        raw = Path(d) / "raw.json"
+        args = {"stages": a.stages, "dp": a.dp, "mbs": a.micro_batches, "schedules": schedules, "steps": a.steps,
+                "warmup": a.warmup, "hidden": a.hidden, "layers": a.layers, "seq": a.seq, "batch": a.batch,
+                "clip_norm": a.clip_norm}
+        t0 = time.perf_counter()
+        dist.spawn(_dp_worker, args=(args, str(raw)), nprocs=a.stages * a.dp, backend="gloo")
+        wall = time.perf_counter() - t0
+        data = json.loads(raw.read_text())
+    rows = []
+    for name in schedules:
+        row: dict = {"schedule": name}
+        for variant in VARIANTS:
+            per_rank = [t[f"{name}|{variant}"] for t in data["times"]]
+            step = [max(ts) for ts in zip(*per_rank)]  # a round ends when its slowest rank does
+            row[variant] = {"median_s": statistics.median(step), "min_s": min(step), "max_s": max(step),
+                            "steps_s": step, "final_loss": data["losses"][f"{name}|{variant}"][-1]}
+        ins, aft = row["in schedule"]["steps_s"], row["after schedule"]["steps_s"]
+        row["paired_ratio"] = statistics.median(x / y for x, y in zip(ins, aft))  # same round, same load
+        row["in_faster_rounds"] = sum(x < y for x, y in zip(ins, aft))
+        row["median_overlap_s"] = statistics.median(data["overlap"][name])
+        rows.append(row)
+    load = os.getloadavg()
+    print(f"\nDP x PP: {a.dp} replicas x {a.stages} stages = {a.dp * a.stages} gloo processes (1 thread each), "
+          f"{a.micro_batches} micro-batches, hidden {a.hidden}, {a.layers} layers, batch {a.batch} x seq {a.seq}, "
+          f"AdamW, clip {a.clip_norm}; {a.warmup} warm-up + {a.steps} timed rounds, variants alternating; "
+          f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; {wall:.0f} s in all")
+    print("step = the slowest rank's train_step; paired = median over rounds of in/after in the same round; "
+          "overlap = how long the last stage's REDUCE_GRAD + OPTIMIZER_STEP ran while stage 0 still computed")
+    print("| schedule | in schedule s (median) | after schedule s (median) | paired in/after | in faster "
+          "| overlap ms | loss in / after |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in rows:
+        i, f = r["in schedule"], r["after schedule"]
+        print(f"| {r['schedule']} | {i['median_s']:.3f} | {f['median_s']:.3f} | {r['paired_ratio']:.3f} "
+              f"| {r['in_faster_rounds']}/{len(i['steps_s'])} | {1000 * r['median_overlap_s']:.1f} "
+              f"| {i['final_loss']:.6f} / {f['final_loss']:.6f} |")
+    _write_json(out, {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+                      "load_average": load, "wall_s": wall, "rows": rows})
+    print(f"wrote {out}")
+    return rows
 
 
 def _makespan(run: list) -> float:
@@ -151,7 +276,11 @@ def main(argv=None) -> None:
     ap.add_argument("--layers", type=int, default=4, help="transformer layers (a multiple of stages balances)")
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--out", type=Path, default=Path("runs/pipeline_bench"))
+    ap.add_argument("--out", type=Path, default=Path("runs/pipeline_bench"),
+                    help="folder (bubble bench) or JSON file (--dp; default bench/results/pipeline_dp_bench.json)")
+    ap.add_argument("--dp", type=int, default=1,
+                    help="data-parallel replicas; > 1 runs the REDUCE_GRAD in-schedule vs after-schedule comparison")
+    ap.add_argument("--clip-norm", type=float, default=None, help="--dp comparison: clip by global norm")
     a = ap.parse_args(argv)
     schedules = list(SCHEDULES) if a.schedule == "all" else [x.strip() for x in a.schedule.split(",")]
     unknown = [x for x in schedules if x not in SCHEDULES]
@@ -159,6 +288,12 @@ def main(argv=None) -> None:
         ap.error(f"unknown schedule(s) {', '.join(unknown)}; choose from {', '.join(SCHEDULES)} or 'all'")
     if "interleaved" in schedules and (a.micro_batches % a.stages or a.layers + 2 < 2 * a.stages):
         schedules.remove("interleaved")
+    if a.batch % (a.dp * a.micro_batches):
+        ap.error(f"--batch {a.batch} must divide into --dp {a.dp} x --micro-batches {a.micro_batches}")
+    if a.dp > 1:
+        os.environ["OMP_NUM_THREADS"] = "1"
+        dp_compare(a, schedules)
+        return
     a.out.mkdir(parents=True, exist_ok=True)
     os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the stage processes
     import paddle.distributed as dist

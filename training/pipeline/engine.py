@@ -89,6 +89,7 @@ class StepState:
     reduced: bool = False             # REDUCE_GRAD ran
     stepped: bool = False             # OPTIMIZER_STEP stepped the optimizer
     grad_norm: float | None = None    # global norm before clipping, once computed this step
+    world_loss: float | None = None   # the full-batch loss, when the clipping all-reduce carried it
 
     STORES = ("fin", "gin", "saved", "pending_w", "out_f", "out_b", "sent_meta")
 
@@ -437,7 +438,8 @@ class PipelineEngine:
         last = self.workers.get(self.S - 1)
         loss = last.state.loss_sum if last else 0.0
         if self.kind == "dist":
-            loss = self.transport.all_reduce_world([loss])[0] / self.dp
+            carried = next(iter(self.workers.values())).state.world_loss
+            loss = carried if carried is not None else self.transport.all_reduce_world([loss])[0] / self.dp
         if optimize and not in_schedule:  # ... and without OPTIMIZER_STEP: clip and step after it
             if self.clip_norm:
                 self.clip_grads()
@@ -461,30 +463,36 @@ class PipelineEngine:
     def _grads(self) -> list:
         return [g for w in self.workers.values() for g in w.grads()]
 
-    def _grad_norm(self) -> float:
-        """Global gradient norm over every stage (an all-reduce across ranks under 'dist')."""
+    def _grad_norm(self, loss: float | None = None) -> tuple[float, float | None]:
+        """Global gradient norm over every stage (an all-reduce across ranks under 'dist', which also
+        sums `loss` when given, saving the step a second all-reduce); returns (norm, summed loss)."""
         grads = self._grads()
         # one host sync for the whole stage, not one per parameter (float() per grad cost ~0.2 s/step)
         sq = float(paddle.add_n([(g.astype("float64") ** 2).sum() for g in grads])) if grads else 0.0
         if self.kind == "dist":  # every replica holds the same averaged gradients: count one
-            sq = self.transport.all_reduce_world([sq])[0] / self.dp
+            summed = self.transport.all_reduce_world([sq] if loss is None else [sq, loss])
+            sq = summed[0] / self.dp
+            loss = None if loss is None else summed[1] / self.dp
         norm = math.sqrt(sq)
         self.last_stats["grad_norm"] = norm
-        return norm
+        return norm, loss
 
     def _step_grad_norm(self) -> float:
-        """The global norm for this step's OPTIMIZER_STEPs, computed by the first one that asks."""
+        """The global norm for this step's OPTIMIZER_STEPs, computed by the first one that asks. Under
+        'dist' its all-reduce also carries the loss (every stage has its share by now)."""
         states = [w.state for w in self.workers.values()]
         if states[0].grad_norm is None:
-            norm = self._grad_norm()
+            last = self.workers.get(self.S - 1)
+            norm, loss = self._grad_norm(last.state.loss_sum if last else 0.0)
             for st in states:
                 st.grad_norm = norm
+                st.world_loss = loss if self.kind == "dist" else None
         return states[0].grad_norm  # type: ignore[return-value]
 
     def clip_grads(self) -> float:
         """Scale gradients so their global norm ACROSS all stages is at most clip_norm (as
         paddle.nn.ClipGradByGlobalNorm does on one device); returns the norm before clipping."""
-        norm = self._grad_norm()
+        norm, _ = self._grad_norm()
         if self.clip_norm:
             _scale(self._grads(), self.clip_norm, norm)
         return norm

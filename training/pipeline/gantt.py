@@ -12,11 +12,12 @@ from matplotlib.patches import Patch  # noqa: E402
 from training.pipeline.simulate import Timeline  # noqa: E402
 
 COLOURS = {"F": "#4C72B0", "B": "#DD8452", "W": "#55A868", "SEND_F": "#8C8C8C", "RECV_F": "#BBBBBB",
-           "SEND_B": "#8C8C8C", "RECV_B": "#BBBBBB"}
+           "SEND_B": "#8C8C8C", "RECV_B": "#BBBBBB", "REDUCE_GRAD": "#8172B3", "OPTIMIZER_STEP": "#C44E52"}
 
 
 def draw_gantt(timeline: Timeline, path: str | Path, title: str = "") -> Path:
-    """One row per stage; F/B/W coloured with micro-batch numbers, comm grey, idle left white."""
+    """One row per stage; F/B/W coloured with micro-batch numbers, comm grey, the data-parallel
+    REDUCE_GRAD purple and OPTIMIZER_STEP red, idle left white."""
     S = timeline.num_stages
     fig, ax = plt.subplots(figsize=(12, 0.6 * S + 1.4))
     T = timeline.makespan or 1.0
@@ -32,8 +33,10 @@ def draw_gantt(timeline: Timeline, path: str | Path, title: str = "") -> Path:
     ax.set_xlabel(f"time ({unit}); white = idle")
     ax.set_title(title or f"{timeline.source} timeline: bubble {timeline.bubble:.1%}, makespan {T:.3g}")
     ax.legend(handles=[Patch(color=COLOURS[k], label=k) for k in ("F", "B", "W")] +
-              [Patch(color="#8C8C8C", label="send"), Patch(color="#BBBBBB", label="recv")],
-              loc="upper right", fontsize=7, ncol=5)
+              [Patch(color="#8C8C8C", label="send"), Patch(color="#BBBBBB", label="recv"),
+               Patch(color=COLOURS["REDUCE_GRAD"], label="reduce"),
+               Patch(color=COLOURS["OPTIMIZER_STEP"], label="step")],
+              loc="upper right", fontsize=7, ncol=7)
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

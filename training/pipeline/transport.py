@@ -110,7 +110,9 @@ class _Watchdog:
 
 
 class DistTransport:
-    """paddle.distributed point-to-point for one pipeline rank (gloo on CPU, NCCL on GPU).
+    """paddle.distributed point-to-point for one pipeline rank (gloo on CPU, NCCL on GPU). Every send,
+    receive and all-reduce is blocking (dist.send/recv/all_reduce) on either backend: there is no
+    asynchronous path (gloo's isend/irecv would run synchronously anyway).
 
     Ranks are laid out replica-major: global rank = dp_index * stages + stage. Every rank must build
     this object at the same point (it creates every group, in the same order, on every rank)."""
@@ -149,7 +151,6 @@ class DistTransport:
                 self.dp_group = g
         self.watch = _Watchdog(timeout_s, f"stage {self.stage} (rank {self.rank})")
         self.meta: dict[tuple[int, int], list[tuple[str, bool, list[int]]]] = {}
-        self.async_ok = backend == "nccl"  # gloo's isend/irecv run synchronously anyway
 
     def reset_step(self) -> None:
         self.meta.clear()  # shapes may change between steps (sequence length): handshake again
