@@ -109,6 +109,20 @@ def test_streamlit_config_binds_loopback_and_sends_no_statistics():
         "run.sh must not override the address, the upload limit or the statistics setting"
 
 
+def test_piaoju_ui_starts_the_script_run_sh_starts():
+    """`piaoju ui` (app/ui/command.py) and scripts/run.sh run the same Streamlit script, which exists
+    (the UI moved from app/ui.py into the app/ui/ package)."""
+    import argparse
+    from pathlib import Path
+
+    from app.ui.command import command
+    argv = command(argparse.Namespace(port=8600, streamlit_args=["--", "--server.address", "0.0.0.0"]))
+    script = Path(argv[argv.index("run") + 1])
+    assert script == ROOT / "app" / "ui" / "main.py" and script.is_file()
+    assert f"streamlit run {script.relative_to(ROOT)}" in (ROOT / "scripts" / "run.sh").read_text(encoding="utf-8")
+    assert argv[-2:] == ["--server.address", "0.0.0.0"] and argv[argv.index("--server.port") + 1] == "8600"
+
+
 def test_upload_limit_is_the_one_streamlit_enforces(app):
     limit = tomllib.loads(CONFIG.read_text(encoding="utf-8"))["server"]["maxUploadSize"]
     assert 0 < limit * 2**20 <= MAX_FILE_BYTES
