@@ -1,14 +1,13 @@
 """The document types a model directory can extract, for the UI's type chooser and `--type` checks.
 
-A model extracts the types its head was trained on: `doc_types` in its labels.json (or config.json),
+A model extracts the types its head was trained on: `doc_types` in its config.json (models/model_dir.py),
 each described by the schema file it carries in MODEL/schemas/ (the repo's data/schemas/ only as a
 fallback for old directories). So a model retrained with a new type offers that type, and types the
 repo has schemas for but the model never saw (e.g. business_licence for models/default) are not
-offered. Reads two small JSON files; loading the weights is not needed.
+offered. Reads config.json and a schema file; loading the weights is not needed.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -17,29 +16,24 @@ class UnknownTypeError(ValueError):
 
 
 def default_model_dir() -> Path:
-    from models.extractor import DEFAULT_MODEL_DIR
+    from models.model_dir import DEFAULT_MODEL_DIR
     return DEFAULT_MODEL_DIR
 
 
 def model_doc_types(model_dir: str | Path | None) -> list[str]:
-    """Doc types of a model directory in its own order ([] when the directory names none)."""
-    d = Path(model_dir) if model_dir else default_model_dir()
-    for name in ("labels.json", "config.json"):
-        path = d / name
-        if path.is_file():
-            types = json.loads(path.read_text(encoding="utf-8")).get("doc_types")
-            if types:
-                return [str(t) for t in types]
-    return []
+    """Doc types of a model directory in its own order ([] when it is no model directory)."""
+    from models.model_dir import ExtractorConfig, ModelDirError
+    try:
+        return [str(t) for t in ExtractorConfig.load(Path(model_dir) if model_dir else default_model_dir()).doc_types]
+    except ModelDirError:
+        return []
 
 
 def model_type_label(model_dir: str | Path | None, doc_type: str) -> str:
     """"中文名 (name)" from the model's own schema file, else the repo's, else just the name."""
-    d = Path(model_dir) if model_dir else default_model_dir()
+    from models.model_dir import model_schema
     try:
-        from data.schemas import load_schema, load_schema_file
-        own = d / "schemas" / f"{doc_type}.yaml"
-        schema = load_schema_file(own) if own.is_file() else load_schema(doc_type)
+        schema = model_schema(Path(model_dir) if model_dir else default_model_dir(), doc_type)
     except Exception:    # a type without any readable schema still shows, by its name
         return doc_type
     return f"{schema.label} ({schema.name})"

@@ -17,8 +17,8 @@ import paddle
 from tqdm import tqdm
 
 from models.encoder import EncoderConfig
-from models.extractor import ExtractorConfig
 from models.heads import tag_labels
+from models.model_dir import ExtractorConfig
 from training.step import EngineStep, extractor_batch, extractor_loss
 
 

@@ -10,8 +10,8 @@ storage. `_TorchUnpickler` allows only those few globals and rebuilds numpy arra
 the pickle is refused, so a hostile file cannot run code. `save_torch_bin` writes the same format
 (tests use it; it also lets a user hand our weights to torch users).
 
-Our own model directory (`save_model_dir` / `load_model_dir`): `config.json` (encoder config, head
-config and free-form `meta` such as label maps), `model_state.pdparams`, `vocab.txt`.
+Our own model directory (an encoder with its extraction head, ready to extract) is models/model_dir.py's:
+this module only reads the checkpoints training starts from.
 
 Training checkpoints (`CheckpointSlots`): the newest two, each written to a temporary directory,
 fsynced and renamed into place, so a save killed half way never replaces a good checkpoint, and a
@@ -30,7 +30,6 @@ import shutil
 import sys
 import zipfile
 from collections import OrderedDict
-from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -39,9 +38,6 @@ import paddle
 
 from data.atomic import fsync_path
 from models.encoder import Encoder, EncoderConfig
-from models.heads import ExtractionHead, HeadConfig
-
-FORMAT = "docint-model-v1"
 
 # ---------------------------------------------------------------------------------------------
 # config.json -> EncoderConfig
@@ -385,62 +381,6 @@ def load_pretrained(model_dir: str | Path, head: paddle.nn.Layer | None = None,
     load_state_into(model, mapped, source=str(model_dir))
     notes = [f"ignored {len(ignored)} non-encoder keys: {ignored}"] if ignored else []
     return model, notes
-
-
-# ---------------------------------------------------------------------------------------------
-# our own model directory
-# ---------------------------------------------------------------------------------------------
-def save_model_dir(out_dir: str | Path, model: Encoder, vocab: list[str] | str | Path,
-                   meta: dict | None = None, half: bool = False) -> Path:
-    """Write config.json (encoder + head config + meta), model_state.pdparams and vocab.txt.
-
-    `half=True` stores float weights as float16 (half the file; `load_model_dir` casts them back).
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tokens = Path(vocab).read_text(encoding="utf-8").splitlines() if isinstance(vocab, (str, Path)) else list(vocab)
-    if len(tokens) != model.config.vocab_size:
-        raise ValueError(f"vocab has {len(tokens)} tokens but the encoder expects "
-                         f"{model.config.vocab_size}; save the vocabulary the model was built with")
-    head = model.head.config if isinstance(model.head, ExtractionHead) else None
-    config = {"format": FORMAT, "encoder": asdict(model.config),
-              "head": asdict(head) if head else None, "meta": meta or {}}
-    (out_dir / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
-    state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v)
-             for k, v in model.state_dict().items()}
-    paddle.save(state, str(out_dir / "model_state.pdparams"))
-    (out_dir / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    return out_dir
-
-
-def load_model_dir(model_dir: str | Path) -> tuple[Encoder, dict]:
-    """(model in eval mode, meta) from a directory written by `save_model_dir`.
-
-    The tokenizer is `models.tokenizer.Tokenizer.from_dir(model_dir)`.
-    """
-    model_dir = Path(model_dir)
-    cfg_path = model_dir / "config.json"
-    if not cfg_path.is_file():
-        raise FileNotFoundError(f"{model_dir} has no config.json; is it a model directory exported "
-                                "by training (python -m training export)?")
-    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    if cfg.get("format") != FORMAT:
-        raise ValueError(f"{model_dir} is not one of our model directories (format "
-                         f"{cfg.get('format')!r}); for a BERT/ERNIE checkpoint use load_pretrained")
-    enc_fields = {f.name for f in fields(EncoderConfig)}
-    config = EncoderConfig(**{k: v for k, v in cfg["encoder"].items() if k in enc_fields})
-    head = ExtractionHead(HeadConfig(**cfg["head"])) if cfg.get("head") else None
-    model = Encoder(config, head=head)
-    state = paddle.load(str(model_dir / "model_state.pdparams"), return_numpy=True)
-    ours = model.state_dict()
-    missing = sorted(set(ours) - set(state))
-    extra = sorted(set(state) - set(ours))
-    if missing or extra:
-        raise KeyError(f"{model_dir}: weights do not match config.json; missing {missing}, "
-                       f"unexpected {extra}. Re-export the model.")
-    load_state_into(model, {k: np.asarray(v) for k, v in state.items()}, source=str(model_dir))
-    model.eval()
-    return model, cfg.get("meta", {})
 
 
 # ---------------------------------------------------------------------------------------------

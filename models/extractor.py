@@ -10,15 +10,13 @@ the probabilities mean is decided by the decoding rules of models/extraction/ (`
 candidate spans, document type, fields, items, arithmetic, generic-form pairs), then data/validate.py
 checks the values.
 
-A model directory holds config.json, model_state.pdparams, vocab.txt, labels.json, schemas/*.yaml,
-metrics.json and provenance.json; `find_model_dirs` lists such directories for the UI's picker.
+The model directory (its files, writing, reading, listing) is models/model_dir.py's; the names
+imported from there below are the ones callers have long used from this module.
 """
 from __future__ import annotations
 
 import functools
-import json
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,88 +24,23 @@ import paddle
 
 from data.document import Document, Page
 from data.labels import FORM_KEYS, ITEM_PREFIX
-from models.encoder import Encoder, EncoderConfig
+from models.encoder import Encoder
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
 from models.extraction.doctype import pick_type
-from models.heads import ExtractionHead, HeadConfig
+from models.model_dir import (  # noqa: F401  (the directory names callers know from here)
+    DEFAULT_MODEL_DIR,
+    ExtractorConfig,
+    ModelDirError,
+    find_model_dirs,
+    is_model_dir,
+    model_schema,
+    read_model_dir,
+)
+from models.model_dir import write_model_dir as save_model  # noqa: F401  (training's name for it)
 from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
 GENERIC = "generic_form"
-
-
-class ModelDirError(FileNotFoundError):
-    """A model directory that is missing or incomplete; the message says how to get a good one."""
-
-
-def is_model_dir(path: str | Path) -> bool:
-    p = Path(path)
-    return (p / "config.json").is_file() and (p / "model_state.pdparams").is_file() and (p / "vocab.txt").is_file()
-
-
-def find_model_dirs(root: str | Path | None = None) -> list[Path]:
-    """Model directories under `root` (itself included), the bundled default first when present."""
-    roots = [Path(root)] if root is not None else [DEFAULT_MODEL_DIR.parent]
-    found = []
-    for r in roots:
-        if is_model_dir(r):
-            found.append(r.resolve())
-        if r.is_dir():
-            found += sorted(p.parent.resolve() for p in r.rglob("config.json") if is_model_dir(p.parent)
-                            and p.parent.resolve() != r.resolve())
-    found = list(dict.fromkeys(found))
-    default = DEFAULT_MODEL_DIR.resolve()
-    return sorted(found, key=lambda p: (p != default, str(p)))
-
-
-@dataclass
-class ExtractorConfig:
-    encoder: dict
-    tag_labels: list[str]
-    doc_types: list[str]
-    link: bool = True
-    max_len: int = 512
-
-    def build(self) -> Encoder:
-        enc = EncoderConfig(**self.encoder)
-        head = ExtractionHead(HeadConfig(hidden_size=enc.hidden_size, tag_labels=list(self.tag_labels),
-                                         doc_types=list(self.doc_types), link=self.link))
-        return Encoder(enc, head)
-
-    def save(self, model_dir: Path) -> None:
-        (model_dir / "config.json").write_text(json.dumps(asdict(self), ensure_ascii=False, indent=1),
-                                               encoding="utf-8")
-
-    @classmethod
-    def load(cls, model_dir: Path) -> "ExtractorConfig":
-        return cls(**json.loads((model_dir / "config.json").read_text(encoding="utf-8")))
-
-
-def save_vocab(tok: Tokenizer, path: Path) -> None:
-    path.write_text("\n".join(tok.vocab) + "\n", encoding="utf-8")
-
-
-def save_model(model: Encoder, cfg: ExtractorConfig, vocab, model_dir: str | Path,
-               half: bool = True) -> Path:
-    """Write a complete model directory (weights in float16 by default: half the size, same tags)."""
-    from data.schemas import SCHEMA_DIR
-    d = Path(model_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    cfg.save(d)
-    save_vocab(vocab, d / "vocab.txt")
-    state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v)
-             for k, v in model.state_dict().items()}
-    paddle.save(state, str(d / "model_state.pdparams"))
-    (d / "labels.json").write_text(json.dumps({"tags": cfg.tag_labels, "doc_types": cfg.doc_types},
-                                              ensure_ascii=False, indent=1), encoding="utf-8")
-    sdir = d / "schemas"
-    sdir.mkdir(exist_ok=True)
-    for name in cfg.doc_types:
-        src = SCHEMA_DIR / f"{name}.yaml"
-        if src.is_file():
-            (sdir / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-    return d
 
 
 class Extractor:
@@ -120,24 +53,13 @@ class Extractor:
         self.vocab = vocab
         self.model_dir = model_dir
         self.tag_labels = cfg.tag_labels
-        from data.schemas import load_schema, load_schema_file
-        self.schemas = {}
-        for name in cfg.doc_types:
-            path = model_dir / "schemas" / f"{name}.yaml" if model_dir else None
-            self.schemas[name] = load_schema_file(path) if path and path.is_file() else load_schema(name)
+        self.schemas = {name: model_schema(model_dir, name) for name in cfg.doc_types}
 
     @classmethod
     def load(cls, model_dir: str | Path = DEFAULT_MODEL_DIR) -> "Extractor":
-        d = Path(model_dir)
-        if not is_model_dir(d):
-            raise ModelDirError(f"{d} is not a model directory (needs config.json, model_state.pdparams, "
-                                f"vocab.txt); train one with `python -m training train --config "
-                                f"configs/default.yaml --out DIR` or run scripts/train_default.sh")
-        cfg = ExtractorConfig.load(d)
-        model = cfg.build()
-        state = paddle.load(str(d / "model_state.pdparams"))
-        model.set_state_dict({k: v.astype("float32") if v.dtype == paddle.float16 else v for k, v in state.items()})
-        return cls(model, cfg, Tokenizer.from_dir(d), d)
+        """ModelDirError (with how to get a model) for anything models.model_dir cannot read."""
+        model, cfg, vocab = read_model_dir(model_dir)
+        return cls(model, cfg, vocab, Path(model_dir))
 
     # --- model ----------------------------------------------------------------------------------
     @paddle.no_grad()

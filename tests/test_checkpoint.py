@@ -12,9 +12,8 @@ import numpy as np
 import paddle
 import pytest
 
-from models.checkpoint import load_model_dir, load_pretrained, read_torch_bin, save_model_dir, save_torch_bin
-from models.encoder import Encoder, EncoderConfig
-from models.heads import ExtractionHead, HeadConfig
+from models.checkpoint import load_pretrained, read_torch_bin, save_torch_bin
+from models.encoder import Encoder
 
 SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=64, max_position_embeddings=40, type_vocab_size=2,
@@ -212,37 +211,6 @@ def test_unknown_encoder_key_is_an_error(tmp_path):
 def test_hub_name_is_refused_with_a_hint():
     with pytest.raises(FileNotFoundError, match="never downloaded"):
         load_pretrained("ernie-3.0-medium-zh")
-
-
-def test_own_model_dir_round_trip(tmp_path):
-    config = EncoderConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
-                           intermediate_size=32, max_position=32, dropout=0.0, attention_dropout=0.0)
-    head = ExtractionHead(HeadConfig(hidden_size=16, tag_labels=["O", "B-a", "I-a"],
-                                     doc_types=["x", "y"], link=True, dropout=0.0))
-    model = Encoder(config, head=head)
-    for p in model.parameters():                       # make layout and head weights non-trivial
-        p.set_value(paddle.randn(p.shape) * 0.1)
-    vocab = [f"v{i}" for i in range(50)]
-    save_model_dir(tmp_path / "m", model, vocab, meta={"schemas": ["x", "y"]})
-    back, meta = load_model_dir(tmp_path / "m")
-    assert meta == {"schemas": ["x", "y"]}
-    assert back.head.config.tag_labels == ["O", "B-a", "I-a"] and back.head.config.link
-    ids = paddle.to_tensor([[2, 5, 7, 9]], dtype="int64")
-    bbox = paddle.to_tensor([[[0, 0, 0, 0], [10, 20, 300, 40], [500, 20, 900, 40], [0, 0, 0, 0]]], dtype="int64")
-    types, mask = paddle.zeros_like(ids), paddle.ones_like(ids)
-    model.eval()
-    with paddle.no_grad():
-        a, b = model(ids, bbox, types, mask), back(ids, bbox, types, mask)
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x.numpy(), y.numpy())
-    # float16 storage halves the file and keeps the outputs to float16 precision
-    save_model_dir(tmp_path / "h", model, vocab, half=True)
-    full_size = (tmp_path / "m" / "model_state.pdparams").stat().st_size
-    assert (tmp_path / "h" / "model_state.pdparams").stat().st_size < 0.6 * full_size
-    half, _ = load_model_dir(tmp_path / "h")
-    with paddle.no_grad():
-        c = half(ids, bbox, types, mask)
-    np.testing.assert_allclose(c[0].numpy(), a[0].numpy(), atol=2e-2)
 
 
 def test_legacy_paddlenlp_model_config_json(tmp_path):

@@ -9,15 +9,9 @@ from models.encoder import EncoderConfig
 from models.extraction import PageContext
 from models.extraction.doctype import pick_type, title_evidence
 from models.extraction.rules import decode_fields
-from models.extractor import (
-    Extractor,
-    ExtractorConfig,
-    ModelDirError,
-    find_model_dirs,
-    get_extractor,
-    save_model,
-)
+from models.extractor import Extractor, get_extractor
 from models.heads import schema_field_keys, tag_labels
+from models.model_dir import ExtractorConfig, ModelDirError, find_model_dirs, write_model_dir
 from models.tokenizer import Tokenizer
 
 
@@ -29,7 +23,7 @@ def model_dir(tmp_path_factory):
     enc = {**EncoderConfig.preset("tiny", vocab_size=vocab.vocab_size, hidden_size=32, num_layers=1, num_heads=2,
                                   intermediate_size=64, max_position=64).__dict__}
     cfg = ExtractorConfig(encoder=enc, tag_labels=tag_labels(keys), doc_types=types, max_len=64)
-    save_model(cfg.build(), cfg, vocab, d)
+    write_model_dir(cfg.build(), cfg, vocab, d)
     return d
 
 
