@@ -34,6 +34,9 @@ class DataConfig:
     pages_per_type: int = 160
     degrade: str = "mix"              # photo/scan degradations on the rendered images (what real OCR reads)
     heldout_layouts: float = 0.25     # share of each type's layouts held out whole for evaluation (retrain too)
+    # layouts held out by name ("<doc_type>/<layout>"), replacing the share when given: a warm-started run
+    # keeps its base's held-out layouts held out (else it would be scored on pages the base trained on)
+    heldout_named: list[str] = field(default_factory=list)
     real_ocr_pages: int = 40          # training pages also read by real PP-OCR and labelled by alignment
     real_ocr_repeat: int = 4          # real OCR pages are few: each joins the mix this many times
     corpus: str | None = None         # a corpus (data/corpus.py format) instead of generating pages
@@ -51,6 +54,9 @@ class ModelConfig:
     # encoder from; its config.json and vocab.txt then decide the shape and vocabulary (preset and
     # encoder are ignored)
     init_from: str | None = None
+    # a model directory of ours (e.g. the previous bundled model) whose weights start this run, carried
+    # over by token, tag and doc-type name (training/warm_start.py); vocabulary, tags and types may grow
+    warm_start: str | None = None
 
 
 @dataclass

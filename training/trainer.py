@@ -94,7 +94,7 @@ def build_corpus(cfg: TrainConfig, work: Path) -> tuple[list[dict], list[dict]]:
         if not records:
             raise TrainingError("the generator produced no pages for any type in data.types; "
                                 "check `python -m data.synth --list`")
-    train, test = split_by_layout(records, data.heldout_layouts, seed)
+    train, test = split_by_layout(records, data.heldout_named or data.heldout_layouts, seed)
     write_corpus(train, train_file)
     write_corpus(test, test_file)
     return read_corpus(train_file), read_corpus(test_file)
@@ -220,7 +220,15 @@ def build_model(cfg: TrainConfig, labels: list[str], doc_types: list[str]):
            "vocab_size": vocab.vocab_size, "max_position": mcfg.max_len}
     xcfg = ExtractorConfig(encoder=enc, tag_labels=list(labels), doc_types=list(doc_types), link=True,
                            max_len=mcfg.max_len)
-    return xcfg.build(), xcfg, vocab
+    model = xcfg.build()
+    if mcfg.warm_start:
+        from training.warm_start import warm_start
+        try:
+            report = warm_start(model, list(labels), list(doc_types), vocab.vocab, mcfg.warm_start)
+        except (OSError, KeyError, ValueError) as exc:
+            raise RefusedError(f"model.warm_start {mcfg.warm_start}: {exc}") from exc
+        print(report.summary())
+    return model, xcfg, vocab
 
 
 def make_step(model, lr_sched, cfg: TrainConfig, pipe: dict):
