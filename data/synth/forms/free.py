@@ -62,7 +62,7 @@ def render_free(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     title, labels = pick_form(rng)
     y, company = draw(c, rng, ink, title, labels)
     c.crop_height(y + rng.uniform(40, 90))
-    kit.decorate(c, deco, company, (W * 0.75, y - ink.size * 2), [lab.text for lab in labels] + [title],
+    kit.decorate(c, deco, company, (W * 0.75, y - ink.size * 2), [ln.text for ln in c.lines],
                  p_stamp=0.3 if layout == "form_cover" else 0.5)
     return c
 
@@ -94,8 +94,8 @@ def _pair_at(c: Canvas, rng: random.Random, ink: kit.Ink, x: float, y: float, la
         ax = c.lines[hid].box[2] + size * 0.6
         empty = 0.5 if lab.kind not in CHECKS else 0.0     # a field for someone else: often blank
     if lab.kind in CHECKS:
-        kit.checks(c, rng, [k], ax, y, CHECKS[lab.kind], ink, max_x=x_end)
-        return size * 2.0
+        bottom = kit.checks(c, rng, [k], ax, y, CHECKS[lab.kind], ink, max_x=x_end)
+        return max(size * 2.0, bottom - y + size * 0.9)
     if underline:
         c.hline(ax - 4, x_end - size, y + size * 1.25, (90, 90, 90))
     if rng.random() < empty or ax > x_end - 3 * size:
@@ -263,7 +263,10 @@ def _stacked(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: li
         vy = y + ks + size * 0.5
         under = vy + size * 1.3
         if lab.kind in CHECKS:
-            kit.checks(c, rng, [k], x + 8, vy, CHECKS[lab.kind], ink, max_x=x + span * unit - 20)
+            bottom = kit.checks(c, rng, [k], x + 8, vy, CHECKS[lab.kind], ink, max_x=x + span * unit - 20)
+            more = max(0.0, bottom - (vy + size * 1.2))
+            y += more
+            under += more
         elif rng.random() > 0.1:
             lines, vsize = _value_lines(c, rng, ink, lab.kind, span * unit * rng.uniform(0.5, 1.0) - 40)
             vs = kit.stacked(c, x + 8, vy, lines, vsize, ink.value_font, ink.value_color, "answer", gap=1.4)

@@ -112,7 +112,7 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
                    align="center" if centred else "left")
             y += h
             continue
-        if layout == "form_banded" and r and r % max(2, len(rows) // 3) == 0 and band_names:
+        if layout == "form_banded" and r and r % max(2, len(rows) // 3) == 0 and r <= len(rows) - 2 and band_names:
             _band(c, ink, x0, band_start, y, band_names.pop(0))
             band_start = y
         unit = (right - left) / cols
@@ -137,7 +137,7 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     kit.signature(c, rng, x0 + (x1 - x0) * 0.45, y, ink, who, (x1 - x0) * 0.55,
                   make_value(rng, "name") if rng.random() < 0.4 else None)
     c.crop_height(y + size * 1.4 + rng.uniform(40, 90))
-    kit.decorate(c, deco, make_value(deco, "company"), (x1 - 140, y), [lab.text for lab in labels] + [title])
+    kit.decorate(c, deco, make_value(deco, "company"), (x1 - 140, y), [ln.text for ln in c.lines])
     return c
 
 
@@ -145,10 +145,13 @@ def _band(c: Canvas, ink: kit.Ink, x: float, y0: float, y1: float, name: str) ->
     """A section named down a narrow left column, one character a line (headers)."""
     w = ink.size * 2.2
     c.rect([x, y0, x + w, y1], (0, 0, 0), 1)
+    if (y1 - y0) < ink.size * 1.0 * (len(name) + 1):     # a short band: a short name
+        name = "备注" if (y1 - y0) >= ink.size * 3 else "注"
     step = min(ink.size * 1.5, (y1 - y0) / (len(name) + 1))
+    size = min(ink.size, int(step * 0.85))
     start = (y0 + y1) / 2 - step * len(name) / 2
     for i, ch in enumerate(name):
-        c.text(x + w / 2, start + i * step, ch, ink.size, ink.font, (0, 0, 0), label="header", align="center")
+        c.text(x + w / 2, start + i * step, ch, size, ink.font, (0, 0, 0), label="header", align="center")
 
 
 def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: float, y: float, unit: float,

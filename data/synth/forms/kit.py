@@ -135,12 +135,12 @@ def check_group(c: Canvas, rng: random.Random, x: float, y: float, options: list
 def checks(c: Canvas, rng: random.Random, key_lines: list[int], x: float, y: float, options: list[str],
            ink: Ink, max_x: float | None = None, none_ticked: float = 0.1) -> float:
     """A check-box group answering `key_lines`: ground truth key -> the ticked option (value without
-    the box). Returns the right edge of the group."""
+    the box). Returns the bottom of the group (options that did not fit went on a second line)."""
     ticked = None if rng.random() < none_ticked else rng.randrange(len(options))
     ids, hit = check_group(c, rng, x, y, options, ticked, ink, max_x)
     if hit is not None and ticked is not None:
         group(c, key_lines, [hit], lines_text(c, key_lines), options[ticked], options)
-    return max(c.lines[i].box[2] for i in ids)
+    return max(c.lines[i].box[3] for i in ids)
 
 
 def signature(c: Canvas, rng: random.Random, x: float, y: float, ink: Ink, who: str, width: float,
@@ -159,7 +159,8 @@ def signature(c: Canvas, rng: random.Random, x: float, y: float, ink: Ink, who: 
 
 
 def show_through(c: Canvas, rng: random.Random, texts: list[str]) -> None:
-    """Faint mirrored text from the back of the sheet (thin paper, scanned). Decoration: no ground truth."""
+    """Faint mirrored text from the back of the sheet (thin paper, scanned): `texts` are the lines of a
+    page like this one. Decoration: no ground truth."""
     if not c.decorations:
         return
     back = Image.new("L", c.image.size, 0)
