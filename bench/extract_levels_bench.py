@@ -1,13 +1,20 @@
-"""Extraction F1 on held-out layouts through real OCR, by degradation level, on a freshly generated set.
+"""Extraction F1 on held-out layouts through real OCR, by degradation level, on a freshly generated set;
+several models side by side on the same pages.
 
     python -m bench.extract_levels_bench --seed 8484 --n 8 --out runs/final3 \
         --json bench/results/extract_heldout_final.json
+    python -m bench.extract_levels_bench --model runs/model_v4,models/default --layouts-from runs/model_v4 \
+        --seed 9191 --n 6 --out runs/cmp --json bench/results/extract_levels_v3_v4.json
 
-Generates N pages per document type and level (none, light, photo, heavy) of the layouts the bundled
-model never saw in training (its provenance.json; generic forms also get form_sections, added after
-it was trained), writes them as one corpus with ids made unique per level, and scores the model with
-`python -m training evaluate --ocr real` (OCR read once, cached in runs/eval_ocr_cache.jsonl). Use a
-seed no earlier run looked at for a figure that was not tuned on.
+Generates N pages per document type and level (none, light, photo, heavy) of the layouts a model never
+saw in training (`--layouts-from`, default the first model: its provenance.json `heldout_layouts`, plus
+every generator layout newer than the model, i.e. in neither its held-out nor its training layouts when
+the provenance lists `train_layouts`; for an older provenance without that list, generic forms get
+form_sections, added after the v3 model was trained), writes them as one corpus with ids made unique
+per level, and scores each model with `python -m training evaluate --ocr real` (OCR read once and
+cached in runs/eval_ocr_cache.jsonl, so every model reads the same OCR lines). A type a model does not
+know scores what it extracts (usually 0). Use a seed no earlier run looked at for a figure that was not
+tuned on. Prints one table (rows: type x level, columns: models) and writes every report in one JSON.
 """
 from __future__ import annotations
 
@@ -23,29 +30,41 @@ LEVELS = ("none", "light", "photo", "heavy")
 
 
 def heldout_layouts(model_dir: Path) -> dict[str, list[str]]:
-    """doc type -> layouts held out of the model's training (generic forms: + form_sections)."""
+    """doc type -> layouts held out of the model's training, plus layouts newer than the model."""
+    from data.synth.generator import list_doc_types, list_layouts
     prov = json.loads((model_dir / "provenance.json").read_text(encoding="utf-8"))
     out: dict[str, list[str]] = {}
     for name in prov.get("heldout_layouts", []):
         doc_type, layout = name.split("/", 1)
         out.setdefault(doc_type, []).append(layout)
-    if "generic_form" in out and "form_sections" not in out["generic_form"]:
-        out["generic_form"].append("form_sections")
+    trained = prov.get("train_layouts")
+    if trained is None:
+        if "generic_form" in out and "form_sections" not in out["generic_form"]:
+            out["generic_form"].append("form_sections")
+        return out
+    seen = set(trained) | set(prov.get("heldout_layouts", []))
+    for doc_type in out:            # newer layouts of the types the model was scored on
+        if doc_type in list_doc_types():
+            out[doc_type] += [lay for lay in list_layouts(doc_type) if f"{doc_type}/{lay}" not in seen]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="models/default", help="model directory (default: models/default)")
+    p.add_argument("--model", default="models/default",
+                   help="model directory, or several comma-separated (default: models/default)")
+    p.add_argument("--layouts-from", default=None, help="model whose held-out layouts are drawn (default: the first)")
     p.add_argument("--seed", type=int, default=8484, help="generator seed (default 8484)")
     p.add_argument("--n", type=int, default=8, help="pages per document type and level (default 8)")
     p.add_argument("--levels", default=",".join(LEVELS), help="comma-separated degradation levels")
     p.add_argument("--out", default="runs/extract_levels", help="where the generated pages and corpus go")
-    p.add_argument("--json", default="runs/extract_levels.json", help="the evaluation report")
+    p.add_argument("--json", default="runs/extract_levels.json", help="the evaluation report(s)")
     a = p.parse_args(argv)
+    models = [m for m in a.model.split(",") if m]
     out = Path(a.out)
     records = []
-    for doc_type, layouts in heldout_layouts(Path(a.model)).items():
+    layouts_of = heldout_layouts(Path(a.layouts_from or models[0]))
+    for doc_type, layouts in layouts_of.items():
         for level in a.levels.split(","):
             d = out / doc_type / level
             if not any(d.glob("*.json")):
@@ -57,9 +76,47 @@ def main(argv: list[str] | None = None) -> int:
                 r["id"] = f"{r['id']}_{level}"
             records += recs
     write_corpus(records, out)
-    print(f"{len(records)} pages in {out / 'corpus.jsonl'}", flush=True)
-    return subprocess.run([sys.executable, "-m", "training", "evaluate", "--model", a.model, "--data",
-                           str(out / "corpus.jsonl"), "--ocr", "real", "--json", a.json]).returncode
+    print(f"{len(records)} pages in {out / 'corpus.jsonl'} (layouts: "
+          + "; ".join(f"{t}: {', '.join(ls)}" for t, ls in layouts_of.items()) + ")", flush=True)
+    if len(models) == 1:
+        return subprocess.run([sys.executable, "-m", "training", "evaluate", "--model", models[0], "--data",
+                               str(out / "corpus.jsonl"), "--ocr", "real", "--json", a.json]).returncode
+    reports = {}
+    for i, m in enumerate(models):
+        part = out / f"report_{i}.json"
+        rc = subprocess.run([sys.executable, "-m", "training", "evaluate", "--model", m, "--data",
+                             str(out / "corpus.jsonl"), "--ocr", "real", "--json", str(part)],
+                            capture_output=True, text=True)
+        if rc.returncode != 0:
+            print(rc.stdout[-2000:], rc.stderr[-2000:], file=sys.stderr)
+            return rc.returncode
+        reports[m] = json.loads(part.read_text(encoding="utf-8"))
+    print(side_by_side(reports))
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.json).write_text(json.dumps({"seed": a.seed, "n": a.n, "layouts": layouts_of, "reports": reports},
+                                       ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"wrote {a.json}")
+    return 0
+
+
+def side_by_side(reports: dict[str, dict]) -> str:
+    """Rows: doc type x level (field F1; generic_form: pair F1); columns: the models."""
+    names = list(reports)
+    rows = [f"| type | level | {' | '.join(names)} |", "|---|---|" + "---|" * len(names)]
+    types = sorted({t for r in reports.values() for lv in r.get("by_degradation", {}).values()
+                    for t in lv["f1_by_type"]})
+    levels = [lv for lv in LEVELS if any(lv in r.get("by_degradation", {}) for r in reports.values())]
+    for t in types:
+        for lv in levels:
+            cells = []
+            for m in names:
+                f1 = reports[m].get("by_degradation", {}).get(lv, {}).get("f1_by_type", {}).get(t)
+                cells.append("-" if f1 is None else f"{f1:.3f}")
+            rows.append(f"| {t} | {lv} | {' | '.join(cells)} |")
+    for m in names:
+        acc = {t: d["doc_type_accuracy"] for t, d in reports[m].get("doc_types", {}).items()}
+        rows.append(f"doc-type accuracy, {m}: " + ", ".join(f"{t} {v:.2f}" for t, v in sorted(acc.items())))
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -320,6 +320,7 @@ def train(cfg: TrainConfig | dict, out: Path, work: Path | None = None, resume: 
         "command": command, "config": cfg.to_dict(), "seed": seed, "git_commit": git_commit(),
         "train_pages": len(train_recs), "real_ocr_pages": n_ocr, "heldout_pages": len(test_recs),
         "heldout_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in test_recs}),
+        "train_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in train_recs}),
         "steps": state.step, "step_function": how, "resumed_at_steps": state.resumed_at,
         "final_loss": float(np.mean(state.losses[-50:])) if state.losses else None,
         "work_dir": str(work)}, ensure_ascii=False, indent=1), encoding="utf-8")
