@@ -156,3 +156,21 @@ def test_held_out_layouts_are_whole_and_include_new_ones_in_both_sets():
     held = {r["layout"] for r in test if r["doc_type"] == "generic_form"}
     trained = {r["layout"] for r in train if r["doc_type"] == "generic_form"}
     assert held & set(NEW) and trained & set(NEW) and not held & trained
+
+
+def test_signature_and_date_lines_pair_only_when_signed():
+    signed = unsigned = 0
+    for gt in _pages(NEW, range(4)):
+        lines = gt["lines"]
+        # every layout but the thesis cover ends in a signature and a blank date
+        assert gt["layout"] == "form_cover" or any(ln["text"].replace(" ", "") == "年月日" for ln in lines)
+        for ln in lines:
+            if ln["text"].replace(" ", "") == "年月日":
+                assert ln["label"] == "other" and not ln["linking"]
+        for p in gt["pairs"]:
+            if p["key"].endswith(("签名", "签字")):
+                signed += 1
+                assert lines[p["value_line"]]["text"] == p["value"] and 2 <= len(p["value"]) <= 4
+        unsigned += sum(ln["label"] == "question" and ln["text"].rstrip("：").endswith(("签名", "签字"))
+                        and not ln["linking"] for ln in lines)
+    assert signed >= 5 and unsigned >= 5

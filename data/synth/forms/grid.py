@@ -19,6 +19,7 @@ from data.synth.canvas import Canvas
 from data.synth.forms import kit
 from data.synth.forms.labels import CHECKS, HINTS, LONG, MULTI, NUMERALS, SECTIONS, Label, make_value, pick_form
 
+NOTES = (["（选填）", "（如有）", "（必填）", "（本人手写）", "（须与证件一致）"], ["（请勾选）", "（单选）", "请勾选"])
 GRID_LAYOUTS: dict[str, dict] = {
     "form_cells": dict(fonts=["song", "hei"], cols=2, photo=True),
     "form_cells3": dict(fonts=["song", "hei", "fangsong"], cols=3, photo=False),
@@ -33,7 +34,8 @@ class Cell:
     span: int = 1                  # value cells merged to the right (a whole-row value)
     multi: list[str] = field(default_factory=list)   # several values (kinds) after one label
     empty: bool = False
-    hint: str = ""
+    hint: str = ""                 # in the empty value cell
+    note: str = ""                 # small, under the label in its cell: 签名 / （本人手写）
 
 
 def _plan(rng: random.Random, labels: list[Label], cols: int, multi_rows: int, sections: bool) -> list[list[Cell]]:
@@ -58,7 +60,8 @@ def _plan(rng: random.Random, labels: list[Label], cols: int, multi_rows: int, s
             flush()
             rows.append([Cell(lab, span=cols, empty=empty, hint=hint)])
             continue
-        row.append(Cell(lab, empty=empty, hint=hint))
+        note = rng.choice(NOTES[lab.kind in CHECKS]) if not hint and rng.random() < 0.08 else ""
+        row.append(Cell(lab, empty=empty, hint=hint, note=note))
         if len(row) == cols:
             flush()
     flush()
@@ -111,6 +114,8 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
                    rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header",
                    align="center" if centred else "left")
             y += h
+            if r + 1 == photo_rows:
+                photo_bottom = y
             continue
         if layout == "form_banded" and r and r % max(2, len(rows) // 3) == 0 and r <= len(rows) - 2 and band_names:
             _band(c, ink, x0, band_start, y, band_names.pop(0))
@@ -120,6 +125,11 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
         y += h
         if r + 1 == photo_rows:
             photo_bottom = y
+    who = rng.choice(["申请人签名", "本人签字", "填表人", "经办人签字", "审核人签字"])
+    signed = make_value(rng, "name") if rng.random() < 0.4 else None
+    in_table = rng.random() < 0.5
+    if in_table:                                        # 申请人签名 | (name) | 日期 | 年  月  日
+        y += _sign_row(c, rng, ink, x0 + band, y, x1, label_w, who, signed)
     if layout == "form_banded" and band_names:
         _band(c, ink, x0, band_start, y, band_names.pop(0))
     if photo_rows:
@@ -133,12 +143,38 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
                                   "注：本表一式两份，请用黑色签字笔填写，字迹清晰。", "说明：带*号的为必填项。"]),
                size - 2, ink.font, ink.color, label="other", max_width=x1 - x0)
         y += size * 2.2
-    who = rng.choice(["申请人签名", "本人签字", "填表人", "经办人签字"])
-    kit.signature(c, rng, x0 + (x1 - x0) * 0.45, y, ink, who, (x1 - x0) * 0.55,
-                  make_value(rng, "name") if rng.random() < 0.4 else None)
+    if not in_table:
+        kit.signature(c, rng, x0 + (x1 - x0) * 0.45, y, ink, who, (x1 - x0) * 0.55, signed)
+    else:
+        y -= size * 1.2
     c.crop_height(y + size * 1.4 + rng.uniform(40, 90))
     kit.decorate(c, deco, make_value(deco, "company"), (x1 - 140, y), [ln.text for ln in c.lines])
     return c
+
+
+def _sign_row(c: Canvas, rng: random.Random, ink: kit.Ink, left: float, y: float, right: float, label_w: float,
+              who: str, signed: str | None) -> float:
+    """The table's last row: a signature cell and a date cell. Unsigned, both labels are questions
+    without answers (the printed 年 月 日 is other); signed, the name answers the signature label."""
+    size = ink.size
+    h = size * 3.2
+    mid = left + (right - left) * rng.uniform(0.5, 0.6)
+    parts = [who] if c.text_width(who, size, ink.font) <= label_w - 10 else kit.split_label(who)
+    for box in ([left, y, left + label_w, y + h], [left + label_w, y, mid, y + h], [mid, y, mid + label_w, y + h],
+                [mid + label_w, y, right, y + h]):
+        c.rect(box, (0, 0, 0), 1)
+    ky = y + h / 2 - size * (0.55 + (len(parts) - 1) * 0.625)
+    keys = kit.stacked(c, left + label_w / 2, ky, parts, size, ink.font, ink.color, "question", "center",
+                       max_width=label_w - 8)
+    if signed:
+        v = c.text(left + label_w + size * 2, y + h / 2 - size * 0.6, signed, size + 3, "kai", (30, 30, 60),
+                   label="answer")
+        kit.group(c, keys, [v], kit.lines_text(c, keys), signed)
+    c.text(mid + label_w / 2, y + h / 2 - size * 0.55, rng.choice(["日期", "签字日期", "填表日期"]), size, ink.font,
+           ink.color, label="question", align="center", max_width=label_w - 8)
+    c.text(right - size, y + h / 2 - size * 0.55, "年    月    日", size, ink.font, ink.color, label="other",
+           align="right")
+    return h
 
 
 def _band(c: Canvas, ink: kit.Ink, x: float, y0: float, y1: float, name: str) -> None:
@@ -179,16 +215,19 @@ def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: flo
             lines, vsize = kit.fit_lines(text, ink.value_font, size, wrap_at)
             values = [lines]
         plans.append((cell, parts, values, width, vsize))
-    n_lines = max([len(p[1]) for p in plans] + [len(v) for p in plans for v in p[2]] + [1])
+    n_lines = max([len(p[1]) + bool(p[0].note) for p in plans] + [len(v) for p in plans for v in p[2]] + [1])
     h = size * (2.2 if n_lines == 1 else 1.1 + gap * n_lines)
     x = left
     for cell, parts, values, width, vsize in plans:
         assert cell.label is not None
         c.rect([x, y, x + label_w, y + h], (0, 0, 0), 1, fill=(238, 238, 238) if shade else None)
         c.rect([x + label_w, y, x + label_w + width, y + h], (0, 0, 0), 1)
-        ky = y + h / 2 - size * (0.55 + (len(parts) - 1) * gap / 2)
+        ky = y + h / 2 - size * (0.55 + (len(parts) + bool(cell.note) - 1) * gap / 2)
         keys = kit.stacked(c, x + label_w / 2, ky, parts, size, ink.font, ink.color, "question", "center", gap,
                            max_width=label_w - 8)
+        if cell.note:
+            c.text(x + label_w / 2, ky + len(parts) * size * gap + size * 0.1, cell.note, size - 4, ink.font,
+                   ink.hint_color, label="other", align="center", max_width=label_w - 6)
         vx = x + label_w + 10
         if cell.label.kind in CHECKS and not cell.empty:
             cy = y + h / 2 - size * (0.55 + (len(values[0]) - 1) * 0.65)
