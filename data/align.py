@@ -23,6 +23,8 @@ output of generated pages with bench/weak_label_bench.py):
   phrase (same line, then same row to its right, then below it) wins;
 - where OCR cut the line: PP-OCR splits 电子发票（普通发票） at the bracket, so with line boxes given,
   two lines side by side on one row are also searched as one text (`Match.parts` then names both).
+Every geometric test (rows with the page tilt taken out, below, a character's part of its line's box
+by printed width) is data/geometry.py's.
 """
 from __future__ import annotations
 
@@ -31,15 +33,20 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Iterable
 
+from data import geometry
+from data.labels import COLONS
 from data.normalize import format_amount_words, parse_amount, parse_date, to_halfwidth
 
 # Glyph pairs OCR confuses; substituting within a group costs little.
-LOOKALIKE_GROUPS = ["0OQD", "1LI|", "2Z", "5S", "6G", "8B", "9G", ":：", "(（", ")）", "¥￥Y",
+LOOKALIKE_GROUPS = ["0OQD", "1LI|", "2Z", "5S", "6G", "8B", "9G", COLONS, "(（", ")）", "¥￥Y",
                     "-一—_", ".,·", "己已巳", "未末", "人入", "土士", "日曰", "干千于"]
 _LOOKALIKE: dict[str, set[str]] = {}
 for _group in LOOKALIKE_GROUPS:
     for _c in _group:
         _LOOKALIKE.setdefault(_c, set()).update(_group)
+
+KEY_ROW = 0.6        # a value is on its key's row when the deskewed centres are this x line height apart ...
+KEY_ROW_DRIFT = 0.07  # ... plus this share of the gap between them (tilt the page estimate left unmeasured)
 
 CHEAP = 0.3      # look-alike substitution
 DIGIT = 2.0      # one digit for another: a different number
@@ -249,18 +256,7 @@ class _Text:
     where: list[tuple[int, int]]     # (line, original offset) of each normalised character
 
 
-def _same_row_right(a: Box, b: Box, max_gap: float = 1.5) -> bool:
-    """b starts right after a on the same row, at most `max_gap` line heights away (OCR cut one
-    printed line in two, at a bracket or at the wide gaps of a letter-spaced label like 合  计)."""
-    ha, hb = a[3] - a[1], b[3] - b[1]
-    h = max(1.0, min(ha, hb))
-    overlap = min(a[3], b[3]) - max(a[1], b[1])
-    gap = b[0] - a[2]
-    # glyph boxes of neighbouring OCR lines often overlap by most of a character
-    return overlap >= 0.6 * h and -1.0 * h <= gap <= max_gap * h
-
-
-def _texts(lines: list[str], boxes: list[Box] | None, max_gap: float = 1.5) -> list[_Text]:
+def _texts(lines: list[str], boxes: list[Box] | None, max_gap: float = 1.5, tilt: float = 0.0) -> list[_Text]:
     out = []
     for li, line in enumerate(lines):
         norm, where = normalise_with_map(line)
@@ -268,7 +264,7 @@ def _texts(lines: list[str], boxes: list[Box] | None, max_gap: float = 1.5) -> l
     if boxes:
         for a in range(len(lines)):
             for b in range(len(lines)):
-                if a != b and _same_row_right(boxes[a], boxes[b], max_gap):
+                if a != b and geometry.continues_right(boxes[a], boxes[b], tilt, max_gap):
                     ta, tb = out[a], out[b]
                     out.append(_Text([a, b], ta.norm + tb.norm, ta.where + tb.where))
     return out
@@ -285,16 +281,11 @@ def _match_from(t: _Text, score: float, s: int, e: int) -> Match:
     return Match(li, start, end, round(score, 4), parts)
 
 
-def _char_box(box: Box, n: int, start: int, end: int) -> Box:
-    w = (box[2] - box[0]) / max(1, n)
-    return [box[0] + w * start, box[1], box[0] + w * end, box[3]]
-
-
-def _key_spots(phrases: Iterable[str], lines: list[str], boxes: list[Box] | None
+def _key_spots(phrases: Iterable[str], lines: list[str], boxes: list[Box] | None, tilt: float = 0.0
                ) -> list[tuple[int, int, int]]:
     """(line, start, end) of every printed key phrase (normalised, exact). A letter-spaced label
     that OCR read as two lines (合 / 计) is found too, placed on its first line."""
-    texts = _texts(lines, boxes, max_gap=6.0)
+    texts = _texts(lines, boxes, max_gap=6.0, tilt=tilt)
     spots = set()
     for phrase in phrases:
         pat, _ = normalise_with_map(phrase)
@@ -306,19 +297,6 @@ def _key_spots(phrases: Iterable[str], lines: list[str], boxes: list[Box] | None
                 e = t.where[m.end() - 1][1] + 1 if t.where[m.end() - 1][0] == li else len(lines[li])
                 spots.add((li, s, e))
     return sorted(spots)
-
-
-def page_tilt(quads: list[list[list[float]]]) -> float:
-    """Slope (dy/dx) of the text rows of a photographed page: the median slope of the top edges of
-    OCR quads of lines at least three times as wide as high (short lines give noisy angles)."""
-    slopes = []
-    for q in quads:
-        (x0, y0), (x1, y1) = q[0], q[1]
-        h = abs(q[3][1] - q[0][1])
-        if x1 - x0 > 3 * max(1.0, h):
-            slopes.append((y1 - y0) / (x1 - x0))
-    slopes.sort()
-    return slopes[len(slopes) // 2] if slopes else 0.0
 
 
 def _distance(m: Match, spots: list[tuple[int, int, int]], lines: list[str],
@@ -333,21 +311,19 @@ def _distance(m: Match, spots: list[tuple[int, int, int]], lines: list[str],
         if boxes is None:
             best = min(best, 10.0 + abs(kl - li))
             continue
-        kb = _char_box(boxes[kl], len(lines[kl]), ks, ke)
-        vb = _char_box(boxes[li], len(lines[li]), s, m.parts[0][2])
-        h = max(1.0, min(kb[3] - kb[1], vb[3] - vb[1]))
-        h_overlap = min(kb[2], vb[2]) - max(kb[0], vb[0])
+        kb = geometry.char_box(boxes[kl], lines[kl], ks, ke)
+        vb = geometry.char_box(boxes[li], lines[li], s, m.parts[0][2])
+        h = min(geometry.height(kb), geometry.height(vb))
         gap = vb[0] - kb[2]
         # the key's row continued to the value's x along the page's tilt (rows of a receipt photo
-        # 5 degrees off level climb a full row height in 230 px)
-        row_y = (kb[1] + kb[3]) / 2 + tilt * ((vb[0] + vb[2]) - (kb[0] + kb[2])) / 2
-        dy = abs((vb[1] + vb[3]) / 2 - row_y)
-        # same row, value to the right; what tilt is left unmeasured moves a far value up or down
-        # by a share of its distance, so the row test allows 0.07 px per px and ranks by offset
-        if gap >= -h and dy <= 0.6 * h + 0.07 * max(0.0, gap):
+        # 5 degrees off level climb a full row height in 230 px); what tilt is left unmeasured moves
+        # a far value up or down by a share of its distance, so the row widens with the gap
+        dy = geometry.row_offset(kb, vb, tilt)
+        row_tol = KEY_ROW + KEY_ROW_DRIFT * max(0.0, gap) / h
+        if gap >= -h and geometry.same_row(kb, vb, tilt, row_tol, line_height=h):  # same row, to the right
             d = 1.0 + dy / h + max(0.0, gap) / h / 50.0
-        elif h_overlap > 0 and vb[1] >= kb[1]:                     # value below the key
-            d = 3.0 + (vb[1] - kb[3]) / h
+        elif geometry.under(kb, vb, tilt):                                          # value below the key
+            d = 3.0 + geometry.gap_below(kb, vb, tilt) / h
         else:
             dx = max(0.0, kb[0] - vb[2], vb[0] - kb[2])
             dy = max(0.0, kb[1] - vb[3], vb[1] - kb[3])
@@ -378,11 +354,11 @@ def align_fields(values: dict[str, str], lines: list[str], min_score: float = 0.
     `boxes` (one [x0, y0, x1, y1] per line) lets a value run across two lines OCR cut apart and ranks
     copies of a value by their place next to the key phrase; `hints` ({key: FieldHint}, see
     `hints_from_schema`) gives each field's type (for its printed forms) and key phrases; `tilt`
-    (see `page_tilt`) is the slope of the page's text rows, so a key and its value far to the right
+    (`data.geometry.page_slope`) is the slope of the page's text rows, so a key and its value far to the right
     on a photographed page still count as one row.
     """
     hints = hints or {}
-    texts = _texts(lines, boxes)
+    texts = _texts(lines, boxes, tilt=tilt)
     taken: set[tuple[int, int]] = set()        # (line, original offset) already labelled
     out: dict[str, Match] = {}
     for key in sorted(values, key=lambda k: -len(values[k] or "")):
@@ -398,7 +374,7 @@ def align_fields(values: dict[str, str], lines: list[str], min_score: float = 0.
         top = max(c.score for c in cands)
         near = [c for c in cands if c.score >= top - TIE_MARGIN]
         if len(near) > 1 and hint.key_phrases:
-            spots = _key_spots(hint.key_phrases, lines, boxes)
+            spots = _key_spots(hint.key_phrases, lines, boxes, tilt)
             near.sort(key=lambda c: (_distance(c, spots, lines, boxes, tilt), -c.score, len(c.parts)))
         else:
             near.sort(key=lambda c: (-c.score, len(c.parts), c.end - c.start))

@@ -7,10 +7,13 @@ x = 0); a slope of 0 gives the plain test for pages read straight.
 
     slope = page_slope([ln.quad for ln in page.lines])
     same_row(a, b, slope)            right_of(key, boxes, slope)            below(key, boxes, slope)
+    continues_right(a, b, slope)     under(key, box, slope)                 row_offset(a, b, slope)
     cluster_rows(cells, line_height, slope)            reading_order(lines)
+    char_box(line_box, text, start, end)     (a character's share of its line by printed width)
 """
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +28,10 @@ READ_ROW = 0.5      # reading order: a line joins a row within this x the smalle
 RIGHT_OVERLAP = 0.5  # right_of: a box may start this x line height left of the key's right edge
 BELOW_OVERLAP = 0.3  # below: a box may start this x line height above the key's bottom
 INDENT = 1.0        # below: a box may start this x line height left of the key's left edge
+JOIN_ROW = 0.4      # continues_right: centres this x the smaller line height apart at most (boxes of equal
+                    # height then overlap by 0.6 of it: one printed line that OCR cut in two)
+JOIN_BACK = 1.0     # continues_right: b may start this x line height left of a's right edge (glyph boxes of
+                    # neighbouring OCR lines often overlap by most of a character)
 
 
 def page_slope(quads: list) -> float:
@@ -53,11 +60,40 @@ def height(box: Box) -> float:
     return max(1.0, box[3] - box[1])
 
 
+def row_offset(a: Box, b: Box, slope: float = 0.0) -> float:
+    """Vertical distance between two boxes' centres with the tilt taken out (0: one printed row)."""
+    return abs(deskewed_centre(a, slope) - deskewed_centre(b, slope))
+
+
 def same_row(a: Box, b: Box, slope: float = 0.0, tol: float = ROW_TOL, line_height: float | None = None) -> bool:
     """Whether two boxes stand on one printed row: deskewed centres within `tol` x the line height (the
     taller box's unless given)."""
     h = line_height if line_height is not None else max(height(a), height(b))
-    return abs(deskewed_centre(a, slope) - deskewed_centre(b, slope)) < tol * h
+    return row_offset(a, b, slope) < tol * h
+
+
+def continues_right(a: Box, b: Box, slope: float = 0.0, max_gap: float = 1.5) -> bool:
+    """b carries a's printed line on to the right: on a's row (within `JOIN_ROW` of the smaller line
+    height), starting at most `JOIN_BACK` line heights before a's right edge and `max_gap` after it.
+    OCR cuts one printed line in two at a bracket or at the wide gaps of a letter-spaced label (合  计)."""
+    h = min(height(a), height(b))
+    gap = b[0] - a[2]
+    return same_row(a, b, slope, JOIN_ROW, line_height=h) and -JOIN_BACK * h <= gap <= max_gap * h
+
+
+def gap_below(key: Box, b: Box, slope: float = 0.0) -> float:
+    """How far b's top is below key's bottom, tilt taken out (negative: b starts above it)."""
+    return (b[1] - lift(b, slope)) - (key[3] - lift(key, slope))
+
+
+def overlaps_x(a: Box, b: Box) -> bool:
+    return b[0] < a[2] and a[0] < b[2]
+
+
+def under(key: Box, b: Box, slope: float = 0.0) -> bool:
+    """b stands in key's column and its top is not above key's top (tilt taken out): a value printed
+    under its key, whatever the distance (`below` finds the nearest such box within reach)."""
+    return overlaps_x(key, b) and gap_below(key, b, slope) >= -height(key)
 
 
 def right_of(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 8.0,
@@ -77,9 +113,8 @@ def below(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 1
     best, best_gap = None, float("inf")
     for i, b in enumerate(boxes):
         h = max(height(key), height(b))
-        gap = (b[1] - lift(b, slope)) - (key[3] - lift(key, slope))
-        overlaps = b[0] < key[2] and key[0] < b[2]
-        if gap >= -BELOW_OVERLAP * h and overlaps and b[0] >= key[0] - INDENT * h and gap < best_gap:
+        gap = gap_below(key, b, slope)
+        if gap >= -BELOW_OVERLAP * h and overlaps_x(key, b) and b[0] >= key[0] - INDENT * h and gap < best_gap:
             best, best_gap = i, gap
     if best is None or best_gap > max_gap * max(height(key), height(boxes[best])):
         return None
@@ -130,3 +165,20 @@ def reading_order(lines: list[Any]) -> list[Any]:
             rows.append([ln])
             row_centre, row_height = centre, h
     return [ln for row in rows for ln in sorted(row, key=lambda line: line.box[0])]
+
+
+def char_width(ch: str) -> float:
+    """Printed width of a character in ems: Chinese characters and full-width forms take a whole em,
+    Latin letters, digits, half-width punctuation and spaces about half of one."""
+    return 1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.5
+
+
+def char_box(box: Box, text: str, start: int, end: int) -> list[float]:
+    """The part of a line's box under characters [start, end) of its text, by printed width (0.1 px): in
+    金额：12.50 the figure takes a third of the box, not half (a box by character count starts inside
+    the key)."""
+    x0, y0, x1, y1 = box
+    widths = [char_width(ch) for ch in text]
+    total = sum(widths) or 1.0
+    w = x1 - x0
+    return [round(x0 + w * sum(widths[:start]) / total, 1), y0, round(x0 + w * sum(widths[:end]) / total, 1), y1]

@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from data.document import Box, Line, quad_to_box
+from data.geometry import char_width
 from data.labels import IGNORE_INDEX
 
 DEFAULT_VOCAB = Path(__file__).resolve().parent / "vocab" / "vocab.txt"
@@ -129,14 +130,10 @@ class Encoding:
         return out
 
 
-def _char_width(ch: str) -> float:
-    return 1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.5
-
-
 def char_quads(text: str, quad: Sequence[Sequence[float]]) -> list[list[list[float]]]:
     """Split a line quad along its reading direction in proportion to character widths."""
     (x0, y0), (x1, y1), (x2, y2), (x3, y3) = [tuple(map(float, p)) for p in quad]
-    widths = [_char_width(c) for c in text]
+    widths = [char_width(c) for c in text]
     total = sum(widths) or 1.0
     quads, acc = [], 0.0
     for w in widths:

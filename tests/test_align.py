@@ -113,14 +113,14 @@ def test_a_value_ocr_cut_in_two_spans_both_lines():
 def test_page_tilt_tells_rows_apart_on_a_photographed_receipt():
     # real PP-OCR boxes of a receipt photo about 5 degrees off level: each value sits a row higher
     # than its key, so without the tilt 合计 would take 实收's copy
-    from data.align import page_tilt
+    from data.geometry import page_slope
     lines = ["400.54", "合计：", "400.54", "实收", "0.00"]
     boxes = [[310, 303, 354, 322], [70, 325, 104, 344], [315, 323, 356, 339], [72, 344, 103, 361],
              [330, 341, 361, 358]]
     hints = {"total_amount": FieldHint("amount", ("合计",)), "paid_amount": FieldHint("amount", ("实收",))}
     values = {"total_amount": "400.54", "paid_amount": "400.54"}
     quad = [[0, 20], [300, 0], [300, 20], [0, 40]]           # a long line whose top edge climbs 1 in 15
-    tilt = page_tilt([quad, [[0, 0], [10, 0], [10, 10], [0, 10]]])
+    tilt = page_slope([quad, [[0, 0], [10, 0], [10, 10], [0, 10]]])
     assert abs(tilt + 1 / 15) < 1e-9
     out = align_fields(values, lines, boxes=boxes, hints=hints, tilt=-0.09)
     assert (out["total_amount"].line, out["paid_amount"].line) == (0, 2)

@@ -4,7 +4,17 @@ from __future__ import annotations
 import pytest
 
 from data.document import Line, box_to_quad
-from data.geometry import below, cluster_rows, page_slope, reading_order, right_of, same_row
+from data.geometry import (
+    below,
+    char_box,
+    cluster_rows,
+    continues_right,
+    page_slope,
+    reading_order,
+    right_of,
+    same_row,
+    under,
+)
 
 
 def test_item_cells_on_a_tilted_page_group_one_row_per_printed_row():
@@ -51,3 +61,25 @@ def test_reading_order_is_rows_then_left_to_right():
                                                   ("c", [10, 140, 100, 160])]]
     assert [ln.text for ln in reading_order(lines)] == ["a", "b", "c"]
     assert reading_order([]) == []
+
+
+def test_a_line_ocr_cut_in_two_continues_right_on_a_tilted_page_too():
+    a, b = [100, 200, 300, 220], [310, 186, 400, 206]      # b climbs 14 px: the page's -0.05 tilt
+    assert not continues_right(a, b) and continues_right(a, b, slope=-0.05)
+    assert not continues_right(a, [420, 200, 500, 220])     # 6 line heights away: another cell
+    assert not continues_right(a, [310, 215, 400, 235])     # three quarters of a line lower: the next row
+
+
+def test_under_is_in_the_key_column_and_not_above_it():
+    key = [100, 100, 200, 120]
+    assert under(key, [120, 300, 180, 320]) and under(key, [150, 110, 260, 130])
+    assert not under(key, [210, 300, 260, 320]) and not under(key, [120, 60, 180, 80])
+
+
+def test_character_boxes_and_token_quads_share_one_printed_width():
+    from models.tokenizer import char_quads
+    text, box = "金额：12.50", [100, 0, 200, 20]               # 3 ems of key, 2.5 ems of figure
+    x0, _, x1, _ = char_box(box, text, 3, 8)
+    assert abs(x0 - (100 + 100 * 3 / 5.5)) < 0.1 and x1 == 200
+    quads = char_quads(text, box_to_quad(box))
+    assert abs(quads[3][0][0] - x0) < 0.1 and abs(quads[0][1][0] - quads[0][0][0] - 2 * (quads[3][1][0] - x0)) < 0.1

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from data.labels import item_tag_key
 from data.normalize import normalize_value, to_halfwidth
 
 
@@ -88,8 +89,8 @@ def score_fields(gold: dict[str, str], pred: dict[str, str], items_gold: list[di
             c.fp = int(bool(p))
             c.fn = int(bool(g))
         out[key] = c
-    gi = Counter((f"items.{k}", v) for row in items_gold or [] for k, v in row.items() if v)
-    pi = Counter((f"items.{k}", v) for row in items_pred or [] for k, v in row.items() if v)
+    gi = Counter((item_tag_key(k), v) for row in items_gold or [] for k, v in row.items() if v)
+    pi = Counter((item_tag_key(k), v) for row in items_pred or [] for k, v in row.items() if v)
     for key in {k for k, _ in gi} | {k for k, _ in pi}:
         out[key] = _multiset_counts(Counter({kv: n for kv, n in gi.items() if kv[0] == key}),
                                     Counter({kv: n for kv, n in pi.items() if kv[0] == key}))

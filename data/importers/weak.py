@@ -14,8 +14,9 @@ import io
 from pathlib import Path
 from typing import Callable
 
-from data.align import FieldHint, Match, align_fields, align_value, hints_from_schema, page_tilt
+from data.align import FieldHint, Match, align_fields, align_value, hints_from_schema
 from data.document import Page, union_box
+from data.geometry import page_slope
 from data.importers.records import CorpusWriter, bad_byte, check_record, find_image, make_line, read_source
 from data.importers.report import ImportReport
 
@@ -91,7 +92,7 @@ def label_page(page: Page, values: dict[str, str], min_score: float = MIN_SCORE,
     texts = [ln["text"] for ln in ocr_lines]
     hints = field_hints(doc_type)
     matches = align_fields(values, texts, min_score=min_score, boxes=[ln["box"] for ln in ocr_lines],
-                           hints=hints, tilt=page_tilt([ln.quad for ln in page.lines]))
+                           hints=hints, tilt=page_slope([ln.quad for ln in page.lines]))
     lines, where = _merge_lines(ocr_lines, matches)
     fields, dropped = {}, {}
     for key, value in values.items():

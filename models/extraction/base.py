@@ -7,13 +7,13 @@ the document filled so far, the schema, the candidates, the settings and the rul
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Callable
 
 import numpy as np
 
+from data import geometry
 from data.document import Document, Field, Line, Page
 from data.labels import COLONS
 from data.normalize import normalize_value
@@ -104,20 +104,9 @@ def near(a: str, b: str) -> bool:
     return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) <= 1
 
 
-def char_width(ch: str) -> float:
-    """Printed width of a character in ems: Chinese characters and full-width forms take a whole em,
-    Latin letters, digits, half-width punctuation and spaces about half of one."""
-    return 1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.5
-
-
 def char_box(line: Line, start: int, end: int) -> list[float]:
-    """The part of a line's box under characters [start, end), by printed width: in 金额：12.50 the
-    figure takes a third of the box, not half (a box by character count starts inside the key)."""
-    x0, y0, x1, y1 = line.box
-    widths = [char_width(ch) for ch in line.text]
-    total = sum(widths) or 1.0
-    w = x1 - x0
-    return [round(x0 + w * sum(widths[:start]) / total, 1), y0, round(x0 + w * sum(widths[:end]) / total, 1), y1]
+    """The part of a line's box under characters [start, end), by printed width (data/geometry.py)."""
+    return geometry.char_box(line.box, line.text, start, end)
 
 
 def clean(text: str) -> str:
