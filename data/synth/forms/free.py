@@ -42,16 +42,6 @@ COVER_LABELS = [Label("题目", "topic"), Label("学院", "college"), Label("专
                 Label("年级", "klass"), Label("学位类别", "degree")]
 
 
-def spaced(text: str, width: int = 4) -> str:
-    """Labels padded with ideographic spaces to a common width, as printed forms align them."""
-    if len(text) >= width or len(text) < 2:
-        return text
-    gaps = len(text) - 1
-    pad = width - len(text)
-    per = [pad // gaps + (1 if i < pad % gaps else 0) for i in range(gaps)]
-    return "".join(ch + "\u3000" * (per[i] if i < gaps else 0) for i, ch in enumerate(text))
-
-
 def render_free(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     deco = random.Random(rng.random())
     ink = kit.page_ink(rng, FREE_LAYOUTS[layout]["fonts"])
@@ -127,7 +117,7 @@ def _cover(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: list
     lx = W * rng.uniform(0.22, 0.3)
     vx0, vx1 = lx + size * (5.6 if colon else 5.2), W - lx + size
     for lab in chosen:
-        k = c.text(lx, y, spaced(lab.text) + colon, size, ink.font, ink.color, label="question")
+        k = c.text(lx, y, kit.spaced(lab.text) + colon, size, ink.font, ink.color, label="question")
         if lab.kind == "topic":
             topic = make_value(rng, lab.kind)
             if rng.random() < 0.5:
@@ -293,7 +283,7 @@ def _spaced(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: lis
     n = rng.randint(min(len(labels), 8), len(labels))
     col, row_h = 0, 0.0
     for lab in labels[:n]:
-        shown = Label(spaced(lab.text) if len(lab.text) < 4 else lab.text, lab.kind)
+        shown = Label(kit.spaced(lab.text) if len(lab.text) < 4 else lab.text, lab.kind)
         if lab.kind in LONG and col:
             y += row_h
             col, row_h = 0, 0.0

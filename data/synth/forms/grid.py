@@ -99,6 +99,8 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     photo_w = size * 6.5
     label_w = size * rng.uniform(4.4, 5.2) if cols < 3 else size * rng.uniform(3.3, 4.0)
     shade = rng.random() < 0.4
+    centre = rng.random() < 0.3                 # values centred in their cells
+    spread = rng.random() < 0.3                 # short labels spaced out to a common width: 姓　　名
     top = photo_bottom = y
     band_start, band_names = y, list(rng.sample(SECTIONS, 4))
     for r, row in enumerate(rows):
@@ -121,7 +123,7 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
             _band(c, ink, x0, band_start, y, band_names.pop(0))
             band_start = y
         unit = (right - left) / cols
-        h = _row(c, rng, ink, row, left, y, unit, label_w, shade)
+        h = _row(c, rng, ink, row, left, y, unit, label_w, shade, centre, spread)
         y += h
         if r + 1 == photo_rows:
             photo_bottom = y
@@ -191,7 +193,7 @@ def _band(c: Canvas, ink: kit.Ink, x: float, y0: float, y1: float, name: str) ->
 
 
 def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: float, y: float, unit: float,
-         label_w: float, shade: bool) -> float:
+         label_w: float, shade: bool, centre: bool = False, spread: bool = False) -> float:
     """Draw one table row of label/value cells; returns its height."""
     size = ink.size
     gap = 1.25
@@ -199,6 +201,8 @@ def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: flo
     for cell in row:
         assert cell.label is not None
         lab = cell.label.text
+        if spread and len(lab) < 4 and c.text_width("名" * 4, size, ink.font) <= label_w - 10:
+            lab = kit.spaced(lab)
         width = unit * cell.span - label_w
         parts = [lab] if c.text_width(lab, size, ink.font) <= label_w - 10 else kit.split_label(lab)
         values: list[list[str]] = []
@@ -243,7 +247,8 @@ def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: flo
         elif values:
             lines = values[0]
             vy = y + h / 2 - size * (0.55 + (len(lines) - 1) * gap / 2)
-            vs = kit.stacked(c, vx, vy, lines, vsize, ink.value_font, ink.value_color, "answer", "left", gap)
+            at, how = (x + label_w + width / 2, "center") if centre else (vx, "left")
+            vs = kit.stacked(c, at, vy, lines, vsize, ink.value_font, ink.value_color, "answer", how, gap)
             kit.group(c, keys, vs, kit.lines_text(c, keys), "".join(lines))
         elif cell.hint:
             c.text(vx, y + h / 2 - size * 0.5, cell.hint, size - 3, ink.font, ink.hint_color, label="other",

@@ -74,6 +74,16 @@ def break_width(rng: random.Random, text: str, style: str, size: int, width: flo
     return width
 
 
+def spaced(text: str, width: int = 4) -> str:
+    """Labels padded with ideographic spaces to a common width, as printed forms align them."""
+    if len(text) >= width or len(text) < 2:
+        return text
+    gaps = len(text) - 1
+    pad = width - len(text)
+    per = [pad // gaps + (1 if i < pad % gaps else 0) for i in range(gaps)]
+    return "".join(ch + "\u3000" * (per[i] if i < gaps else 0) for i, ch in enumerate(text))
+
+
 def split_label(text: str) -> list[str]:
     """A label stacked on two lines as narrow cells print it: 政治/面貌, 提交证件/情况, 申报学院/（部门）."""
     if "（" in text and text.index("（") > 1:
