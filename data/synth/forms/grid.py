@@ -127,6 +127,8 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
         y += h
         if r + 1 == photo_rows:
             photo_bottom = y
+    if rng.random() < 0.35:                             # a ruled list inside the form: no pairs
+        y += _list_table(c, rng, ink, x0 + band, y, x1, label_w)
     who = rng.choice(["申请人签名", "本人签字", "填表人", "经办人签字", "审核人签字"])
     signed = make_value(rng, "name") if rng.random() < 0.4 else None
     in_table = rng.random() < 0.5
@@ -152,6 +154,44 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     c.crop_height(y + size * 1.4 + rng.uniform(40, 90))
     kit.decorate(c, deco, make_value(deco, "company"), (x1 - 140, y), [ln.text for ln in c.lines])
     return c
+
+
+LISTS = [("家庭主要成员", ["称谓", "姓名", "出生年月", "工作单位及职务"], ["spouse", "name", "birth", "company"]),
+         ("学习经历", ["起止时间", "学校", "专业", "学历"], ["period", "school", "major", "edu"]),
+         ("工作经历", ["起止时间", "工作单位", "职务", "证明人"], ["period", "company", "position", "name"])]
+
+
+def _list_table(c: Canvas, rng: random.Random, ink: kit.Ink, left: float, y: float, right: float,
+                label_w: float) -> float:
+    """家庭主要成员 / 学习经历 as a small table: a row of column names (headers) and rows of entries
+    ("other", as the first layouts label table cells); the spanning label on the left is a header."""
+    size = ink.size
+    name, heads, kinds = rng.choice(LISTS)
+    n = rng.randint(2, 4)
+    row_h = size * 2.0
+    h = row_h * (n + 1)
+    c.rect([left, y, left + label_w, y + h], (0, 0, 0), 1)
+    parts = [name] if c.text_width(name, size, ink.font) <= label_w - 10 else kit.split_label(name)
+    kit.stacked(c, left + label_w / 2, y + h / 2 - size * (0.55 + (len(parts) - 1) * 0.625), parts, size, ink.font,
+                ink.color, "header", "center", max_width=label_w - 8)
+    widths = [1.0, 0.8, 1.0, 1.6]
+    unit = (right - left - label_w) / sum(widths)
+    filled = rng.randint(1, n)
+    for r in range(n + 1):
+        x = left + label_w
+        ty = y + r * row_h + row_h / 2 - size * 0.55
+        for j, (head, kind) in enumerate(zip(heads, kinds)):
+            w = widths[j] * unit
+            c.rect([x, y + r * row_h, x + w, y + (r + 1) * row_h], (0, 0, 0), 1)
+            if r == 0:
+                c.text(x + w / 2, ty, head, size, ink.font, ink.color, label="header", align="center",
+                       max_width=w - 8)
+            elif r <= filled:
+                text = rng.choice(["父亲", "母亲", "配偶", "子女"]) if kind == "spouse" else make_value(rng, kind)
+                c.text(x + w / 2, ty, text, size - 1, ink.value_font, ink.value_color, label="other", align="center",
+                       max_width=w - 10)
+            x += w
+    return h
 
 
 def _sign_row(c: Canvas, rng: random.Random, ink: kit.Ink, left: float, y: float, right: float, label_w: float,
