@@ -24,6 +24,8 @@ Ground truth, beyond the generator's contract (data/synth/generator.py):
   without its box (女), and `options` lists all of them. A group with no box ticked has no pair.
 - Hints in brackets (（使领馆人员填写）, （请勾选）), signature dates (年  月  日), notes and photo cells
   are "other"; an unsigned signature label is a question with no link, like any empty field.
+- Ruled lists inside a form (家庭主要成员 | 称谓 | 姓名 ...): column names are headers and entries
+  "other", no pairs, as form_sections labels its table.
 - Show-through (faint mirrored text from the back of the sheet) and red seals are decorations: no
   lines. They are drawn from their own random stream, so pages with and without decorations hold
   the same text.

@@ -7,8 +7,10 @@ HR and application forms print them.
                 (联系方式 | 138... | ...@163.com: one pair per value), hint cells and a signature row
 - form_banded:  sections as a vertical band of characters on the left (基/本/信/息), pairs on the right
 
-All of them: check-box cells (□男 ☑女), empty value cells, hint text in brackets inside a cell,
-values that wrap over two lines, section rows spanning the table.
+All of them: check-box cells (□男 ☑女), empty value cells, hint text in brackets inside a cell or
+in small type under a label, values that wrap over two lines, section rows spanning the table,
+sometimes a ruled list (家庭主要成员: column names are headers, entries other, no pairs, as in
+form_sections) and a signature row (申请人签名 | | 日期 | 年 月 日) closing the table.
 """
 from __future__ import annotations
 
