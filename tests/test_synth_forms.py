@@ -122,7 +122,7 @@ def test_empty_fields_and_hints_get_no_link():
 
 def test_thesis_cover_labels_have_no_colon_and_values_sit_on_their_row():
     colonless = 0
-    for gt in _pages(["form_cover"], range(6)):
+    for gt in _pages(["form_cover", "form_thesis"], range(6)):
         for p in gt["pairs"]:
             k, v = gt["lines"][p["key_line"]], gt["lines"][p["value_line"]]
             colonless += not k["text"].endswith("：")
@@ -162,8 +162,9 @@ def test_signature_and_date_lines_pair_only_when_signed():
     signed = unsigned = 0
     for gt in _pages(NEW, range(4)):
         lines = gt["lines"]
-        # every layout but the thesis cover ends in a signature and a blank date
-        assert gt["layout"] == "form_cover" or any(ln["text"].replace(" ", "") == "年月日" for ln in lines)
+        # every layout but the thesis covers ends in a signature and a blank date
+        assert gt["layout"] in ("form_cover", "form_thesis") or any(ln["text"].replace(" ", "") == "年月日"
+                                                                     for ln in lines)
         for ln in lines:
             if ln["text"].replace(" ", "") == "年月日":
                 assert ln["label"] == "other" and not ln["linking"]

@@ -4,7 +4,7 @@ forms, and get no link. The layouts live in data/synth/forms/:
 
 - classic.py: form_grid, form_inline, form_above, form_sections (the first four, easy ones)
 - grid.py:    form_cells, form_cells3, form_rows, form_banded (ruled tables with label cells)
-- free.py:    form_cover, form_apply, form_clinic, form_stacked, form_spaced (no table)
+- free.py:    form_cover, form_apply, form_clinic, form_stacked, form_spaced, form_thesis (no table)
 - labels.py:  the label lists (personal, company, application, HR, medical, school, registration
               forms) and a value generator per label kind; kit.py: the shared drawing pieces
 

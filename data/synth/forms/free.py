@@ -9,6 +9,9 @@
                 groups, a diagnosis that wraps over two lines beside its label, doctor's signature
 - form_stacked: the label in small type above its value, no boxes, two or three per row
 - form_spaced:  letter-spaced labels with no colon (姓　　名), values on underlines, two per row
+- form_thesis:  a graduate thesis title page: small 分类号 / 密级 / 学号 pairs in the corners, the
+                thesis title in large type (other: no label names it), then right-aligned labels
+                (指导教师姓名、职称) with their values on underlines to the left-aligned column
 """
 from __future__ import annotations
 
@@ -35,7 +38,13 @@ FREE_LAYOUTS: dict[str, dict] = {
     "form_clinic": dict(fonts=["hei", "song"]),
     "form_stacked": dict(fonts=["hei", "song"]),
     "form_spaced": dict(fonts=["song", "kai", "hei"]),
+    "form_thesis": dict(fonts=["song", "hei", "kai"]),
 }
+THESIS_CORNER = [Label("分类号", "clc"), Label("密级", "secrecy"), Label("学校代码", "school_code"),
+                 Label("UDC", "udc"), Label("学号", "student_no")]
+THESIS_LABELS = [Label("研究生姓名", "name"), Label("指导教师姓名、职称", "teacher"), Label("学科、专业名称", "major"),
+                 Label("研究方向", "field"), Label("所在学院", "college"), Label("论文提交日期", "date"),
+                 Label("论文答辩日期", "date"), Label("学位类别", "degree")]
 
 COVER_LABELS = [Label("题目", "topic"), Label("学院", "college"), Label("专业", "major"), Label("学生姓名", "name"),
                 Label("学号", "student_no"), Label("指导教师", "teacher"), Label("完成日期", "date"),
@@ -48,12 +57,12 @@ def render_free(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     W = rng.randint(1100, 1300)
     c = Canvas(W, 3200, rng, decorations=decorations)
     draw = {"form_cover": _cover, "form_apply": _apply, "form_clinic": _clinic, "form_stacked": _stacked,
-            "form_spaced": _spaced}[layout]
+            "form_spaced": _spaced, "form_thesis": _thesis}[layout]
     title, labels = pick_form(rng)
     y, company = draw(c, rng, ink, title, labels)
     c.crop_height(y + rng.uniform(40, 90))
     kit.decorate(c, deco, company, (W * 0.75, y - ink.size * 2), [ln.text for ln in c.lines],
-                 p_stamp=0.3 if layout == "form_cover" else 0.5)
+                 p_stamp=0.3 if layout in ("form_cover", "form_thesis") else 0.5)
     return c
 
 
@@ -108,7 +117,7 @@ def _cover(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: list
                        "本科生毕业论文"])
     c.text(W / 2, 90 + size * 3.6, kind, size + 18, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header",
            align="center")
-    y = 90 + size * 9.0
+    y = 90 + size * rng.uniform(9.0, 13.0)
     if rng.random() < 0.5:
         c.text(W / 2, y - size * 2.5, rng.choice(["（申请学士学位）", "（2024届）", "（全日制专业学位）"]), size,
                ink.font, ink.color, label="other", align="center")
@@ -136,7 +145,7 @@ def _cover(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: list
                                  align="center", max_width=vx1 - vx0 - 10))
         if vs:
             kit.group(c, [k], vs, kit.lines_text(c, [k]), "".join(c.lines[v].text for v in vs))
-        y += size * 2.0 * len(lines) + size * rng.uniform(0.4, 1.0)
+        y += size * 2.0 * len(lines) + size * rng.uniform(0.4, 1.4)
     d = kit.wrap(make_value(rng, "date"), ink.font, size, 400)[0]
     c.text(W / 2, y + size * 2.5, rng.choice(["二〇二四年五月", "二〇二五年六月", "2024年5月", d]), size + 2, ink.font,
            ink.color, label="other", align="center")
@@ -299,3 +308,47 @@ def _spaced(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: lis
     kit.signature(c, rng, x0 + half, y, ink, rng.choice(["报名人签字", "签字", "确认人"]), half,
                   make_value(rng, "name") if rng.random() < 0.5 else None)
     return y + size * 1.5, make_value(rng, "company")
+
+
+def _thesis(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: list[Label]) -> tuple[float, str]:
+    W, size = c.width, ink.size + 2
+    ink.size = size
+    corner = rng.sample(THESIS_CORNER, rng.randint(2, 4))
+    colon = rng.choice(["：", ""])
+    y = 40.0
+    for i, lab in enumerate(corner):             # two columns at the top: 分类号 TP391 | 密级 公开
+        x = 70.0 if i % 2 == 0 else W * 0.62
+        k = c.text(x, y, lab.text + colon, size - 2, ink.font, ink.color, label="question")
+        vx = c.lines[k].box[2] + size * rng.uniform(0.4, 1.2)
+        c.hline(vx - 4, vx + size * 6, y + size * 1.15, (0, 0, 0))
+        if rng.random() < 0.85:
+            v = c.text(vx, y, make_value(rng, lab.kind), size - 2, ink.value_font, ink.value_color, label="answer")
+            kit.group(c, [k], [v], kit.lines_text(c, [k]), c.lines[v].text)
+        if i % 2 == 1:
+            y += size * 1.8
+    gap = size * rng.uniform(1.0, 1.6)            # a cover spreads over an upright page
+    y += 3.5 * gap
+    school = rng.choice(SCHOOLS)
+    c.text(W / 2, y, school, size + 22, rng.choice(["kai", "song_bold"]), (0, 0, 0), label="header", align="center")
+    y += 3.2 * gap
+    c.text(W / 2, y, rng.choice(["硕士学位论文", "博士学位论文", "专业学位硕士论文"]), size + 14,
+           rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header", align="center")
+    y += 4.0 * gap
+    for line in kit.wrap(make_value(rng, "topic"), "hei_bold", size + 8, W * 0.7):
+        c.text(W / 2, y, line, size + 8, "hei_bold", (0, 0, 0), label="other", align="center")
+        y += size * 2.0
+    y += 3.0 * gap
+    right = W * rng.uniform(0.42, 0.47)           # labels end here, values start after a gap
+    colon = rng.choice(["", "：", ""])
+    for lab in rng.sample(THESIS_LABELS, rng.randint(4, 6)):
+        k = c.text(right, y, lab.text + colon, size, ink.font, ink.color, label="question", align="right")
+        vx = right + size * 1.2
+        c.hline(vx - 6, W * 0.84, y + size * 1.3, (0, 0, 0))
+        if rng.random() < 0.9:
+            v = c.text(vx, y, make_value(rng, lab.kind), size, ink.value_font, ink.value_color, label="answer",
+                       max_width=W * 0.84 - vx - 8)
+            kit.group(c, [k], [v], kit.lines_text(c, [k]), c.lines[v].text)
+        y += size * 2.3 + gap * 0.3
+    c.text(W / 2, y + 2.5 * gap, rng.choice(["二〇二四年六月", "二〇二五年五月", "二〇二三年十二月"]), size + 2,
+           ink.font, ink.color, label="other", align="center")
+    return y + 5.0 * gap, school

@@ -117,6 +117,12 @@ VALUES: dict[str, Gen] = {
     "award": lambda r: r.choice(AWARDS),
     "period": _period,
     "text": lambda r: r.choice(["无", "良好", "已提交", "详见附件", "按规定执行", "暂无"]),
+    "field": lambda r: r.choice(["自然语言处理", "计算机视觉", "公司财务", "区域经济学", "中国现当代文学", "结构工程",
+                                 "心血管内科", "基础数学", "环境工程", "思想政治教育"]),
+    "clc": lambda r: r.choice(["TP391", "F272", "G642", "R473", "TU375", "D922", "O175", "X703"]),
+    "secrecy": lambda r: r.choice(["公开", "公开", "内部"]),
+    "school_code": lambda r: "10" + V.digits(r, 3),
+    "udc": lambda r: r.choice(["004", "33", "37", "61", "624", "34"]),
 }
 
 CHECKS: dict[str, list[str]] = {
