@@ -30,6 +30,8 @@ BELOW_OVERLAP = 0.3  # below: a box may start this x line height above the key's
 INDENT = 1.0        # below: a box may start this x line height left of the key's left edge
 JOIN_ROW = 0.4      # continues_right: centres this x the smaller line height apart at most (boxes of equal
                     # height then overlap by 0.6 of it: one printed line that OCR cut in two)
+HALF_WIDTH_INK = 0.7  # ink_box: digits' and Latin letters' ink height in a line as tall as its Chinese characters
+                      # (generated invoices: 12-13 px digits on 19 px lines)
 JOIN_BACK = 1.0     # continues_right: b may start this x line height left of a's right edge (glyph boxes of
                     # neighbouring OCR lines often overlap by most of a character)
 
@@ -182,3 +184,16 @@ def char_box(box: Box, text: str, start: int, end: int) -> list[float]:
     total = sum(widths) or 1.0
     w = x1 - x0
     return [round(x0 + w * sum(widths[:start]) / total, 1), y0, round(x0 + w * sum(widths[:end]) / total, 1), y1]
+
+
+def ink_box(box: Box, text: str, start: int, end: int) -> list[float]:
+    """`char_box` cut to the height the characters' ink takes: a run of digits and Latin letters on a
+    line that also holds Chinese characters is `HALF_WIDTH_INK` of the line's height, about its middle
+    (the line box is as tall as the Chinese characters). For the box a user sees around a value; row
+    tests keep the line's height (`char_box`)."""
+    b = char_box(box, text, start, end)
+    if text[start:end].strip() and all(char_width(c) < 1 for c in text[start:end]) \
+            and any(char_width(c) == 1 for c in text):
+        mid, half = (b[1] + b[3]) / 2, (b[3] - b[1]) * HALF_WIDTH_INK / 2
+        b[1], b[3] = round(mid - half, 1), round(mid + half, 1)
+    return b

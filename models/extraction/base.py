@@ -109,6 +109,12 @@ def char_box(line: Line, start: int, end: int) -> list[float]:
     return geometry.char_box(line.box, line.text, start, end)
 
 
+def value_box(line: Line, start: int, end: int) -> list[float]:
+    """The box a field shows around characters [start, end) of a line: `char_box` as tall as their ink
+    (data/geometry.py `ink_box`)."""
+    return geometry.ink_box(line.box, line.text, start, end)
+
+
 def clean(text: str) -> str:
     return text.strip().strip(COLONS).strip()
 
@@ -130,5 +136,5 @@ def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
     value = normalize_value(spec.type if spec else "text", raw)
     offset = sum(len(ln.text) + 1 for ln in page.lines[:s.line])
     return Field(key=key, value=value if value is not None else raw, raw=raw, score=round(s.score, 4),
-                 box=char_box(line, s.start, s.end), page=page.index, label=spec.label if spec else key,
+                 box=value_box(line, s.start, s.end), page=page.index, label=spec.label if spec else key,
                  span=[offset + s.start, offset + s.end])

@@ -11,7 +11,7 @@ from data.document import Field, Page
 from data.geometry import same_row
 from data.labels import COLONS
 from data.normalize import normalize_value
-from models.extraction.base import char_box, clean, line_of, line_starts
+from models.extraction.base import clean, line_of, line_starts, value_box
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
@@ -43,7 +43,7 @@ def through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
         return
     f.raw = clean(text[a:end])
     f.value = normalize_value("text", f.raw) or f.raw
-    f.box = char_box(line, a, end)
+    f.box = value_box(line, a, end)
     f.span = [base + a, base + end]
 
 
