@@ -165,6 +165,9 @@ def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
         row["in_faster_rounds"] = sum(x < y for x, y in zip(ins, aft))
         row["median_overlap_s"] = statistics.median(data["overlap"][name])
         rows.append(row)
+    pairs = [x / y for r in rows for x, y in zip(r["in schedule"]["steps_s"], r["after schedule"]["steps_s"])]
+    pooled = {"paired_ratio": statistics.median(pairs), "in_faster_rounds": sum(x < 1.0 for x in pairs),
+              "rounds": len(pairs)}
     load = os.getloadavg()
     print(f"\nDP x PP: {a.dp} replicas x {a.stages} stages = {a.dp * a.stages} gloo processes (1 thread each), "
           f"{a.micro_batches} micro-batches, hidden {a.hidden}, {a.layers} layers, batch {a.batch} x seq {a.seq}, "
@@ -180,8 +183,9 @@ def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
         print(f"| {r['schedule']} | {i['median_s']:.3f} | {f['median_s']:.3f} | {r['paired_ratio']:.3f} "
               f"| {r['in_faster_rounds']}/{len(i['steps_s'])} | {1000 * r['median_overlap_s']:.1f} "
               f"| {i['final_loss']:.6f} / {f['final_loss']:.6f} |")
+    print(f"| all rounds pooled | | | {pooled['paired_ratio']:.3f} | {pooled['in_faster_rounds']}/{len(pairs)} | | |")
     _write_json(out, {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
-                      "load_average": load, "wall_s": wall, "rows": rows})
+                      "load_average": load, "wall_s": wall, "rows": rows, "pooled": pooled})
     print(f"wrote {out}")
     return rows
 
