@@ -162,3 +162,20 @@ def test_base_and_large_configs_run_the_preset_shape_through_the_pipeline_engine
     assert pipe["stages"] > 1 and pipe["transport"] == "inprocess"
     assert TrainConfig.from_dict({"model": {"preset": "base", "encoder": {"dropout": 0.2}}}).model.encoder == \
         {"dropout": 0.2}
+
+
+def test_retrain_reads_the_bases_training_config_typed(tmp_path):
+    """Replay pages are degraded and noised as the base's own training was: its provenance config read
+    as a TrainConfig (strictly); no record means the light corpus noise, a bad record is refused."""
+    import json
+
+    from models.extractor import DEFAULT_MODEL_DIR
+    from training.retrain import base_training_config
+    bundled = base_training_config(DEFAULT_MODEL_DIR)
+    prov = json.loads((DEFAULT_MODEL_DIR / "provenance.json").read_text(encoding="utf-8"))["config"]
+    assert bundled is not None and bundled.noise.page_shift == prov["noise"]["page_shift"]
+    assert bundled.data.degrade == prov["data"]["degrade"]
+    assert base_training_config(tmp_path) is None
+    (tmp_path / "provenance.json").write_text(json.dumps({"config": {"noise": {"jiter": 0.1}}}), encoding="utf-8")
+    with pytest.raises(RetrainError, match="did you mean 'noise.jitter'"):
+        base_training_config(tmp_path)

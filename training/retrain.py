@@ -46,9 +46,10 @@ import numpy as np
 from data.corpus import CORPUS_FILE, read_corpus, split_by_layout, write_corpus
 from data.importers import FORMATS, import_corpus
 from data.importers.records import SCHEMA_DIR
-from training.config import DataConfig
-from training.errors import RetrainError
+from training.config import DataConfig, TrainConfig
+from training.errors import ConfigError, RetrainError
 from training.model_registry import ModelRegistry, check_name
+from training.noise import NoiseConfig
 
 STAGES = ("import", "split", "pretrain", "finetune", "evaluate", "export")
 # share held out of a corpus: the training config's data.heldout_layouts (configs/default.yaml), one number
@@ -243,7 +244,7 @@ def stage_split(corpus_dir: Path, work: Path, seed: int) -> dict:
 def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema_files: dict[str, Path],
              work: Path, steps: int, batch_size: int, lr: float, pipe: dict, seed: int,
              ocr_recs: list[dict] = (), ocr_repeat: int = 2, replay: list | None = None,
-             replay_share: float = 0.0, replay_noise: dict | None = None) -> dict:
+             replay_share: float = 0.0, replay_noise: NoiseConfig | None = None) -> dict:
     """Fine-tune the (grown) base on the corpus through the trainer's step function (pipeline engine
     where installed); checkpoints in work/checkpoint make it resumable.
 
@@ -252,8 +253,6 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     `replay` (`replay_pages`: the base's doc types on layouts it trained on) fills `replay_share` of every
     batch (`ReplayStream`), noised as the base's own training noised them (`replay_noise`, its
     provenance's `noise`), so the fine-tune keeps rehearsing what the base knew."""
-    import dataclasses
-
     import paddle
 
     from models.checkpoint import CheckpointSlots
@@ -261,7 +260,7 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     from models.tokenizer import Tokenizer
     from training.dataset import TrainingSet, collate, gt_lines
     from training.loop import RunState, lr_schedule, resume, run
-    from training.noise import CORPUS_NOISE, NoiseConfig
+    from training.noise import CORPUS_NOISE
     from training.step import EngineStep, extractor_batch, extractor_loss
     from training.trainer import plot_losses
 
@@ -286,9 +285,7 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     dataset = TrainingSet(pages, vocab, tag_index, type_index, cfg.max_len, CORPUS_NOISE, seed + state.step)
     rehearsal = None
     if replay and replay_share > 0:
-        known = set(NoiseConfig.__dataclass_fields__)
-        noise = dataclasses.replace(CORPUS_NOISE, **{k: v for k, v in (replay_noise or {}).items() if k in known})
-        rehearsal = TrainingSet(list(replay), vocab, tag_index, type_index, cfg.max_len, noise,
+        rehearsal = TrainingSet(list(replay), vocab, tag_index, type_index, cfg.max_len, replay_noise or CORPUS_NOISE,
                                 seed + 1 + state.step)
     stream = ReplayStream(dataset, rehearsal, batch_size, replay_share if rehearsal else 0.0)
 
@@ -429,6 +426,22 @@ def replay_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
     return out, notes
 
 
+def base_training_config(base_dir: Path) -> TrainConfig | None:
+    """The TrainConfig a base model was trained with (its provenance.json `config`, read strictly), or
+    None when it has no record (a retrained version, a hand-made model directory). A record this
+    version cannot read is refused (RetrainError), not half-read."""
+    prov_file = base_dir / "provenance.json"
+    if not prov_file.is_file():
+        return None
+    config = json.loads(prov_file.read_text(encoding="utf-8")).get("config")
+    if config is None:
+        return None
+    try:
+        return TrainConfig.from_dict(config, str(prov_file))
+    except ConfigError as exc:
+        raise RetrainError(f"the base's training config cannot be read: {exc}") from exc
+
+
 def replay_seed(seed: int) -> int:
     """Generator seed of a run's replay pages: REPLAY_SEED + the run's seed, stepped past the gate's."""
     s = REPLAY_SEED + seed
@@ -446,9 +459,8 @@ def replay_records(base_dir: Path, dest: Path, pages_per_type: int = REPLAY_PAGE
     from data.synth.degrade import LEVELS
     from data.synth.generator import generate, page_seed
     layouts, notes = replay_layouts(base_dir)
-    prov_file = base_dir / "provenance.json"
-    prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.is_file() else {}
-    degrade = str(((prov.get("config") or {}).get("data") or {}).get("degrade") or "mix")
+    base_cfg = base_training_config(base_dir)
+    degrade = base_cfg.data.degrade if base_cfg else "mix"
     degrade = degrade if degrade in LEVELS else "mix"
     base_seed = replay_seed(seed)
     records = []
@@ -701,7 +713,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             stages.finish("ocr_labels", coverage)
         ocr_recs = read_corpus(work / "ocr_train")
     rehearsal: list = []
-    replay_noise: dict = {}
+    replay_noise: NoiseConfig | None = None
     if replay > 0 and not stages.done("finetune"):
         # the base's doc types on the layouts it trained on (never the gate's), generated once into the work dir
         found, replay_set = replay_records(base, work / "replay", replay_pages_per_type, seed)
@@ -714,9 +726,8 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             replay_set["ocr_pages"] = len(ocr_read)
         stages.finish("replay", replay_set)
         rehearsal = replay_pages(found, ocr_read, ocr_repeat)
-        prov_file = base / "provenance.json"
-        prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.is_file() else {}
-        replay_noise = (prov.get("config") or {}).get("noise") or {}
+        base_cfg = base_training_config(base)
+        replay_noise = base_cfg.noise if base_cfg else None      # no record: the light corpus noise
     tuned = stages.done("finetune") or stages.finish("finetune", finetune(
         start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat,
         rehearsal, replay, replay_noise))
