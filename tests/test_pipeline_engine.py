@@ -169,6 +169,7 @@ def test_registered_handler_replaces_the_default_and_can_call_through(ref):
 
     previous = {k: eng.register_handler(k, counting(k)) for k in (ActionKind.W, "OPTIMIZER_STEP")}
     assert previous[ActionKind.W] is DEFAULT_HANDLERS[ActionKind.W]
+    assert set(DEFAULT_HANDLERS) == set(ActionKind)  # every kind has a default handler
     assert eng.forward_backward(*make_batch(8, CFG, seed=0)) == pytest.approx(loss0, rel=RTOL)
     assert_grads(eng, grads0)  # calling through keeps the numerics
     assert sorted(seen) == sorted([f"{s}W{m}" for s in range(4) for m in range(4)]
