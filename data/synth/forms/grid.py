@@ -288,7 +288,8 @@ def _row(c: Canvas, rng: random.Random, ink: kit.Ink, row: list[Cell], left: flo
                 kit.group(c, keys, [v], kit.lines_text(c, keys), text)
         elif values:
             lines = values[0]
-            vy = y + h / 2 - size * (0.55 + (len(lines) - 1) * gap / 2)
+            # filled in by a printer or by hand: a little off the middle of the cell
+            vy = y + h / 2 - size * (0.55 + (len(lines) - 1) * gap / 2) + rng.uniform(-0.12, 0.12) * size
             at, how = (x + label_w + width / 2, "center") if centre else (vx, "left")
             vs = kit.stacked(c, at, vy, lines, vsize, ink.value_font, ink.value_color, "answer", how, gap)
             kit.group(c, keys, vs, kit.lines_text(c, keys), "".join(lines))

@@ -98,8 +98,8 @@ VALUES: dict[str, Gen] = {
     "credit": V.credit_code,
     "capital": V.registered_capital,
     "scope": V.business_scope,
-    "amount": lambda r: (f"{r.randint(50, 50000)}.{r.randint(0, 99):02d}" if r.random() < 0.6
-                         else f"{r.randint(1, 500) * 100}元"),
+    "amount": lambda r: (r.choice(["", "", "￥", "¥"]) + f"{r.randint(50, 50000)}.{r.randint(0, 99):02d}"
+                         if r.random() < 0.6 else f"{r.randint(1, 500) * 100}元"),
     "bank": lambda r: r.choice(V.BANKS),
     "account": lambda r: V.digits(r, r.choice((16, 19))),
     "dept": lambda r: r.choice(DEPTS),
