@@ -179,3 +179,20 @@ def test_retrain_reads_the_bases_training_config_typed(tmp_path):
     (tmp_path / "provenance.json").write_text(json.dumps({"config": {"noise": {"jiter": 0.1}}}), encoding="utf-8")
     with pytest.raises(RetrainError, match="did you mean 'noise.jitter'"):
         base_training_config(tmp_path)
+
+
+def test_every_command_refuses_bad_input_with_one_line_and_exit_2(tmp_path, capsys):
+    """pretrain and import raise typed errors in the library; `python -m training` alone prints them."""
+    from tests.test_retrain import make_corpus
+    from training.__main__ import main
+    from training.pretrain import pretrain
+    corpus = make_corpus(tmp_path / "c", 2)
+    with pytest.raises(RefusedError, match="is not a model directory"):
+        pretrain([], tmp_path / "nobase", tmp_path / "out")
+    assert main(["pretrain", "--corpus", str(corpus), "--base", str(tmp_path / "nobase"),
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --base") and err.count("\n") == 1 and not (tmp_path / "out").exists()
+    assert main(["import", "--format", "ours", "--src", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err

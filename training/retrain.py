@@ -47,7 +47,7 @@ from data.corpus import CORPUS_FILE, read_corpus, split_by_layout, write_corpus
 from data.importers import FORMATS, import_corpus
 from data.importers.records import SCHEMA_DIR
 from training.config import DataConfig, TrainConfig
-from training.errors import ConfigError, RetrainError
+from training.errors import ConfigError, RefusedError, RetrainError
 from training.model_registry import ModelRegistry, check_name
 from training.noise import NoiseConfig
 
@@ -866,9 +866,8 @@ def import_main(a: argparse.Namespace) -> int:
     opts = {"ocr": read_page_with_ocr, "min_score": a.min_score, "progress": tqdm} if a.format == "csv" else {}
     try:
         report = import_corpus(a.format, a.src, a.out, a.doc_type, a.schema, **opts)
-    except (ValueError, OSError) as exc:       # no such --src, unknown format: a message, not a traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as exc:       # no such --src, unknown format: python -m training says so, exit 2
+        raise RefusedError(str(exc)) from exc
     print(report.summary())
     print(f"corpus written to {a.out / CORPUS_FILE}; full report in {a.out / 'import_report.json'}")
     return 0 if report.records_written else 1
