@@ -84,11 +84,14 @@ def seal_red(rng: random.Random) -> tuple[int, int, int]:
 
 def tax_bureau_seal(image: Image.Image | None, rng: random.Random, province: str, center: tuple[float, float],
                     scale: float) -> None:
-    """The tax bureau's oval 全国统一发票监制 seal of an e-invoice title, in saturated red. `image` None
-    (a text-only page) draws nothing but takes the same random draws, so the values stay the same."""
+    """The tax bureau's oval 全国统一发票监制 seal of an e-invoice title, in saturated red, whole on the page
+    (moved down if `center` would cut its top off). `image` None (a text-only page) draws nothing but takes
+    the same random draws, so the values stay the same."""
     srng = random.Random(rng.getrandbits(32))
     if image is None:
         return
-    mask = seal_mask(srng, "全国统一发票监制", "国家税务总局", f"{province}税务局", int(180 * scale), int(118 * scale))
+    width, height = int(180 * scale), int(118 * scale)
+    mask = seal_mask(srng, "全国统一发票监制", "国家税务总局", f"{province}税务局", width, height)
+    center = (center[0], max(center[1], height / 2 + 4 * scale))
     stamp(image, mask, center, srng, color=seal_red(srng), angle=srng.uniform(-3, 3),
           strength=srng.uniform(0.75, 0.95))
