@@ -236,3 +236,13 @@ def test_the_link_head_decides_between_the_candidates_layout_allows():
     # ... but never a link layout vetoes: a label is no value however sure the head is
     lines = [("电话：", [100, 100, 160, 124]), ("姓名", [100, 130, 148, 154]), ("李明", [260, 130, 310, 154])]
     assert _link_page(lines, {(0, 1): 9.0}) == [("姓名", "李明")]
+
+
+def test_a_thesis_cover_pairs_colonless_labels_with_values_far_out_on_their_underlines():
+    lines = [("华中科技大学", [430, 100, 700, 150]),
+             ("题　　目：", [335, 286, 426, 307]), ("新媒体环境下高校思想政治教育创新", [470, 286, 806, 307]),
+             ("研究：基于兰州地区调查数据", [501, 328, 774, 349]),                  # centred, a colon inside the title
+             ("学生姓名", [331, 404, 420, 426]), ("谭浩强", [672, 404, 741, 426]),      # 11 line heights out
+             ("基于深度学习的中文文档信息抽取方法研究：以贵阳市为例", [300, 480, 900, 502])]  # a long line's colon
+    assert _pairs(lines) == [("题　　目", "新媒体环境下高校思想政治教育创新研究：基于兰州地区调查数据"),
+                             ("学生姓名", "谭浩强")]

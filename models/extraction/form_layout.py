@@ -40,8 +40,9 @@ class Layout:
     def centre(self, p: Piece) -> float:
         return geometry.deskewed_centre(p.box, self.slope)
 
-    def right_of(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
-        """The nearest piece to the right of `k` on its row, if it starts close enough."""
+    def right_of(self, k: Piece, pieces: list[Piece] | None = None, far: bool = False) -> Piece | None:
+        """The nearest piece to the right of `k` on its row, if it starts close enough (`far`: within
+        form_far_gap line heights, else form_right_gap)."""
         others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
         boxes = [k.box]
         if k.more:      # a label over two lines: its value spans both, or stands on the colon's line or the first
@@ -50,8 +51,8 @@ class Layout:
             mid = (y0 + y1) / 2
             boxes = [[x0, mid - h / 2, x1, mid + h / 2], [x0, y1 - h, x1, y1], [x0, y0, x1, y0 + h]]
         for box in boxes:
-            i = geometry.right_of(box, [p.box for p in others], self.slope, self.st.form_right_gap,
-                                  self.st.form_row_tol)
+            i = geometry.right_of(box, [p.box for p in others], self.slope,
+                                  self.st.form_far_gap if far else self.st.form_right_gap, self.st.form_row_tol)
             if i is not None:
                 return others[i]
         return None
@@ -62,14 +63,14 @@ class Layout:
         i = geometry.below(k.box, [p.box for p in others], self.slope, self.st.form_below_gap)
         return others[i] if i is not None else None
 
-    def stacked(self, a: Piece, b: Piece, lefts: list[float] | None = None) -> bool:
+    def stacked(self, a: Piece, b: Piece, lefts: list[float] | None = None, gap_max: float | None = None) -> bool:
         """`b` is the next printed line of the same block as `a`: right under it (within
-        `form_stack_gap` line heights), of the same type size, starting where `a` starts (or at one of
-        `lefts`) or centred with it."""
+        `form_stack_gap` line heights, or `gap_max`), of the same type size, starting where `a` starts (or at
+        one of `lefts`) or centred with it."""
         ha, hb = self.line_height(a), self.line_height(b)
         h = max(ha, hb)
         gap = (b.box[1] - geometry.lift(b.box, self.slope)) - (a.box[3] - geometry.lift(a.box, self.slope))
-        if not (-self.st.join_overlap * h <= gap <= self.st.form_stack_gap * h):
+        if not (-self.st.join_overlap * h <= gap <= (gap_max or self.st.form_stack_gap) * h):
             return False
         if min(ha, hb) / h < self.st.form_same_size:
             return False
@@ -136,6 +137,12 @@ def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
 
 def continues_value(geo: Layout, v: Piece, w: Piece, key: Piece | None) -> bool:
     """`w` is the next line of value `v` (an address, a title that wraps): right under it, the same type
-    size, starting where the value starts or back at its key's left edge."""
+    size, starting where the value starts, back at its key's left edge, or centred under it (a title
+    centred on its underline)."""
     lefts = [v.box[0]] + ([key.box[0]] if key is not None and key.line == v.line else [])
-    return geo.stacked(v, w, lefts) and not re.match(r"^[（(].*[)）]$", w.text)
+    h = max(geo.line_height(v), geo.line_height(w))
+    centred = abs((v.box[0] + v.box[2]) / 2 - (w.box[0] + w.box[2]) / 2) <= h and w.box[2] - w.box[0] <= \
+        v.box[2] - v.box[0] + h                   # a title centred on its underline, the next line shorter
+    if re.match(r"^[（(].*[)）]$", w.text):       # a bracketed note under a value is no part of it
+        return False
+    return geo.stacked(v, w, lefts) or (centred and geo.stacked(v, w, gap_max=geo.st.form_title_gap))

@@ -57,6 +57,7 @@ class Piece:
     colon_key: bool = False        # ended by a colon in the OCR text
     value: "Piece | None" = None   # the text right after the colon on the same line, if any
     used: bool = False
+    absorbed: bool = False         # taken into another piece's value: no pair of its own
     more: list["Piece"] = field(default_factory=list)   # continuation lines joined to this piece
 
     @property
@@ -104,12 +105,17 @@ def piece_tags(p: Piece, masses: list[np.ndarray]) -> np.ndarray:
 
 # --- pieces ----------------------------------------------------------------------------------------
 
-def _key_colons(text: str) -> list[int]:
-    """Colon positions that end a key; a colon between digits (10:30) is part of a value."""
-    out = []
+def _key_colons(text: str, key_max: int = 14) -> list[int]:
+    """Colon positions that end a key; a colon between digits (10:30) is part of a value, and so is a
+    colon after more than `key_max` characters followed by more text (a title's subtitle: 方法研究：以...为例)."""
+    out: list[int] = []
     for i, ch in enumerate(text):
-        if ch in COLONS and not (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()):
-            out.append(i)
+        if ch not in COLONS or (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()):
+            continue
+        run = text[(out[-1] + 1 if out else 0):i].strip()
+        if len(run) > key_max and text[i + 1:].strip():
+            continue
+        out.append(i)
     return out
 
 
@@ -140,10 +146,10 @@ def _second_key_start(text: str, lo: int, hi: int, mass: np.ndarray) -> int:
     return first + len(body) - 2
 
 
-def split_line(page: Page, li: int, mass: np.ndarray) -> list[Piece]:
+def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list[Piece]:
     line = page.lines[li]
     text = line.text
-    colons = _key_colons(text)
+    colons = _key_colons(text, key_max)
     out: list[Piece] = []
 
     def piece(start: int, end: int, colon_key: bool = False) -> Piece | None:

@@ -57,7 +57,7 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
                 off: frozenset[str] = frozenset()) -> list[Pair]:
     """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output."""
     masses = label_masses(pred.probs, tag_labels)
-    pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li])]
+    pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max)]
     return _Decoder(page, pred, masses, pieces, st, off).pairs()
 
 
@@ -91,8 +91,12 @@ class _Decoder:
         """Key score; a colon key is a key whatever its text."""
         return 9.0 if p.colon_key else self.own.get(id(p), 0.0)
 
-    def is_value(self, v: Piece) -> bool:
-        return not v.colon_key and v.line not in self.furniture and \
+    def is_value(self, v: Piece, of: Piece | None = None) -> bool:
+        """Could `v` answer a question (`of`: this one)? A line the model calls furniture cannot, unless it
+        stands right of a label everybody knows (the model's tags mislead it on a layout it never saw)."""
+        furniture = v.line in self.furniture and not (of is not None and key_word(of.text) and
+                                                      self.geo.right_of(of) is v)
+        return not v.colon_key and not furniture and \
             text_is_value(v, self.masses[v.line], hints="form_hints" not in self.off)
 
     def is_label(self, v: Piece) -> bool:
@@ -123,7 +127,8 @@ class _Decoder:
         return self.st.form_link_weight * float(np.clip(s / self.st.form_link_scale, -1.0, 1.0))
 
     def can_key(self, k: Piece) -> bool:
-        if is_header(k, self.masses[k.line]) or SENTENCE.search(k.text) or k.line in self.furniture:
+        if is_header(k, self.masses[k.line]) or SENTENCE.search(k.text) or \
+                (k.line in self.furniture and not key_word(k.text)):
             return False
         if ("form_check_groups" not in self.off and options(k.text)) or \
                 ("form_hints" not in self.off and is_hint(k.text)):
@@ -141,7 +146,10 @@ class _Decoder:
                 if self.is_value(k.value) and not self.options_row(k.value):
                     out.append((10.0 + self.link_term(k, k.value), k, k.value, "colon"))
                 continue
-            looks: list[tuple[str, Piece | None]] = [("right", self.geo.right_of(k))]
+            right = self.geo.right_of(k)
+            if right is None and self.ks(k) >= self.st.form_key_margin:   # a cover's value far out on its underline
+                right = self.geo.right_of(k, far=True)
+            looks: list[tuple[str, Piece | None]] = [("right", right)]
             if len(k.text) <= self.st.form_long_key and "form_below" not in self.off:
                 looks.append(("below", self.geo.below(k)))
             for where, v in looks:
@@ -155,7 +163,7 @@ class _Decoder:
                         break
                 if where == "right" and "form_hints" not in self.off and is_hint(v.text):
                     break                                # the field's own help text: it is empty
-                if not self.is_value(v) or (where == "right" and self.options_row(v)) or self.is_label(v):
+                if not self.is_value(v, k) or (where == "right" and self.options_row(v)) or self.is_label(v):
                     continue
                 margin = self.ks(k) - self.ks(v)
                 if margin >= self.st.form_key_margin:
@@ -180,8 +188,9 @@ class _Decoder:
                 out += [(strength, k, w) for w in self.row_values(k, v)]
         if "form_join_values" not in self.off:
             for _, k, v in out:
-                self.wrap(k, v)
-        pairs = [p for p in (self.make_pair(s, k, v) for s, k, v in out) if p is not None]
+                if not k.absorbed:
+                    self.wrap(k, v)
+        pairs = [p for p in (self.make_pair(s, k, v) for s, k, v in out if not k.absorbed) if p is not None]
         pairs.sort(key=lambda p: (p.key_box[1], p.key_box[0]) if p.key_box else (0.0, 0.0))
         return pairs
 
@@ -213,11 +222,27 @@ class _Decoder:
         """A value that runs over several lines takes its next lines: right under it, same type size,
         starting where it starts, no key or label, no one else's value."""
         for _ in range(4):
-            free = [p for p in self.pieces if not p.used and p.line not in v.lines]
+            # a line read as a weak colon key with its own value (研究：基于...) may still be this value's next
+            free = [p for p in self.pieces if p.line not in v.lines and not p.absorbed and
+                    (not p.used or (p.colon_key and p.value is not None and p.value.used))]
             w = self.geo.below(v, free)
-            if w is None or w.colon_key or not self.is_value(w) or self.is_label(w) or options(w.text) or \
-                    self.ks(w) >= self.st.form_key_min + self.st.form_key_margin or \
-                    not continues_value(self.geo, v, w, k):
+            if w is None:
+                return
+            if w.colon_key:             # 研究：基于...调查数据, a title's next line: a colon inside the value
+                if w.value is None or key_word(w.text) or self.own.get(id(w), 0.0) >= self.st.form_key_min + \
+                        self.st.form_key_margin or not self.is_value(w.value):
+                    return
+                whole = Piece(w.line, w.start, w.value.end, self.page.lines[w.line].text[w.start:w.value.end].strip(),
+                              [w.box[0], min(w.box[1], w.value.box[1]), w.value.box[2], max(w.box[3], w.value.box[3])])
+                if not continues_value(self.geo, v, whole, k):
+                    return
+                w.used = w.value.used = w.absorbed = True
+                v.join(whole, _sep(v.text, whole.text))
+                continue
+            if not continues_value(self.geo, v, w, k):
+                return
+            if not self.is_value(w) or self.is_label(w) or options(w.text) or \
+                    self.ks(w) >= self.st.form_key_min + self.st.form_key_margin:
                 return
             v.join(w, _sep(v.text, w.text))
 

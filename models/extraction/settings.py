@@ -50,11 +50,16 @@ class DecodeSettings:
     form_row_tol: float = 0.5          # same row: deskewed centres within this x line height
     form_right_gap: float = 8.0        # a value right of its key starts within this many line heights
     form_below_gap: float = 1.0        # a value below its key starts within this many line heights of its bottom
+    form_colon_key_max: int = 14       # a colon after more characters than this, text following, is inside a value
+    form_far_gap: float = 16.0         # a known label with nothing within form_right_gap takes a value this far right
+                                       # (a cover page's values centred on long underlines)
     form_long_key: int = 10            # keys longer than this take no value from the line below
     form_key_min: float = 0.0          # a colon-less line needs at least this key score (with its row's) ...
     form_key_margin: float = 0.8       # ... and this much more than the text it takes as its value
     form_stack_gap: float = 0.6        # the next line of a label or value starts within this x line height of
                                        # its bottom (a form's rows are a line height or more apart)
+    form_title_gap: float = 1.1        # ... a title's next line centred under it: within this (titles on a cover
+                                       # are set at a line's pitch, a form's rows further apart than that)
     form_same_size: float = 0.75       # ... in type at least this x as tall (a small label above its answer is
                                        # no continuation: form_above prints labels at 0.7 x the answer's size)
     form_link_weight: float = 1.5      # the link head's say: a sure link (logit >= form_link_scale) adds this
