@@ -246,3 +246,15 @@ def test_a_thesis_cover_pairs_colonless_labels_with_values_far_out_on_their_unde
              ("基于深度学习的中文文档信息抽取方法研究：以贵阳市为例", [300, 480, 900, 502])]  # a long line's colon
     assert _pairs(lines) == [("题　　目", "新媒体环境下高校思想政治教育创新研究：基于兰州地区调查数据"),
                              ("学生姓名", "谭浩强")]
+
+
+def test_evaluate_reports_pair_scores_per_form_layout_and_level():
+    from training.evaluate import PageScore, Report, score_pairs
+    report = Report()
+    gold = [("姓名", "张三"), ("性别", "男")]
+    report.add(PageScore("generic_form", {}, score_pairs(gold, gold)), "generic_form", "none", "form_cells")
+    report.add(PageScore("generic_form", {}, score_pairs(gold, [("姓名", "张三")])), "generic_form", "photo",
+               "form_cells")
+    by = report.as_dict()["pairs_by_layout"]["form_cells"]
+    assert by["none"]["f1"] == 1.0 and by["photo"]["recall"] == 0.5 and by["all"]["tp"] == 3
+    assert "form_cells" in report.table() and "by layout and level" in report.table()

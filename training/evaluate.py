@@ -111,8 +111,13 @@ class Report:
     doc_type_correct: Counter = field(default_factory=Counter)
     pages: Counter = field(default_factory=Counter)
     by_level: dict[str, "Report"] = field(default_factory=dict)            # degradation level -> report
+    layout_pairs: dict[str, dict[str, Counts]] = field(default_factory=dict)  # form layout -> level -> pairs
 
-    def add(self, page: PageScore, predicted_type: str | None = None, level: str | None = None) -> None:
+    def add(self, page: PageScore, predicted_type: str | None = None, level: str | None = None,
+            layout: str | None = None) -> None:
+        if layout is not None and page.pairs is not None:   # generated forms: pair scores per layout and level
+            for lv in (level or "-", "all"):
+                self.layout_pairs.setdefault(layout, {}).setdefault(lv, Counts()).add(page.pairs)
         if level is not None:      # generated pages carry their degradation level: none / light / photo / heavy
             self.by_level.setdefault(level, Report()).add(page, predicted_type)
         self.pages[page.doc_type] += 1
@@ -155,6 +160,8 @@ class Report:
             "by_degradation": {lv: {"pages": sum(r.pages.values()), "f1_by_type": r.headline(),
                                     "overall_field_f1": round(r.overall().f1, 4)}
                                for lv, r in sorted(self.by_level.items())},
+            "pairs_by_layout": {lay: {lv: c.as_dict() for lv, c in sorted(levels.items())}
+                                for lay, levels in sorted(self.layout_pairs.items())},
             "doc_types": {dt: {"pages": self.pages[dt],
                                "doc_type_accuracy": round(self.doc_type_correct[dt] / max(1, self.pages[dt]), 4),
                                "field": c.as_dict(),
@@ -190,6 +197,15 @@ class Report:
                 rows.append(f"{lv:8s} {sum(r.pages.values()):5d} " +
                             " ".join(f"{h[t]:13.3f}" if t in h else f"{'-':>13s}" for t in types) +
                             f" {r.overall().f1:10.3f}")
+        if self.layout_pairs:
+            seen = {lv for v in self.layout_pairs.values() for lv in v} - {"all"}
+            levels = sorted(seen, key=lambda lv: (("none", "light", "photo", "heavy") + (lv,)).index(lv)) + ["all"]
+            rows += ["", "generic_form key-value pairs by layout and level: P/R/F1 (pairs)",
+                     f"{'layout':16s} " + " ".join(f"{lv:>22s}" for lv in levels)]
+            for lay, by in sorted(self.layout_pairs.items()):
+                rows.append(f"{lay:16s} " + " ".join(
+                    f"{by[lv].precision:.2f}/{by[lv].recall:.2f}/{by[lv].f1:.2f} ({by[lv].tp + by[lv].fn})".rjust(22)
+                    if lv in by else f"{'-':>22s}" for lv in levels))
         return "\n".join(rows)
 
 
@@ -264,7 +280,7 @@ def evaluate_corpus(extractor, records: list[dict], ocr: str = "gt", cache: Path
         gf, gi, gp = gold_of(rec, schema)
         pf, pi, pp = pred_of(doc, schema)
         ps = PageScore(dt, score_fields(gf, pf, gi, pi), score_pairs(gp, pp) if dt == "generic_form" else None)
-        report.add(ps, doc.doc_type, rec.get("degrade"))
+        report.add(ps, doc.doc_type, rec.get("degrade"), rec.get("layout") if dt == "generic_form" else None)
         rows.append({"id": rec.get("id"), "doc_type": dt, "predicted_type": doc.doc_type, "degrade": rec.get("degrade"),
                      "wrong": {k: [gf.get(k), pf.get(k)] for k in set(gf) | set(pf) if gf.get(k) != pf.get(k)}})
     return report, rows
