@@ -121,6 +121,9 @@ class Document:
     items: list[dict[str, Field]] = field(default_factory=list)   # repeated rows (invoice items)
     pairs: list[Pair] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # the validator's warnings of the last `data.validate.validate` call, which are also in `warnings`:
+    # the next call takes exactly these out before adding its own, so a fixed value's warning goes
+    checks: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)       # seconds per stage
     error: dict[str, str] | None = None                           # {"type", "message"} when it failed
     part: int = 1                  # 1-based number of this document among those found in its file
@@ -162,6 +165,7 @@ class Document:
             items=[{k: Field(**v) for k, v in row.items()} for row in d.get("items", [])],
             pairs=[Pair(**p) for p in d.get("pairs", [])],
             warnings=list(d.get("warnings", [])),
+            checks=list(d.get("checks", [])),
             timings=dict(d.get("timings", {})),
             error=d.get("error"),
             part=int(d.get("part", 1)),

@@ -1,4 +1,5 @@
-"""Validators for Chinese document fields, and `validate_fields` which applies a schema's rules.
+"""Validators for Chinese document fields, `validate_fields` which applies a schema's rules, and
+`validate(document, schema)`: the one call the extractor and the UI (after every edit) make.
 
 Check characters:
 - resident ID number, GB 11643-1999: 17 digits weighted by 2^(17-i) mod 11, check = (12 - sum mod 11)
@@ -16,6 +17,7 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from data.document import Document, Field
 from data.normalize import normalize_code, normalize_value, parse_amount, parse_amount_words, parse_date
 
 if TYPE_CHECKING:  # the schema module imports nothing from here; keep the type for hints only
@@ -200,13 +202,54 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
     rows = values.get("items") or []
     for i, row in enumerate(rows):
         for spec in schema.item_fields:
-            check(f"items[{i}].{spec.key}", spec, _value_text(row.get(spec.key)))
+            check(item_result_key(i, spec.key), spec, _value_text(row.get(spec.key)))
 
     flat = {k: _value_text(v) for k, v in values.items() if k != "items"}
     for rule in schema.rules:
         _apply_rule(rule, flat, [{k: _value_text(v) for k, v in r.items()} for r in rows],
                     result, warnings)
     return result, warnings
+
+
+def item_result_key(row: int, key: str) -> str:
+    """How `validate_fields` names an item cell in its result: "items[<row>].<key>"."""
+    return f"items[{row}].{key}"
+
+
+def field_text(f: Field) -> str:
+    """What the validators read of a field: the text as printed (`raw`), else the normalised value. A
+    大写金额 must be checked as its words, never as the figure it normalises to; a date as printed."""
+    return f.raw or f.value
+
+
+def validate(document: Document, schema: "Schema | None", today: _dt.date | None = None) -> list[str]:
+    """Check a document against its schema from scratch; returns the validator's warnings.
+
+    Every field's and item cell's `valid` is set anew (None where no rule applies, and for every field
+    when `schema` is None: a generic form or an unknown type has nothing to check). The warnings of the
+    previous call (`document.checks`) leave `document.warnings` and this call's join them, so a value
+    fixed after extraction takes its warning with it; other warnings (pipeline, decoding) stay."""
+    result: dict[str, bool | None] = {}
+    warnings: list[str] = []
+    if schema is not None:
+        values: dict[str, Any] = {k: field_text(f) for k, f in document.fields.items()}
+        values["items"] = [{k: field_text(f) for k, f in row.items()} for row in document.items]
+        result, warnings = validate_fields(schema, values, today)
+    for key, f in document.fields.items():
+        f.valid = result.get(key)
+    for i, row in enumerate(document.items):
+        for key, f in row.items():
+            f.valid = result.get(item_result_key(i, key))
+    stale = list(document.checks)
+    kept = []
+    for w in document.warnings:
+        if w in stale:
+            stale.remove(w)          # each old check once: an equal warning from elsewhere stays
+        else:
+            kept.append(w)
+    document.warnings = kept + warnings
+    document.checks = list(warnings)
+    return warnings
 
 
 def _mark(result: dict[str, bool | None], keys: list[str], ok: bool) -> None:
@@ -268,7 +311,7 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
             if q is None or p is None or a is None:
                 continue
             ok = abs(q * p - a) <= Decimal("0.01") + abs(q) * Decimal("0.000001")
-            _mark(result, [f"items[{i}].{rule.equals}"], ok)
+            _mark(result, [item_result_key(i, rule.equals)], ok)
             if not ok:
                 warnings.append(f"{rule.message_zh or '数量乘单价不等于金额'} / items[{i}]: "
                                 f"{q} x {p} != {a}")

@@ -24,6 +24,7 @@ import paddle
 
 from data.document import Document, Page
 from data.labels import FORM_KEYS, ITEM_PREFIX
+from data.validate import validate
 from models.encoder import Encoder
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
 from models.extraction.doctype import pick_type
@@ -139,23 +140,8 @@ class Extractor:
         return doc
 
     def _validate(self, doc: Document) -> None:
-        schema = self.schemas.get(doc.doc_type or "")
-        if schema is None or doc.doc_type == GENERIC:
-            return
-        from data.validate import validate_fields
-        # Field objects: the validators read `raw` first (大写金额 must be checked as words, not as
-        # the figure it normalises to)
-        values: dict = dict(doc.fields)
-        values["items"] = [dict(row) for row in doc.items]
-        result, warnings = validate_fields(schema, values)
-        for key, ok in result.items():
-            if key in doc.fields:
-                doc.fields[key].valid = ok
-            elif key.startswith("items[") and "]." in key:
-                i, k = key[6:].split("].", 1)
-                if int(i) < len(doc.items) and k in doc.items[int(i)]:
-                    doc.items[int(i)][k].valid = ok
-        doc.warnings += warnings
+        """data/validate.py `validate` with this model's schema (a generic form's has no fields: pairs only)."""
+        validate(doc, self.schemas.get(doc.doc_type or ""))
 
 
 @functools.lru_cache(maxsize=4)

@@ -55,6 +55,34 @@ def invoice_document(name: str, pages: int = 1, doc_type: str | None = None) -> 
     return doc
 
 
+def with_totals(doc: Document) -> Document:
+    """The invoice's totals, 大写 words included (raw: the words as printed; value: the figure they say),
+    checked as the extractor checks them (data/validate.py with the schema), so all pass."""
+    from data.schemas import load_schema
+    from data.validate import validate
+    for key, value, raw in (("total_amount", "130.00", "¥130.00"), ("total_tax", "16.90", "¥16.90"),
+                            ("total_with_tax", "146.90", "¥146.90"),
+                            ("total_with_tax_in_words", "146.90", "壹佰肆拾陆圆玖角整")):
+        doc.fields[key] = Field(key, value, raw=raw, score=0.9, label=load_schema("vat_invoice").field(key).label)
+    validate(doc, load_schema("vat_invoice"))
+    assert doc.fields["total_with_tax_in_words"].valid is True
+    return doc
+
+
+def parking_document(name: str, model_dir: str) -> Document:
+    """A page of a type only the retrained model knows (its schema is in the model directory alone), with
+    a fee OCR misread as letters: checked with that schema, as the extractor of that model does."""
+    from data.validate import validate
+    from models.model_dir import model_schema
+    page = Page(index=0, width=300, height=200, lines=[Line("金额：l2.5O", box_to_quad([20, 20, 200, 40]))])
+    doc = Document(source=name, doc_type="parking_receipt", doc_type_score=0.9, pages=[page])
+    doc.fields["plate"] = Field("plate", "京A12345", raw="京A12345", label="车牌号")
+    doc.fields["fee"] = Field("fee", "l2.5O", raw="l2.5O", label="金额", box=[80, 20, 200, 40])
+    validate(doc, model_schema(model_dir, "parking_receipt"))
+    assert doc.fields["fee"].valid is False and any("fee" in w for w in doc.warnings)
+    return doc
+
+
 FORM_PAIRS = [("申请人", "韦军磊"), ("部门", "客服部"), ("日期", "2024-05-06")]
 
 
@@ -82,6 +110,10 @@ def fake_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None
                                                          "message": f"{filename} is not an image ({exc})"}))
     if "form" in filename:
         return Analysis(form_document(filename), [np.full((200, 300, 3), 255, np.uint8)])
+    if doc_type == "parking_receipt":
+        return Analysis(parking_document(filename, model_dir), [np.full((200, 300, 3), 255, np.uint8)])
+    if "words" in filename:
+        return Analysis(with_totals(invoice_document(filename)), [np.full((200, 300, 3), 255, np.uint8)])
     pages = 2 if "two" in filename else 1
     for i in range(pages):
         for stage in ("decode", "ocr", "extract"):
@@ -211,6 +243,44 @@ def test_failed_check_says_why_in_chinese_and_a_fix_clears_it(app):
     assert not any("发票号码" in w.value for w in app.warning), "the warning about the old value is gone"
 
 
+def test_editing_a_field_keeps_correct_amount_words_passed(app):
+    """Reported: any edit marked a correct 大写金额 as failed ("not readable as 大写金额 (146.90)"): the
+    re-check read the figure it normalises to instead of the words."""
+    upload(app, ("words.png", png_bytes()))
+    row = app.data_editor[0].value.set_index(COL_KEY).loc["total_with_tax_in_words"]
+    assert row[COL_CHECK].startswith("✓"), row[COL_CHECK]
+    edit_value(app, "invoice_number", "87654321")
+    assert not app.exception
+    row = app.data_editor[0].value.set_index(COL_KEY).loc["total_with_tax_in_words"]
+    assert row[COL_CHECK].startswith("✓"), row[COL_CHECK]
+    assert not any("大写" in w.value for w in app.warning), [w.value for w in app.warning]
+    doc = next(iter(app.session_state["analyses"].values()))["corrected"]
+    assert doc.fields["total_with_tax_in_words"].valid is True
+    assert not any("total_with_tax_in_words" in w for w in doc.warnings)
+
+
+def test_a_fixed_value_leaves_no_warning_in_the_export_with_the_models_own_schema(two_models_app):
+    """Reported: after a value was fixed its old warning stayed in the exported JSON. The page is of a type
+    only the selected model's directory has a schema for: the re-check uses that schema, from scratch."""
+    at, _, new = two_models_app
+    [s for s in at.sidebar.selectbox if s.label == "模型 Model"][0].set_value(str(new)).run()
+    type_picker(at).set_value("parking_receipt").run()
+    upload(at, ("park.png", png_bytes()))
+    assert not at.exception
+    row = at.data_editor[0].value.set_index(COL_KEY).loc["fee"]
+    assert row[COL_CHECK].startswith("✗"), row[COL_CHECK]
+    assert any("金额" in w.value for w in at.warning), [w.value for w in at.warning]
+    edit_value(at, "fee", "12.50")
+    assert not at.exception
+    row = at.data_editor[0].value.set_index(COL_KEY).loc["fee"]
+    assert row[COL_CHECK].startswith("✓") and row[COL_NORM] == "12.50", row.to_dict()
+    assert not any("金额" in w.value for w in at.warning), "the warning about the old value is gone"
+    doc = next(iter(at.session_state["analyses"].values()))["corrected"]
+    exported = json.loads(export_json([("park.png", doc)]))
+    assert exported["warnings"] == [] and exported["checks"] == [], exported["warnings"]
+    assert exported["fields"]["fee"]["valid"] is True
+
+
 def test_failed_rows_are_coloured():
     doc = invoice_document("x.png")
     doc.fields["invoice_number"].valid = False
@@ -246,7 +316,9 @@ def test_downloads_for_one_and_for_all_files(app):
     assert {r[4] for r in book["字段 Fields"].iter_rows(min_row=2, values_only=True)} == {"invoice_number",
                                                                                           "issue_date"}
     rows = fields_csv(docs).decode("utf-8-sig").splitlines()
-    assert len(rows) == 3 and rows[1].startswith("inv.png") and rows[2].startswith("form.png")
+    assert len(rows) == 2 + len(FORM_PAIRS) and rows[1].startswith("inv.png") and rows[2].startswith("form.png")
+    assert rows[0].endswith("pair_key,pair_value,pair_score,pair_page"), "a form's pairs, one row each"
+    assert [tuple(r.split(",")[-4:-2]) for r in rows[2:]] == FORM_PAIRS
     assert len(items_csv(docs).decode("utf-8-sig").splitlines()) == 3
     assert [d["source"] for d in json.loads(export_json(docs))] == ["inv.png", "form.png"]
 

@@ -256,3 +256,29 @@ def test_ocr_yen_lookalikes_and_dropped_brackets():
     from data.normalize import normalize_text
     assert normalize_text("电子发票（普通发票") == "电子发票(普通发票)"
     assert normalize_text("方隆便利店(浦东新区店)") == "方隆便利店(浦东新区店)"
+
+
+def test_validate_recomputes_a_documents_checks_from_scratch():
+    """data.validate.validate: `valid` and the validator's warnings anew on every call; other warnings stay,
+    a fixed value's warning goes, and a JSON round trip keeps what to take out next time."""
+    from data.document import Document, Field
+    from data.validate import validate
+    schema = load_schema("vat_invoice")
+    doc = Document(doc_type="vat_invoice", warnings=["page 1 reads poorly (mean OCR confidence 0.61)"])
+    for key, raw in GOOD_INVOICE.items():
+        if key != "items":
+            doc.fields[key] = Field(key, raw, raw=raw)
+    doc.items = [{k: Field(k, v, raw=v) for k, v in row.items()} for row in GOOD_INVOICE["items"]]
+    words = doc.fields["total_with_tax_in_words"]
+    words.value = str(parse_amount_words(words.raw))            # the figure the words say, as extraction stores it
+    doc.fields["invoice_number"].raw = "1234567"                # 7 digits
+    first = validate(doc, schema, today=dt.date(2024, 1, 1))
+    assert len(first) == 1 and "invoice_number" in first[0] and doc.checks == first
+    assert doc.fields["invoice_number"].valid is False and words.valid is True, "the words are read, not the figure"
+    doc = Document.from_json(doc.to_json())
+    doc.fields["invoice_number"].raw = doc.fields["invoice_number"].value = "12345678"
+    assert validate(doc, schema, today=dt.date(2024, 1, 1)) == []
+    assert doc.warnings == ["page 1 reads poorly (mean OCR confidence 0.61)"] and doc.checks == []
+    assert doc.fields["invoice_number"].valid is True and doc.items[0]["amount"].valid is True
+    validate(doc, None)                                          # nothing to check against: nothing claimed
+    assert all(f.valid is None for f in doc.fields.values()) and len(doc.warnings) == 1

@@ -1,4 +1,5 @@
-"""The UI's field table: Document fields <-> an editable table, edits re-normalised and re-validated.
+"""The UI's field table: Document fields <-> an editable table, edits re-normalised and re-validated
+(data/validate.py `validate`, the extractor's own call, with the schema of the model that read the page).
 
 Kept apart from app/ui/main.py so that it can be tested without Streamlit and reused (CSV export shares
 the batch CSV's column logic).
@@ -31,13 +32,15 @@ COL_ROW, COL_ITEM_CHECK = "行 Row", "校验 Check"
 PAIR_COLUMNS = ["#", "键 Key", "值 Value", "置信度 Confidence", "页 Page"]
 
 
-def load_schema_or_none(doc_type: str | None) -> Any:
+def load_schema_or_none(doc_type: str | None, model_dir: str | None = None) -> Any:
+    """The schema of `doc_type` as the model that read the document carries it (models/model_dir.py
+    `model_schema`: MODEL/schemas/, else the repo's), None when there is none."""
     if not doc_type:
         return None
     try:
-        from data.schemas import load_schema
-        return load_schema(doc_type)
-    except Exception:   # a model may know a type the installed schemas do not: show fields as they are
+        from models.model_dir import model_schema
+        return model_schema(model_dir, doc_type)
+    except Exception:   # a type without a readable schema: show fields as they are, nothing to check
         return None
 
 
@@ -135,8 +138,7 @@ def lines_frame(page: Page) -> pd.DataFrame:
                          for i, ln in enumerate(page.lines)], columns=["#", "文本 Text", "置信度 Confidence"])
 
 
-def _normalise(doc_type: str | None, key: str, text: str) -> str:
-    schema = load_schema_or_none(doc_type)
+def _normalise(schema: Any, key: str, text: str) -> str:
     if schema is None:
         return text
     try:
@@ -148,41 +150,13 @@ def _normalise(doc_type: str | None, key: str, text: str) -> str:
     return value if value is not None else text
 
 
-def _validate(doc: Document) -> tuple[dict[str, bool | None], list[str]] | None:
-    schema = load_schema_or_none(doc.doc_type)
-    if schema is None or not schema.fields:
-        return None
-    from data.validate import validate_fields
-    # Field objects, as the extractor passes them: the validators read `raw` first, so the warnings
-    # computed here are word for word the ones extraction wrote, and an edit can replace them all
-    values: dict[str, Any] = dict(doc.fields)
-    values["items"] = [dict(row) for row in doc.items]
-    return validate_fields(schema, values)
-
-
-def revalidate(doc: Document, before: Document) -> None:
-    """Recompute every field's `valid` and swap the validator warnings of `before` for new ones;
-    other warnings (e.g. about the model) stay."""
-    now = _validate(doc)
-    if now is None:
-        return
-    result, warnings = now
-    old = _validate(before)
-    stale = set(old[1]) if old else set()
-    for key, f in doc.fields.items():
-        f.valid = result.get(key)
-    for i, row in enumerate(doc.items):
-        for key, f in row.items():
-            f.valid = result.get(f"items[{i}].{key}")
-    doc.warnings = [w for w in doc.warnings if w not in stale] + list(warnings)
-
-
-def apply_edits(doc: Document, edited: pd.DataFrame) -> tuple[Document, list[str]]:
+def apply_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = None) -> tuple[Document, list[str]]:
     """A copy of `doc` with the table's values; returns it and the keys the user changed. A changed
-    value is taken as ground truth: normalised again, score 1.0, validation re-run."""
+    value is taken as ground truth: normalised again, score 1.0, and the whole document validated again
+    from scratch (data/validate.py) against the schema of the model that read it (`model_dir`)."""
     out = copy.deepcopy(doc)
     changed = []
-    schema = load_schema_or_none(doc.doc_type)
+    schema = load_schema_or_none(doc.doc_type, model_dir)
     for _, row in edited.iterrows():
         key = str(row[COL_KEY])
         text = "" if pd.isna(row[COL_VALUE]) else str(row[COL_VALUE]).strip()
@@ -199,9 +173,10 @@ def apply_edits(doc: Document, edited: pd.DataFrame) -> tuple[Document, list[str
             label = schema.field(key).label if schema and key in schema.keys() else key
             old = Field(key=key, value="", label=label)
             out.fields[key] = old
-        old.raw, old.value, old.score = text, _normalise(doc.doc_type, key, text), 1.0
+        old.raw, old.value, old.score = text, _normalise(schema, key, text), 1.0
     if changed:
-        revalidate(out, doc)
+        from data.validate import validate
+        validate(out, schema)
     return out, changed
 
 

@@ -232,7 +232,7 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
         analysis = pipeline.analyse_bytes(data, name, model, doc_type, on_page=on_page, on_stage=on_stage)
         bar.empty()
         result = {"key": key, "name": name, "analysis": analysis, "corrected": analysis.document,
-                  "version": 0, "error": analysis.document.error}
+                  "version": 0, "error": analysis.document.error, "model": model}
     if not result.get("error"):
         cache[key] = result
     return result
@@ -308,7 +308,7 @@ def show_fields_tab(view: dict, page: Page, picked: str = NOTHING) -> None:
                        COL_NORM: st.column_config.TextColumn(width=120),
                        COL_SCORE: st.column_config.TextColumn(width=110),
                        COL_CHECK: st.column_config.TextColumn(width=240)})
-    corrected, changed = apply_edits(doc, edited)
+    corrected, changed = apply_edits(doc, edited, view.get("model"))   # checked with the model's own schema
     if changed:
         view["corrected"] = corrected
         view["version"] += 1
@@ -498,7 +498,8 @@ def part_view(result: dict) -> dict:
     views = result.setdefault("views", {})
     if chosen not in views:
         views[chosen] = {"key": f"{result['key']}|{chosen + 1}", "name": result["name"],
-                         "analysis": result["analysis"], "corrected": parts[chosen], "version": 0}
+                         "analysis": result["analysis"], "corrected": parts[chosen], "version": 0,
+                         "model": result.get("model")}
     return views[chosen]
 
 
