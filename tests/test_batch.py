@@ -26,7 +26,7 @@ from app.batch.inputs import expand_inputs
 from app.batch.state import ResultsFile, ResultsLocked, file_sha256, latest_groups, read_rows, row_key
 from app.batch.worker import WorkerOptions
 from app.pipeline import Analysis
-from data.document import Document, Field, Page
+from data.document import Document, Field, Page, Pair
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = WorkerOptions(processor="tests.test_batch:fake_analyse", warm_up=False)
@@ -46,6 +46,15 @@ def fake_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Anal
                    timings={"decode": 0.001, "ocr": 0.002, "total": 0.003})
     doc.fields["code"] = Field(key="code", value=Path(path).stem.upper(), label="编号")
     return Analysis(doc, [np.zeros((size[1], size[0], 3), np.uint8)])
+
+
+def form_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
+    """As fake_analyse, but files named form* are generic forms with two key-value pairs and no fields."""
+    res = fake_analyse(path, model_dir, doc_type)
+    if Path(path).name.startswith("form") and res.document.error is None:
+        res.document.doc_type, res.document.fields = "generic_form", {}
+        res.document.pairs = [Pair(key="姓名", value="李明", score=0.9), Pair(key="性别", value="男", score=0.8)]
+    return res
 
 
 def crash_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
@@ -177,6 +186,24 @@ def test_two_workers_give_the_same_rows_as_one(tmp_path):
     assert strip(one) == strip(two)
     pids = {r[0]["worker_pid"] for r in rows_by_file(two).values()}
     assert os.getpid() not in pids, "with --workers 2 the documents are processed in worker processes"
+
+
+def test_csv_gives_a_form_one_row_per_key_value_pair(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("form1.png", "doc1.png"):
+        Image.new("RGB", (40, 30), "white").save(folder / name)
+    out, table = tmp_path / "results.jsonl", tmp_path / "table.csv"
+    run_batch([str(folder)], str(out), csv_path=str(table), progress=False,
+              options=WorkerOptions(processor="tests.test_batch:form_analyse", warm_up=False))
+    with open(table, encoding="utf-8-sig", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    form = [r for r in records if r["file"].endswith("form1.png")]
+    assert [(r["pair_key"], r["pair_value"], r["pair_score"]) for r in form] == [("姓名", "李明", "0.900"),
+                                                                                ("性别", "男", "0.800")]
+    assert all(r["doc_type"] == "generic_form" and r["pair_page"] == "1" for r in form)
+    other = [r for r in records if r["file"].endswith("doc1.png")]
+    assert len(other) == 1 and other[0]["code"] == "DOC1" and other[0]["pair_key"] == ""
 
 
 def test_csv_has_one_row_per_document_and_schema_columns(tmp_path):

@@ -1,5 +1,9 @@
 """The batch CSV: one row per document, one column per field, rebuilt from the results JSONL.
 
+A form (a document with key-value pairs and no schema fields) has no field columns to fill: it gets one
+row per pair instead, in the columns `pair_key`, `pair_value`, `pair_score` and `pair_page`, which are
+added when any document of the table has pairs (a table of invoices keeps its usual columns).
+
 A file holding several documents (a PDF of two invoices) gives one CSV row for each, numbered by
 the `part` and `parts` columns, with the document's page numbers in the file in `page` ("3", "3-4");
 only the newest complete set of rows per file is shown.
@@ -20,6 +24,7 @@ from data.atomic import atomic_write
 
 BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "page", "doc_type", "doc_type_score", "error_type",
                 "error_message"]
+PAIR_COLUMNS = ["pair_key", "pair_value", "pair_score", "pair_page"]
 
 
 def page_label(numbers: list[int]) -> str:
@@ -66,15 +71,35 @@ def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
     return base + [str((fields.get(key) or {}).get("value", "")) for key in columns]
 
 
+def has_pairs(rows: Iterable[dict[str, Any]]) -> bool:
+    return any(row.get("pairs") for row in rows)
+
+
+def csv_records(row: dict[str, Any], columns: list[str], pairs: bool) -> list[list[str]]:
+    """A document's CSV rows: one, or with `pairs` (the table has pair columns) one per key-value pair of
+    a document that has pairs (each repeating the document's columns), so a form's pairs reach the table."""
+    base = csv_record(row, columns)
+    if not pairs:
+        return [base]
+    found = [p for p in row.get("pairs") or [] if isinstance(p, dict)]
+    if not found:
+        return [base + [""] * len(PAIR_COLUMNS)]
+    return [base + [str(p.get("key", "")), str(p.get("value", "")),
+                    "" if p.get("score") is None else f"{float(p['score']):.3f}", str(int(p.get("page", 0)) + 1)]
+            for p in found]
+
+
 def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None) -> int:
-    """Rebuild `csv_path` from the results file; returns the number of document rows written."""
+    """Rebuild `csv_path` from the results file; returns the number of documents written (a form with
+    pairs takes one row per pair)."""
     rows = latest_rows(jsonl_path)
     columns = field_columns(rows, doc_type)
+    pairs = has_pairs(rows)
     target_dir = os.path.dirname(os.path.abspath(csv_path))
     os.makedirs(target_dir, exist_ok=True)
     with atomic_write(csv_path, "w", encoding="utf-8-sig", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(BASE_COLUMNS + columns)
+        writer.writerow(BASE_COLUMNS + columns + (PAIR_COLUMNS if pairs else []))
         for row in rows:
-            writer.writerow(csv_record(row, columns))
+            writer.writerows(csv_records(row, columns, pairs))
     return len(rows)

@@ -13,7 +13,8 @@ import io
 import json
 from typing import Any
 
-from app.batch.csv_out import BASE_COLUMNS, csv_record, field_columns
+from app.batch.csv_out import BASE_COLUMNS, csv_records, field_columns, has_pairs
+from app.batch.csv_out import PAIR_COLUMNS as CSV_PAIR_COLUMNS
 from app.ui.fields import item_header, item_keys, load_schema_or_none
 from app.ui.words import check_words
 from data.document import Document
@@ -40,7 +41,8 @@ def export_json(docs: Named) -> bytes:
 
 
 def fields_csv(docs: Named) -> bytes:
-    """One row per document in the batch CSV's columns (file, part, ..., then each field)."""
+    """One row per document in the batch CSV's columns (file, part, ..., then each field); a form's
+    key-value pairs one row each, in the batch CSV's pair columns."""
     rows = []
     for name, doc in docs:
         row = doc.to_dict()
@@ -48,7 +50,9 @@ def fields_csv(docs: Named) -> bytes:
         rows.append(row)
     types = {d.doc_type for _, d in docs}
     columns = field_columns(rows, types.pop() if len(types) == 1 else None)
-    return _csv([BASE_COLUMNS + columns] + [csv_record(r, columns) for r in rows])
+    pairs = has_pairs(rows)
+    header = BASE_COLUMNS + columns + (CSV_PAIR_COLUMNS if pairs else [])
+    return _csv([header] + [rec for r in rows for rec in csv_records(r, columns, pairs)])
 
 
 def _item_columns(docs: Named) -> list[tuple[str, str]]:
