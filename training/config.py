@@ -4,7 +4,8 @@
     cfg = TrainConfig.from_dict({"train": {"steps": 3}})    # unspecified keys keep the defaults
 
 One set of defaults: the dataclass defaults below, which are the values the bundled model was trained
-with (configs/default.yaml states them all; tests/test_train_config.py checks the two agree). A key the
+with (configs/default.yaml states them all; tests/test_train_config.py checks the two agree), except
+`out`, so that a config without it never writes into the tracked models/default. A key the
 dataclasses do not have is an error naming it and the nearest valid key (a typo such as `warmpu` used to
 be ignored silently, training with the default instead); a value of the wrong type is an error too.
 To add a setting, add a plain field to its section here (with the YAML value as its default).
@@ -86,7 +87,9 @@ class PipelineConfig:
 class TrainConfig:
     """The whole config of `python -m training train`."""
     seed: int = 7
-    out: str = "models/default"
+    # the one setting whose default is not configs/default.yaml's (models/default): a config that leaves
+    # it out must not overwrite the tracked bundled model
+    out: str = "runs/model"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: OptimConfig = field(default_factory=OptimConfig)
