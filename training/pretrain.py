@@ -60,16 +60,13 @@ def mlm_loss(logits: paddle.Tensor, labels: tuple) -> paddle.Tensor:
 
 def load_base(base: str | Path):
     """(model with its extraction head, ExtractorConfig, vocab) from a model directory."""
-    from models.extractor import ExtractorConfig, is_model_dir
-    base = Path(base)
-    if not is_model_dir(base):
-        raise RefusedError(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
-                         f"vocab.txt); use models/default or a directory `train`/`retrain` exported")
-    cfg = ExtractorConfig.load(base)
-    model = cfg.build()
-    state = paddle.load(str(base / "model_state.pdparams"))
-    model.set_state_dict({k: v.astype("float32") for k, v in state.items()})
-    return model, cfg, Tokenizer.from_dir(base)
+    from models.model_dir import ModelDirError, read_model_dir
+    try:
+        model, cfg, vocab = read_model_dir(base)       # every weight checked against config.json
+    except ModelDirError as exc:
+        raise RefusedError(f"--base {exc}; use models/default or a directory `train`/`retrain` exported") from exc
+    model.train()
+    return model, cfg, vocab
 
 
 def text_windows(records: list[dict], tok: Tokenizer, max_len: int) -> list[tuple[Encoding, Window]]:
@@ -139,7 +136,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     Every `checkpoint_every` steps (and at the end) the run is saved to `ckpt` (default OUT.ckpt);
     with `resume` it continues from there with the same weights, optimizer, LR, RNGs and window order,
     so a killed run finishes with the losses and weights an unbroken one would have had."""
-    from models.extractor import save_model
+    from models.model_dir import write_model_dir
     random.seed(seed)
     np.random.seed(seed)
     paddle.seed(seed)
@@ -193,7 +190,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
                 extra=run_state)
     losses = state.losses
     after = heldout_loss(blocks, eval_batches)
-    save_model(model, cfg, vocab, out, half=False)
+    write_model_dir(model, cfg, vocab, out, half=False)
     paddle.save(head.state_dict(), str(out / "mlm_head.pdparams"))
     result = {"base": str(base), "pages": len(records), "windows": len(windows), "steps": steps,
               "step_function": step.how, "mlm_loss_before": round(before, 5), "mlm_loss_after": round(after, 5),

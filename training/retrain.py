@@ -143,7 +143,7 @@ def grow_from_base(base_dir: Path, tags: list[str], types: list[str]):
     """A model with the base's encoder and a head for `tags`/`types`; rows the base had are copied."""
     import paddle
 
-    from models.extractor import ExtractorConfig
+    from models.model_dir import ExtractorConfig
     base_cfg = ExtractorConfig.load(base_dir)
     cfg = ExtractorConfig(encoder=dict(base_cfg.encoder), tag_labels=list(tags), doc_types=list(types),
                           link=base_cfg.link, max_len=base_cfg.max_len)
@@ -256,7 +256,7 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
     import paddle
 
     from models.checkpoint import CheckpointSlots
-    from models.extractor import ExtractorConfig, save_model
+    from models.model_dir import ExtractorConfig, write_model_dir
     from models.tokenizer import Tokenizer
     from training.dataset import TrainingSet, collate, gt_lines
     from training.loop import RunState, lr_schedule, resume, run
@@ -296,7 +296,7 @@ def finetune(base_dir: Path, train_recs: list[dict], heldout: list[dict], schema
 
     state = run(step_fn, next_batch, sched, ckpt, steps, max(1, min(50, steps // 4)), state, "fine-tune")
     out = work / "finetuned"
-    save_model(model, cfg, vocab, out)
+    write_model_dir(model, cfg, vocab, out)
     copy_schemas(schema_files, out)
     plot_losses(state.losses, out / "loss.png")
     return {"steps": state.step, "step_function": how, "losses": state.losses, "notes": notes,
@@ -366,7 +366,7 @@ def base_heldout_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str
     each type's layouts, the run's seed) holds out, else (a type with one layout) all of them."""
     from data.corpus import split_by_layout
     from data.synth.generator import list_doc_types, list_layouts
-    from models.extractor import ExtractorConfig
+    from models.model_dir import ExtractorConfig
     known = list(ExtractorConfig.load(base_dir).doc_types)
     drawable = [t for t in known if t in list_doc_types()]
     notes = [f"{t}: the generator cannot draw it, so it has no base held-out pages" for t in known
@@ -412,7 +412,7 @@ def replay_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
     split): replaying a held-out layout would teach the gate's own test pages. A type whose every layout
     is held out (one layout only) gets no replay pages, and a note says so."""
     from data.synth.generator import list_layouts
-    from models.extractor import ExtractorConfig
+    from models.model_dir import ExtractorConfig
     held, _ = base_heldout_layouts(base_dir)
     notes = [f"{dt}: the generator cannot draw it, so it is not replayed (the fine-tune may forget it)"
              for dt in ExtractorConfig.load(base_dir).doc_types if dt not in held]
@@ -655,7 +655,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
 
     `replay` is the share of each fine-tune batch drawn from generated pages of the doc types the base
     knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone."""
-    from models.extractor import is_model_dir
+    from models.model_dir import is_model_dir
     check_name(name)
     if not is_model_dir(base):
         raise RetrainError(f"--base {base} is not a model directory (config.json, model_state.pdparams, "

@@ -38,8 +38,8 @@ from data.corpus import corpus_from_synth_dir, read_corpus, split_by_layout, wri
 from data.document import Page
 from models.checkpoint import CheckpointSlots
 from models.encoder import EncoderConfig
-from models.extractor import ExtractorConfig, save_model
 from models.heads import schema_field_keys, tag_labels
+from models.model_dir import ExtractorConfig, write_model_dir
 from models.tokenizer import Tokenizer
 from training.config import TrainConfig, load_config  # noqa: F401 - load_config: scripts import it from here
 from training.dataset import TaggedPage, TrainingSet, collate, gt_lines, ocr_lines
@@ -314,7 +314,7 @@ def train(cfg: TrainConfig | dict, out: Path, work: Path | None = None, resume: 
     step_fn.gather(ckpt.root / "gathered")    # one process per stage: the lead collects every stage's weights
     if not step_fn.lead:
         return out
-    save_model(model, xcfg, vocab, out)
+    write_model_dir(model, xcfg, vocab, out)
     plot_losses(state.losses, out / "loss.png")
     (out / "provenance.json").write_text(json.dumps({
         "command": command, "config": cfg.to_dict(), "seed": seed, "git_commit": git_commit(),
