@@ -99,6 +99,7 @@ def _dp_worker(args: dict, out_file: str) -> None:
                 clip_norm=args["clip_norm"], timeout_s=120)
     times: dict[str, list[float]] = {f"{n}|{v}": [] for n, v in engines}
     overlap: dict[str, list[float]] = {n: [] for n in args["schedules"]}
+    last_tl: dict[str, list] = {}  # replica 0's last timed in-schedule step, for a Gantt chart
     losses: dict[str, list[float]] = {k: [] for k in times}
     for r in range(args["warmup"] + args["steps"]):
         batch = make_batch(args["batch"], cfg, seed=r)
@@ -119,9 +120,11 @@ def _dp_worker(args: dict, out_file: str) -> None:
                     work0 = max(x.end for x in tl.spans if x.stage == 0 and x.kind in COMPUTE)
                     opt = [x for x in tl.spans if x.stage == S - 1 and x.kind in STEP]
                     overlap[name].append(max(0.0, min(work0, max(x.end for x in opt)) - min(x.start for x in opt)))
+                    last_tl[name] = [tuple(x.__dict__.values()) for x in tl.spans]
     gathered = engines[next(iter(engines))].transport.gather_objects(times)
     if dist.get_rank() == 0:
-        Path(out_file).write_text(json.dumps({"times": gathered, "overlap": overlap, "losses": losses}))
+        Path(out_file).write_text(json.dumps({"times": gathered, "overlap": overlap, "losses": losses,
+                                              "timelines": last_tl}))
 
 
 def _write_json(path: Path, obj) -> None:
@@ -152,8 +155,13 @@ def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
         dist.spawn(_dp_worker, args=(args, str(raw)), nprocs=a.stages * a.dp, backend="gloo")
         wall = time.perf_counter() - t0
         data = json.loads(raw.read_text())
+    from training.pipeline.gantt import draw_gantt
+    from training.pipeline.simulate import Span, Timeline
     rows = []
     for name in schedules:
+        tl = Timeline([Span(*x) for x in data["timelines"][name]], a.stages, source="measured")
+        draw_gantt(tl, a.gantt_dir / f"gantt_{name}_dp{a.dp}.png",
+                   f"{name}, replica 0 of {a.dp}: REDUCE_GRAD + OPTIMIZER_STEP in the schedule (last timed step)")
         row: dict = {"schedule": name}
         for variant in VARIANTS:
             per_rank = [t[f"{name}|{variant}"] for t in data["times"]]
@@ -186,7 +194,7 @@ def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
     print(f"| all rounds pooled | | | {pooled['paired_ratio']:.3f} | {pooled['in_faster_rounds']}/{len(pairs)} | | |")
     _write_json(out, {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
                       "load_average": load, "wall_s": wall, "rows": rows, "pooled": pooled})
-    print(f"wrote {out}")
+    print(f"wrote {out} and Gantt PNGs in {a.gantt_dir}")
     return rows
 
 
@@ -285,6 +293,8 @@ def main(argv=None) -> None:
     ap.add_argument("--dp", type=int, default=1,
                     help="data-parallel replicas; > 1 runs the REDUCE_GRAD in-schedule vs after-schedule comparison")
     ap.add_argument("--clip-norm", type=float, default=None, help="--dp comparison: clip by global norm")
+    ap.add_argument("--gantt-dir", type=Path, default=Path("runs/pipeline_dp_bench"),
+                    help="--dp comparison: where the Gantt PNGs go")
     a = ap.parse_args(argv)
     schedules = list(SCHEDULES) if a.schedule == "all" else [x.strip() for x in a.schedule.split(",")]
     unknown = [x for x in schedules if x not in SCHEDULES]
