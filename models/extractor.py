@@ -37,7 +37,6 @@ from models.model_dir import (  # noqa: F401  (the directory names callers know 
     model_schema,
     read_model_dir,
 )
-from models.model_dir import write_model_dir as save_model  # noqa: F401  (training's name for it)
 from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
 

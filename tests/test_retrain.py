@@ -68,8 +68,8 @@ def make_base(out: Path, hidden: int = 64, layers: int = 2) -> Path:
     """A small untrained base that knows only the generic form's labels."""
     import paddle
 
-    from models.extractor import ExtractorConfig, save_model
     from models.heads import tag_labels
+    from models.model_dir import ExtractorConfig, write_model_dir
     from models.tokenizer import Tokenizer
     paddle.seed(0)
     vocab = Tokenizer.from_dir(None)          # the from-scratch vocabulary (PP-OCR's characters + specials)
@@ -77,7 +77,7 @@ def make_base(out: Path, hidden: int = 64, layers: int = 2) -> Path:
                                        intermediate_size=4 * hidden, max_position=256),
                           tag_labels=tag_labels(["header", "question", "answer"]), doc_types=["generic_form"],
                           max_len=256)
-    save_model(cfg.build(), cfg, vocab, out, half=False)
+    write_model_dir(cfg.build(), cfg, vocab, out, half=False)
     return out
 
 
