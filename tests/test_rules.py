@@ -351,4 +351,21 @@ def test_type_unsure_is_generic_covers_a_registration_form_the_classifier_calls_
     probs = np.array([0.996, 0.002, 0.001, 0.001])
     assert types[pick_type(probs, types, schemas, form, generic=3)] == "generic_form"
     assert types[pick_type(probs, types, schemas, form, off=frozenset(["type_unsure_is_generic"]),
-                           generic=3)] == "receipt"
+                           generic=3)] == "generic_form"           # type_needs_evidence catches it too
+    assert types[pick_type(probs, types, schemas, form, off=frozenset(["type_unsure_is_generic",
+                                                                      "type_needs_evidence"]), generic=3)] == "receipt"
+
+
+def test_type_needs_evidence():
+    """The classifier fairly sure of a receipt (0.8) on a page of key-colon lines with no receipt wording:
+    a form. A receipt prints its sums, and stays a receipt at the same score."""
+    types = ["vat_invoice", "receipt", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    leaning = np.array([0.1, 0.8, 0.1])
+    form = ["出国人员登记表", "姓名：李明", "性别：男", "出生日期：2001年3月2日", "护照号码：E12345678",
+            "联系电话：13800001111", "家庭住址：湖南省长沙市"]
+    assert types[pick_type(leaning, types, schemas, form, generic=2)] == "generic_form"
+    assert types[pick_type(leaning, types, schemas, form, off=frozenset(["type_needs_evidence"]),
+                           generic=2)] == "receipt"
+    till = ["好又多超市", "单号：20240512001", "日期：2024-05-12", "收银员：王芳", "电话：0731-8888", "合计：12.50"]
+    assert types[pick_type(leaning, types, schemas, till, generic=2)] == "receipt"

@@ -7,6 +7,7 @@ or OCR cut short.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -73,10 +74,28 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
         if schema is not None and not schema.title_required and generic is not None and i != generic and \
                 probs[i] < st.unsure_type and "type_unsure_is_generic" not in off:
             return generic
+        if schema is not None and not schema.title_required and generic is not None and i != generic and \
+                "type_needs_evidence" not in off and form_without_evidence(schema, lines, st):
+            return generic
         if schema is None or not schema.title_required or "type_needs_title" in off or \
                 title_evidence(schema.title_phrases, lines) >= st.title_evidence:
             return int(i)
     return int(probs.argmax())
+
+
+KEY_LINE = re.compile(r"^[^:：\d]{2,10}[:：]")          # 姓名：..., 出生日期：... (lines without spaces)
+
+
+def form_without_evidence(schema: Any, lines: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> bool:
+    """A page of key-colon lines (`type_form_keys` or more) that prints neither the title of a title-less
+    type with money fields (a receipt) nor any key phrase of those money fields (合计, 实收, 单价 ...): a
+    form (a registration sheet), not that type, however the classifier leaned. `lines` without spaces."""
+    money = [ph for f in list(schema.fields) + list(schema.item_fields) if f.type in ("amount", "decimal")
+             for ph in f.key_phrases]
+    if not money or title_evidence(schema.title_phrases, lines) >= st.title_evidence:
+        return False
+    keys = sum(1 for ln in lines if KEY_LINE.match(ln))
+    return keys >= st.type_form_keys and not any(ph in ln for ln in lines for ph in money)
 
 
 def snap_title(value: str, phrases: list[str]) -> str:

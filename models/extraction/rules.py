@@ -48,6 +48,8 @@ RULES: list[Rule] = [
     Rule("type_by_title_line", "type", pick_type, about="a page printing a type's title as a line is that type"),
     Rule("type_unsure_is_generic", "type", pick_type,
          about="a title-less type the classifier is unsure of is a generic page (no schema fields)"),
+    Rule("type_needs_evidence", "type", pick_type,
+         about="key-colon lines and no money wording of a title-less type (receipt): a generic form"),
     Rule("type_needs_title", "type", pick_type,
          about="a type whose pages all print a title is passed over when the page shows too little of it"),
     Rule("field_candidates", "fields", field_rules.field_candidates, core=True),

@@ -21,6 +21,8 @@ class DecodeSettings:
     title_evidence: float = 0.5        # share of a required title a page must show for its type to be kept
     unsure_type: float = 0.5           # a title-less type (receipt) needs this classifier probability: generated
                                        # receipts score >= 0.9999, the OmniDoc pages taken for receipts <= 0.05
+    type_form_keys: int = 4            # a page with this many key-colon lines and no money wording of a title-less
+                                       # type (合计, 实收 ...) is a form: receipts print their sums
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
     # --- keys, and free text over several OCR lines ----------------------------------------------------
     rekey_misread_min: int = 5         # a key phrase this long read with one wrong character still names its field
