@@ -451,8 +451,11 @@ def test_type_chooser_lists_only_the_selected_models_types(two_models_app):
     assert not any("business_licence" in o or "train_ticket" in o for o in offered)
     assert not any("parking_receipt" in o for o in offered)
 
+    assert any(c.value.startswith("default: ") and "vat_invoice" in c.value and "field F1" in c.value
+               for c in at.sidebar.caption), "the selected model is described"
     model_picker.set_value(str(new)).run()
     assert not at.exception
+    assert any(c.value.startswith("retrained-v0001: 7 types") for c in at.sidebar.caption)
     offered = type_picker(at).options
     assert "停车收据 (parking_receipt)" in offered, "the retrained model's new type, labelled from its own schema"
     type_picker(at).set_value("parking_receipt").run()

@@ -153,6 +153,17 @@ def model_name(choice: str) -> str:
         return path.name
 
 
+@st.cache_data(ttl=30, show_spinner=False)
+def model_summary(model: str) -> str:
+    """What the selected model directory holds (models/model_dir.py `describe_model_dir`), or why it
+    cannot be used."""
+    from models.model_dir import ModelDirError, describe_model_dir
+    try:
+        return describe_model_dir(model).summary()
+    except ModelDirError as exc:
+        return f"不能使用此模型 This model cannot be used: {exc}"
+
+
 @st.cache_data(show_spinner=False)
 def type_choices(model: str | None) -> dict[str, str]:
     """{doc type: label} the selected model was trained on (its labels.json and schemas/), so a
@@ -176,6 +187,8 @@ def sidebar() -> tuple[str | None, str | None, str]:
         model = resolve_model(choice)
         if choice.startswith(LATEST):
             st.sidebar.caption(f"latest → {Path(model).name if model else '—'}")
+        if model:
+            st.sidebar.caption(model_summary(model))
     else:
         st.sidebar.selectbox("模型 Model", [OCR_ONLY], disabled=True)
         model = None
