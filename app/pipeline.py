@@ -111,11 +111,12 @@ def extractor_available(model_dir: str | None = None) -> bool:
 def load_extractor(model_dir: str | None = None) -> Any:
     """The extractor for `model_dir` (None: the bundled default). Raises FileNotFoundError with the
     fix when the directory does not hold a model."""
-    from models.extractor import DEFAULT_MODEL_DIR, get_extractor, is_model_dir
+    from models.extractor import DEFAULT_MODEL_DIR, get_extractor
+    from models.model_dir import model_dir_problem
     path = str(model_dir or DEFAULT_MODEL_DIR)
-    if not is_model_dir(path):
-        raise FileNotFoundError(f"{path} is not a model directory (it needs config.json, "
-                                "model_state.pdparams and vocab.txt); pass a directory exported by "
+    problem = model_dir_problem(path)
+    if problem is not None:
+        raise FileNotFoundError(f"{path} is not a model directory ({problem}); pass a directory exported by "
                                 "`python -m training`, or leave the model choice at the bundled default")
     return get_extractor(path)
 
