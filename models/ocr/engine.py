@@ -43,10 +43,12 @@ from models.ocr.det import (
 )
 from models.ocr.rec import classify_angles, crop_line, filter_crop, recognise
 from models.ocr.runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
+from models.ocr.seal import unseal
 from models.runtime import on_model_thread
 
 DEFAULT_MODEL = "v6"
 MODEL_ENV = "OCR_MODEL"      # environment variable that overrides DEFAULT_MODEL for settings that name no model
+SEAL_MODES = ("", "det", "page")
 
 # What was tuned per model generation with bench/ocr_bench.py (bench/README.md). An OCRSettings field
 # left at None takes its model's value here, so `OCRSettings(model="v6")` is the tuned v6 reader.
@@ -109,10 +111,15 @@ class OCRSettings:
                                           # on clean pages (bench/README.md)
     drop_score: float | None = None       # lines read with lower confidence are dropped
     small_image_pad: int = 64             # pages smaller than this get a white border so lines at the edge are found
+    seal_aware: str = ""                  # red seals over text (models/ocr/seal.py): "" off; "det" detect lines on
+                                          # the page with the seals' ink lightened, read the original crops;
+                                          # "page" detect and read on the lightened page (bench/seal_bench.py)
 
     def __post_init__(self) -> None:
         if not self.model:
             object.__setattr__(self, "model", os.environ.get(MODEL_ENV, "").strip() or DEFAULT_MODEL)
+        if self.seal_aware not in SEAL_MODES:
+            raise ValueError(f"unknown seal_aware {self.seal_aware!r}; choose from {', '.join(map(repr, SEAL_MODES))}")
         if self.model not in MODELS:
             raise ValueError(f"unknown OCR model {self.model!r}; choose from {', '.join(MODELS)}"
                              f" (OCRSettings(model=...) or ${MODEL_ENV})")
@@ -123,7 +130,10 @@ class OCRSettings:
     def tag(self) -> str:
         """A short fingerprint of these settings, the model included: cached readings made with other
         settings or by the other model are stale."""
-        return hashlib.sha1(repr(self).encode()).hexdigest()[:12]
+        text = repr(self)
+        if not self.seal_aware:     # settings from before the option keep their fingerprint (and their caches)
+            text = text.replace(", seal_aware=''", "")
+        return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     # typed views of the fields that __post_init__ fills in
     @property
@@ -248,7 +258,12 @@ class OCREngine:
         if on_stage:
             on_stage("detect")
         t0 = time.perf_counter()
-        quads = self.detect(image)
+        det_image = image
+        if self.settings.seal_aware:
+            det_image = unseal(image)[0]
+            if self.settings.seal_aware == "page":
+                image = det_image
+        quads = self.detect(det_image)
         t1 = time.perf_counter()
         if on_stage:
             on_stage("recognise")

@@ -89,9 +89,10 @@ class CERCounts:
         return self.digit_errors / max(1, self.digit_chars)
 
 
-def page_counts(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]]
-                ) -> CERCounts:
-    """Counts for one page. `ocr_lines`: (text, box) in reading order; `gt_lines`: (text, box or None)."""
+def line_pairs(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]]
+               ) -> list[tuple[str, str]]:
+    """(ground truth, what OCR read there) per boxed ground-truth line, in `gt_lines` order (both
+    normalised), then one pair of the unboxed lines and the OCR lines that matched no box, if any."""
     boxed = [(normalise(t), _widen(b)) for t, b in gt_lines if b]
     unboxed = "".join(normalise(t) for t, b in gt_lines if not b)
     assigned: list[list[str]] = [[] for _ in boxed]
@@ -103,11 +104,17 @@ def page_counts(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[s
             if frac > best_frac:
                 best, best_frac = i, frac
         (assigned[best] if best >= 0 else leftover).append(normalise(text))
-    counts = CERCounts()
     pairs = [(gt, "".join(parts)) for (gt, _), parts in zip(boxed, assigned)]
     if unboxed:
         pairs.append((unboxed, "".join(leftover)))
-    for gt, hyp in pairs:
+    return pairs
+
+
+def page_counts(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]]
+                ) -> CERCounts:
+    """Counts for one page. `ocr_lines`: (text, box) in reading order; `gt_lines`: (text, box or None)."""
+    counts = CERCounts()
+    for gt, hyp in line_pairs(ocr_lines, gt_lines):
         counts.errors += edit_distance(gt, hyp)
         counts.chars += len(gt)
         for number in LONG_DIGITS.findall(gt):

@@ -1,0 +1,157 @@
+"""Seal-aware reading: find red seals on a page and lighten their ink before detection and recognition.
+
+A seal over text breaks the detector's lines (电子发 | seal | 票（普通发票）, a seller's name cut where the
+发票专用章 sits) and its own characters come out as lines. The seal's ink is saturated red and, where it
+covers paper, bright: its red channel is close to the paper's. The print of invoices is brown, dark red or
+black, so its red channel is well below the paper's, alone or under the seal (a stamp multiplies the
+print darker). A plain red mask also takes that print and erased titles; here a pixel is seal ink only
+if it is both red AND bright relative to the local paper (a shadow or a photo's tint moves both), and
+only inside a seal: a large, not elongated, sparsely inked blob of such pixels (an oval or round ring
+with its arc text), so red print in a line (a ticket number, a red 发票联) is left alone. Seal ink is
+replaced by the local paper's grey; the print, and the seal's ink where it touches print, keep their colour.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+EXCESS = 0.1          # seal ink: red above max(green, blue) by this share of the paper's (each channel
+BRIGHT = 0.72         # relative to the paper's), and red at least this share of the paper's red
+PRINT = 0.62          # print: red below this share of the paper's (the dark core of a brown or black stroke)
+MIN_SIDE = 0.05       # a seal's bounding box: each side at least this share of the page's shorter side
+MAX_SIDE = 0.4        # and at most this share (a tinted desk or paper edge is larger)
+MAX_ASPECT = 2.4      # and no more elongated than this (a line of red print is)
+FILL = (0.04, 0.55)   # share of the box inked: a ring and its arc text, not noise or a red block
+ON_PAPER = 0.8        # the paper around a seal is at least this share of the page's brightest paper
+GAP = 0.07            # parts of one seal are at most this share of the page's shorter side apart
+RING_COVERAGE = 0.65  # share of the 36 sectors of the ring's shell with ink: generated seals 0.72-1.0 (a few
+                      # broken ones at photo/heavy less); red charts and labels on the real samples 0.25-0.61
+RING_BAND = 0.1       # ink density of the band inside the ring
+RING_OUTSIDE = 0.1    # most ink density just outside the ellipse (generated seals <= 0.08)
+
+
+def _paper(image: np.ndarray) -> np.ndarray:
+    """Local paper colour, per channel: each channel max-filtered over about two character heights, so
+    text and seal strokes are bridged by the paper around them."""
+    k = max(9, (min(image.shape[:2]) // 40) | 1)
+    return cv2.dilate(image, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
+
+
+def seal_ink(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bool mask of the pixels that look like seal ink, local paper colour) of a BGR page. Colours are
+    taken relative to the local paper's, channel by channel (a pink or yellowed sheet, a photo's tint or
+    shadow is white then). Seal ink is red and bright against the paper, on the page's paper (a photo's
+    desk is its own "paper" and may be reddish) and not at the edge of print: a brown or dark-red
+    stroke's anti-aliased rim is light red too, but the seal's own strokes have no dark core. A 3x3
+    median first, so a photo's sensor noise neither makes paper look like print nor lifts the paper."""
+    smooth = cv2.medianBlur(image, 3)
+    paper = _paper(smooth)
+    rel = smooth.astype(np.float32) / np.maximum(paper, 40).astype(np.float32)
+    b, g, r = rel[..., 0], rel[..., 1], rel[..., 2]
+    near_print = cv2.dilate((r < PRINT).astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_RECT, (5, 5))) > 0
+    level = paper.max(axis=2)
+    on_paper = level >= ON_PAPER * float(np.percentile(level[::4, ::4], 95))
+    ink = (r - np.maximum(g, b) > EXCESS) & (r > BRIGHT) & ~near_print & on_paper
+    return ink, paper
+
+
+def seal_boxes(image: np.ndarray, found: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> list[tuple[int, int, int, int]]:
+    """(x0, y0, x1, y1) of each seal on a BGR page: blobs of seal ink (`found`: `seal_ink`'s answer, if
+    already computed), closed over the gaps between a seal's characters, that are large, roughly round or
+    oval, sparsely inked and on the paper (not on the darker desk of a photo)."""
+    if image.ndim != 3 or image.shape[2] != 3:
+        return []
+    ink, paper = seal_ink(image) if found is None else found
+    if not ink.any():
+        return []
+    level = paper.max(axis=2)
+    page_paper = float(np.percentile(level[::4, ::4], 95))
+    short = min(image.shape[:2])
+    k = max(5, (short // 40) | 1)
+    closed = cv2.morphologyEx(ink.astype(np.uint8), cv2.MORPH_CLOSE,
+                              cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    n, _, stats, _ = cv2.connectedComponentsWithStats(closed, connectivity=8)
+    parts = [(int(x), int(y), int(x + w), int(y + h)) for x, y, w, h, area in stats[1:n]
+             if area >= k * k and max(w, h) <= MAX_SIDE * short]
+
+    def is_seal(box: tuple[int, int, int, int]) -> bool:
+        x0, y0, x1, y1 = box
+        w, h = x1 - x0, y1 - y0
+        if min(w, h) < MIN_SIDE * short or max(w, h) > MAX_SIDE * short or max(w, h) > MAX_ASPECT * min(w, h):
+            return False
+        box_ink = ink[y0:y1, x0:x1]
+        if not FILL[0] <= box_ink.mean() <= FILL[1] or np.median(level[y0:y1, x0:x1]) < ON_PAPER * page_paper:
+            return False
+        return _ring_like(ink, box)
+
+    boxes = [b for b in parts if is_seal(b)]
+    rest = [b for b in parts if b not in boxes]
+    # a line of print across a seal splits its ink into the parts above and below it: try the unions of
+    # two or three parts close to each other, the most inked passing union first
+    while len(rest) > 1:
+        near = [(i, j) for i in range(len(rest)) for j in range(i + 1, len(rest))
+                if _gap(rest[i], rest[j]) < GAP * short]
+        groups = [(i, j) for i, j in near] + [(i, j, m) for i, j in near for m in range(j + 1, len(rest))
+                                              if _gap(rest[i], rest[m]) < GAP * short
+                                              or _gap(rest[j], rest[m]) < GAP * short]
+        passing = [(float(ink[u[1]:u[3], u[0]:u[2]].sum()), g, u) for g in groups
+                   for u in [_union([rest[i] for i in g])] if is_seal(u)]
+        if not passing:
+            break
+        _, group, union = max(passing)
+        boxes.append(union)
+        rest = [b for i, b in enumerate(rest) if i not in group]
+    return boxes
+
+
+def _gap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
+    """The larger of the horizontal and vertical gaps between two boxes (negative when they overlap)."""
+    return max(max(a[0], b[0]) - min(a[2], b[2]), max(a[1], b[1]) - min(a[3], b[3]))
+
+
+def _union(boxes: list[tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def _ring_like(ink: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Does the ink look like a seal in its box? Measured against the box's inscribed ellipse: its outer
+    shell is inked nearly all round (the ring; a line of print across the seal hides some of it), the band
+    inside the ring (ring and arc text) is inked more densely than the middle, and just outside the ellipse
+    there is next to no ink (a chart's red line, a pie slice or a block of red labels go on past it)."""
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    height, width = ink.shape
+    px, py = int(w * 0.35), int(h * 0.35)
+    wx0, wy0, wx1, wy1 = max(0, x0 - px), max(0, y0 - py), min(width, x1 + px), min(height, y1 + py)
+    win = ink[wy0:wy1, wx0:wx1]
+    yy, xx = np.mgrid[wy0:wy1, wx0:wx1]
+    dx, dy = (xx + 0.5 - (x0 + x1) / 2) / (w / 2), (yy + 0.5 - (y0 + y1) / 2) / (h / 2)
+    d = np.hypot(dx, dy)
+    sector = ((np.arctan2(dy, dx) + np.pi) / (2 * np.pi) * 36).astype(int).clip(0, 35)
+    shell = (d >= 0.8) & (d <= 1.05)
+    inked = [win[shell & (sector == k)] for k in range(36)]
+    coverage = float(np.mean([cell.size > 0 and cell.mean() > 0.05 for cell in inked]))
+    band = float(win[(d >= 0.65) & (d <= 1.05)].mean())
+    core = float(win[d < 0.5].mean())
+    outside = float(win[(d > 1.12) & (d < 1.35)].mean()) if ((d > 1.12) & (d < 1.35)).any() else 0.0
+    return coverage >= RING_COVERAGE and band >= RING_BAND and band >= 1.3 * core and outside <= RING_OUTSIDE
+
+
+def unseal(image: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """(page with the seal ink inside seals painted over with the local paper's colour, the seals' boxes);
+    the page itself when it has no seal. BGR in, BGR out."""
+    if image.ndim != 3 or image.shape[2] != 3:
+        return image, []
+    ink, paper = seal_ink(image)
+    boxes = seal_boxes(image, (ink, paper))
+    if not boxes:
+        return image, []
+    inside = np.zeros(ink.shape, dtype=bool)
+    for x0, y0, x1, y1 in boxes:
+        inside[y0:y1, x0:x1] = True
+    # never a pixel that is dark itself (a thin stroke's tip the median smoothed away)
+    mask = ink & inside & (image[..., 2].astype(np.float32) >= BRIGHT * paper[..., 2])
+    out = image.copy()
+    out[mask] = paper[mask]
+    return out, boxes

@@ -1,0 +1,85 @@
+"""Seal-aware reading (models/ocr/seal.py): red seals are found and their ink lightened, the print under
+and around them is kept, red print that is not a seal is left alone, and the OCR option switches it."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from data.synth import generate
+from models.ocr import OCRSettings
+from models.ocr.seal import seal_boxes, unseal
+
+# (doc type, seed, layout): generated pages whose tax bureau's seal sits over the title
+SEALED_TITLE = [("e_invoice", 304, "einv_split"), ("e_invoice", 306, "einv_railway")]
+
+
+def _bgr(image) -> np.ndarray:
+    return cv2.cvtColor(np.asarray(image), cv2.COLOR_RGB2BGR)
+
+
+def _seal_red(bgr: np.ndarray) -> np.ndarray:
+    f = bgr.astype(np.int16)
+    b, g, r = f[..., 0], f[..., 1], f[..., 2]
+    return (r > 180) & (r - g > 80) & (r - b > 70)
+
+
+def _crop(a: np.ndarray, box: list[float]) -> np.ndarray:
+    x0, y0, x1, y1 = (round(v) for v in box)
+    return a[y0:y1 + 1, x0:x1 + 1]
+
+
+def _overlaps(a: tuple[int, int, int, int], b: list[float]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+@pytest.mark.parametrize("doc_type,seed,layout", SEALED_TITLE)
+def test_the_seal_over_a_title_is_found_and_lightened_and_the_print_kept(doc_type, seed, layout):
+    image, gt = generate(doc_type, seed, layout, "none")
+    bgr = _bgr(image)
+    title = gt["fields"]["title"]["box"]
+    assert _seal_red(_crop(bgr, title)).mean() > 0.02           # the page has its seal over the title
+    out, boxes = unseal(bgr)
+    assert any(_overlaps(b, title) for b in boxes), boxes
+    # what stays red touches the print (kept so no stroke is thinned)
+    assert _seal_red(_crop(out, title)).mean() < 0.5 * _seal_red(_crop(bgr, title)).mean()
+    # the title's print (dark in the red channel too, where the seal ink is light) is untouched, under the
+    # seal as well
+    print_before = _crop(bgr, title)[..., 2] < 140
+    assert print_before.sum() > 300 and np.array_equal(print_before, _crop(out, title)[..., 2] < 140)
+    # and the seal is still found on a photo of the page
+    photo, photo_gt = generate(doc_type, seed, layout, "photo")
+    assert any(_overlaps(b, photo_gt["fields"]["title"]["box"]) for b in seal_boxes(_bgr(photo)))
+
+
+def test_pages_without_seals_and_red_print_that_is_no_seal_are_left_alone():
+    for doc_type, seed, level in (("e_invoice", 3, "none"), ("train_ticket", 1, "none"), ("train_ticket", 2, "photo")):
+        image, gt = generate(doc_type, seed, degrade=level, decorations=doc_type == "train_ticket")
+        bgr = _bgr(image)
+        out, boxes = unseal(bgr)
+        assert boxes == [] and out is bgr, (doc_type, boxes)
+    # the ticket number is printed red: it stays exactly as printed
+    image, gt = generate("train_ticket", 1)
+    assert _seal_red(_crop(_bgr(image), gt["fields"]["ticket_number"]["box"])).any()
+
+
+def test_seal_aware_is_an_ocr_setting_with_its_own_fingerprint():
+    off, det = OCRSettings(model="v6"), OCRSettings(model="v6", seal_aware="det")
+    assert off.tag() != det.tag() != OCRSettings(model="v6", seal_aware="page").tag()
+    with pytest.raises(ValueError, match="seal_aware"):
+        OCRSettings(seal_aware="red")
+
+
+@pytest.mark.heavy
+def test_seal_aware_reading_reads_a_title_under_its_seal():
+    from models.ocr import OCREngine
+    from models.ocr.eval import edit_distance, line_pairs
+    image, gt = generate("e_invoice", 304, "einv_split", "none")
+    title = gt["fields"]["title"]["line"]
+    gt_lines = [(ln["text"], ln["box"]) for ln in gt["lines"]]
+    errors = {}
+    for mode in ("", "det"):
+        page = OCREngine(OCRSettings(model="v6", cpu_threads=1, seal_aware=mode)).read(_bgr(image))
+        ref, hyp = line_pairs([(ln.text, ln.box) for ln in page.lines], gt_lines)[title]
+        errors[mode] = edit_distance(ref, hyp)
+    assert errors["det"] == 0 and errors[""] > 0, errors
