@@ -65,6 +65,10 @@ class ExtractorConfig:
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, indent=1)
 
+    def save(self, model_dir: str | Path) -> None:
+        """config.json of `model_dir` (atomically); `write_model_dir` writes it after everything else."""
+        write_text_atomic(Path(model_dir) / "config.json", self.to_json())
+
     @classmethod
     def from_dict(cls, raw: Any, where: str = "config.json") -> "ExtractorConfig":
         """Check the shape of a parsed config.json; ModelDirError naming what is wrong otherwise."""
@@ -183,7 +187,7 @@ def write_model_dir(model: Encoder, cfg: ExtractorConfig, vocab: Tokenizer | lis
         src = (schemas or {}).get(name) or SCHEMA_DIR / f"{name}.yaml"
         if Path(src).is_file():
             write_text_atomic(d / "schemas" / f"{name}.yaml", Path(src).read_text(encoding="utf-8"))
-    write_text_atomic(d / "config.json", cfg.to_json())      # last: only a whole directory has a config
+    cfg.save(d)                                          # last: only a whole directory has a config
     return d
 
 
