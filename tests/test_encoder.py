@@ -148,7 +148,8 @@ def test_presets_have_the_advertised_sizes():
     tiny = EncoderConfig.preset("tiny", vocab_size=vocab)
     tiny_model = Encoder(tiny)
     assert count_parameters(tiny_model) == parameter_count(tiny)
-    assert parameter_count(tiny) * 4 < 30e6                          # float32 weight file under 30 MB
+    # float32 weight file under 40 MB with the v4+v6 vocabulary (18,785 tokens: the embedding is half of it)
+    assert parameter_count(tiny) * 4 < 40e6
     base = EncoderConfig.preset("base")
     large = EncoderConfig.preset("large")
     assert (base.num_layers, base.hidden_size, large.num_layers, large.hidden_size, large.num_heads) == \
