@@ -224,3 +224,25 @@ def test_step_actions_cost_nothing_unless_given():
     ends = {s.stage: s.end for s in c.spans if s.kind == ActionKind.OPTIMIZER_STEP}
     assert c.makespan == pytest.approx(b.makespan + 1.5)  # stage 0's reduce + step close the step
     assert ends[3] < ends[0] - 1.5
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b"])
+def test_contended_model_recovers_a_shared_cpu_slowdown(name):
+    """Stages that share cores run slower while another computes: a timeline made that way (solo
+    costs a, factor k = 0.5 on the overlapped fraction) is fitted back and its bubble reproduced,
+    which one median cost per kind cannot do."""
+    from training.pipeline.bench import _overlap, contention_fit, simulate_contended, step_costs
+    sched = build_schedule(name, 2, 4)
+    solo = {(0, "F"): 1.0, (0, "B"): 2.0, (1, "F"): 1.2, (1, "B"): 2.2}
+    f: dict = {}
+    for _ in range(30):  # the timeline where every action's overlap is consistent with its duration
+        truth = simulate(sched, lambda a, f=f: solo[(a.stage, a.kind)] * (1 + 0.5 * f.get(str(a), 1.0))
+                         if a.kind in COMPUTE else 0.05, eager_sends=True)
+        f = _overlap(truth.spans)
+    fitted, k = contention_fit(truth)
+    assert k == pytest.approx(0.5, abs=0.05)
+    assert all(fitted[g] == pytest.approx(c, rel=0.05) for g, c in solo.items())
+    contended, _ = simulate_contended(sched, truth, 2)
+    assert contended.bubble == pytest.approx(truth.bubble, rel=0.02)
+    median_model = simulate(sched, step_costs(truth, 2), eager_sends=True)
+    assert abs(median_model.bubble / truth.bubble - 1) > 0.1

@@ -10,7 +10,9 @@ stage: median F, B, W; per message: the send's own time and the receive's time a
 reached it, since gloo sends these messages eagerly), and the table gives the median over steps of
 measured bubble, simulated bubble and their ratio; "replay" simulates each action at its own
 measured duration instead of the per-stage median (on a CPU shared with other jobs, a stage runs
-faster while its neighbour idles, which one cost per kind cannot show). On a 2-core machine more
+faster while its neighbour idles, which one cost per kind cannot show); "contended" models exactly that
+with a solo cost per stage and kind and one slow-down factor k for the time another stage computes
+too, fitted to the step (`contention_fit`, `simulate_contended`). On a 2-core machine more
 than 2 stage processes oversubscribe the CPU: use 2 stages for the timing bar. Writes
 <out>/pipeline_bench.json and a measured and a simulated Gantt PNG per schedule (median step).
 
@@ -245,6 +247,61 @@ def step_costs(tl, stages: int, per_action: bool = False) -> Callable:
     return cost
 
 
+def _overlap(spans) -> dict[str, float]:
+    """Per compute span (by action text): the fraction of its time some other stage computed too."""
+    busy: dict[int, list[tuple[float, float]]] = {}
+    for y in spans:
+        if y.kind in COMPUTE:
+            busy.setdefault(y.stage, []).append((y.start, y.end))
+    out = {}
+    for x in spans:
+        if x.kind in COMPUTE:
+            d = x.end - x.start
+            both = sum(max(0.0, min(x.end, e) - max(x.start, b)) for st, iv in busy.items() if st != x.stage
+                       for b, e in iv)
+            out[x.action] = min(1.0, both / d) if d > 0 else 0.0
+    return out
+
+
+def contention_fit(tl) -> tuple[dict[tuple[int, str], float], float]:
+    """The contended model's parameters from one measured step: per stage and kind a solo cost a, and
+    one factor k for the step, such that an action costs a * (1 + k * f) when another stage computes
+    for a fraction f of it (stages share the CPU's cores). Least squares, alternating a and k."""
+    f = _overlap(tl.spans)
+    groups: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    for x in tl.spans:
+        if x.kind in COMPUTE:
+            groups.setdefault((x.stage, x.kind), []).append((f[x.action], x.end - x.start))
+    k = 0.0
+    a: dict[tuple[int, str], float] = {}
+    for _ in range(20):
+        a = {g: sum(d * (1 + k * fr) for fr, d in pts) / sum((1 + k * fr) ** 2 for fr, _ in pts)
+             for g, pts in groups.items()}
+        den = sum((a[g] * fr) ** 2 for g, pts in groups.items() for fr, _ in pts)
+        k = max(0.0, sum(a[g] * fr * (d - a[g]) for g, pts in groups.items() for fr, d in pts) / den) if den else 0.0
+    return a, k
+
+
+def simulate_contended(schedule, tl, stages: int, iters: int = 8):
+    """Simulate with the contended model (`contention_fit`; messages as in `step_costs`): each
+    action's overlap f comes from the previous iteration's simulated timeline (at first f = 1),
+    averaged with the one before so the fixed point does not oscillate."""
+    from training.pipeline.simulate import simulate
+    base = step_costs(tl, stages)
+    a, k = contention_fit(tl)
+    f: dict[str, float] = {}
+    sim = None
+    for _ in range(iters):
+        def cost(x: Action, f: dict[str, float] = f) -> float:
+            if x.kind in COMPUTE:
+                return a[(x.stage, x.kind)] * (1 + k * f.get(str(x), 1.0))
+            return base(x)
+        sim = simulate(schedule, cost, eager_sends=True)
+        new = _overlap(sim.spans)
+        f = {key: (v + f.get(key, 1.0)) / 2 for key, v in new.items()}
+    return sim, k
+
+
 def _analyse(name: str, data: dict, stages: int, mbs: int, out: Path) -> dict:
     from training.pipeline.gantt import draw_gantt
     from training.pipeline.schedule import build_schedule, peak_inflight
@@ -255,10 +312,12 @@ def _analyse(name: str, data: dict, stages: int, mbs: int, out: Path) -> dict:
         tl = Timeline([Span(*s) for s in run], stages, peak_inflight(sched), "measured")
         sim = simulate(sched, step_costs(tl, stages), eager_sends=True)
         replay = simulate(sched, step_costs(tl, stages, per_action=True), eager_sends=True)
+        contended, k = simulate_contended(sched, tl, stages)
         steps.append((tl, sim, tl.bubble / sim.bubble if sim.bubble else float("nan"),
-                      tl.bubble / replay.bubble if replay.bubble else float("nan")))
+                      tl.bubble / replay.bubble if replay.bubble else float("nan"),
+                      tl.bubble / contended.bubble if contended.bubble else float("nan"), k))
     steps.sort(key=lambda x: x[0].makespan)
-    tl, sim, _, _ = steps[len(steps) // 2]  # the median step by makespan, for the Gantt charts
+    tl, sim = steps[len(steps) // 2][:2]  # the median step by makespan, for the Gantt charts
     draw_gantt(tl, out / f"gantt_{name}_measured.png", f"{name}: measured, bubble {tl.bubble:.1%}")
     draw_gantt(sim, out / f"gantt_{name}_simulated.png",
                f"{name}: simulated from measured costs, bubble {sim.bubble:.1%}")
@@ -272,6 +331,9 @@ def _analyse(name: str, data: dict, stages: int, mbs: int, out: Path) -> dict:
             "bubble_ratio_range": [min(x[2] for x in steps), max(x[2] for x in steps)],
             "replay_bubble_ratio": med([x[3] for x in steps]),
             "replay_bubble_ratio_range": [min(x[3] for x in steps), max(x[3] for x in steps)],
+            "contended_bubble_ratio": med([x[4] for x in steps]),
+            "contended_bubble_ratio_range": [min(x[4] for x in steps), max(x[4] for x in steps)],
+            "contention_k": med([x[5] for x in steps]),
             "rss_mb_per_stage": data["rss_mb_per_stage"]}
 
 
@@ -325,17 +387,21 @@ def main(argv=None) -> None:
     print(f"\n{a.stages} stages x {a.micro_batches} micro-batches, hidden {a.hidden}, {a.layers} layers, "
           f"batch {a.batch} x seq {a.seq}, one process per stage (gloo, 1 thread each), {a.warmup} warm-up + "
           f"{a.steps} timed steps, medians; load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
-    print("ratio = measured / simulated bubble, simulated from per-stage median costs; replay = simulated "
-          f"from each action's own measured duration; vs {schedules[0]} = median over rounds of the makespan "
-          f"ratio to {schedules[0]}'s step in the same round")
-    print(f"{'schedule':12} {'meas.bubble':>11} {'sim.bubble':>10} {'ratio':>6} {'ratio range':>12} {'replay':>6} "
-          f"{'makespan s':>10} {f'vs {schedules[0]}':>12} {'sim.makespan s':>14} {'compute s/stage':>16} "
+    print("ratio = measured / simulated bubble, simulated from per-stage median costs; contended = simulated "
+          "from per-stage solo costs and one slow-down factor k while stages compute at once (contention_fit); "
+          f"replay = simulated from each action's own measured duration; vs {schedules[0]} = median over rounds "
+          f"of the makespan ratio to {schedules[0]}'s step in the same round")
+    print(f"{'schedule':12} {'meas.bubble':>11} {'sim.bubble':>10} {'ratio':>6} {'ratio range':>12} "
+          f"{'contended':>9} {'its range':>10} {'k':>5} {'replay':>6} {'makespan s':>10} "
+          f"{f'vs {schedules[0]}':>12} {'sim.makespan s':>14} {'compute s/stage':>16} "
           f"{'peak act.':>10}")
     fmt = lambda v, p=3: "/".join(f"{x:.{p}f}" for x in v)  # noqa: E731
     for r in rows:
         m = r["measured"]
         print(f"{r['schedule']:12} {r['median_measured_bubble']:>11.1%} {r['median_simulated_bubble']:>10.1%} "
-              f"{r['bubble_ratio']:>6.2f} {fmt(r['bubble_ratio_range'], 2):>12} {r['replay_bubble_ratio']:>6.2f} "
+              f"{r['bubble_ratio']:>6.2f} {fmt(r['bubble_ratio_range'], 2):>12} "
+              f"{r['contended_bubble_ratio']:>9.2f} {fmt(r['contended_bubble_ratio_range'], 2):>10} "
+              f"{r['contention_k']:>5.2f} {r['replay_bubble_ratio']:>6.2f} "
               f"{r['median_makespan']:>10.3f} {r['paired_makespan_ratio']:>12.3f} "
               f"{r['median_simulated_makespan']:>14.3f} {fmt(m['compute_per_stage']):>16} "
               f"{'/'.join(map(str, m['peak_inflight'])):>10}")
