@@ -258,3 +258,11 @@ def test_evaluate_reports_pair_scores_per_form_layout_and_level():
     by = report.as_dict()["pairs_by_layout"]["form_cells"]
     assert by["none"]["f1"] == 1.0 and by["photo"]["recall"] == 0.5 and by["all"]["tp"] == 3
     assert "form_cells" in report.table() and "by layout and level" in report.table()
+
+
+def test_a_label_read_with_its_value_as_one_colonless_line_is_split_after_the_label():
+    lines = [("姓　　名　林丽霞", [80, 100, 220, 120]), ("所学专业环境科学", [585, 100, 740, 120]),
+             ("身份证号码650102197707188969", [80, 140, 360, 160])]
+    assert _pairs(lines) == [("姓　　名", "林丽霞"), ("所学专业", "环境科学"), ("身份证号码", "650102197707188969")]
+    # a label that goes on (申请人的姓名, 联系人电话) is one label, not a label and its value
+    assert _pairs([("申请人的姓名", [80, 100, 220, 120]), ("联系人电话", [80, 140, 220, 160])]) == []

@@ -57,6 +57,11 @@ class Layout:
                 return others[i]
         return None
 
+    def first_in_row(self, k: Piece) -> bool:
+        """Nothing stands left of `k` on its row (a label at the start of a line, not a table's column)."""
+        return not any(p is not k and not (p.lines & k.lines) and p.box[2] <= k.box[0] and
+                       geometry.same_row(p.box, k.box, self.slope, self.st.form_row_tol) for p in self.pieces)
+
     def below(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
         """The nearest line under `k` that overlaps it and starts at or right of its left edge."""
         others = [p for p in (pieces if pieces is not None else self.pieces) if not (p.lines & k.lines)]

@@ -146,10 +146,42 @@ def _second_key_start(text: str, lo: int, hi: int, mass: np.ndarray) -> int:
     return first + len(body) - 2
 
 
+def inline_label(text: str, mass: np.ndarray) -> int | None:
+    """Where the value starts in a colon-less line that OCR read as label and value at once: a known
+    label (姓　　名 林丽霞, 所学专业环境科学: up to three characters before a label everybody knows) followed
+    by text that is no label itself and that the model does not tag as a question. None: no such split."""
+    best: tuple[int, int] | None = None
+    for word in KEY_WORDS:
+        for m in re.finditer(r"\s*".join(map(re.escape, word)), text[:12]):
+            lead = text[:m.start()]
+            if len(lead.strip()) > 3 or not all("\u4e00" <= c <= "\u9fff" or c.isspace() for c in lead):
+                continue
+            if best is None or m.end() > best[1]:
+                best = (m.start(), m.end())
+    if best is None:
+        return None
+    rest = text[best[1]:]
+    value = rest.strip()
+    start = best[1] + len(rest) - len(rest.lstrip())
+    if not value or value[0] in "（(：:的之及和或与" or SENTENCE.search(value) or \
+            re.sub(r"\s+", "", value).endswith(KEY_WORDS):      # 申请人的姓名, 联系人电话: one label
+        return None
+    tags = mean_mass(mass, start, len(text)) if len(mass) else np.zeros(4)
+    return None if tags[0] > tags[1] + 0.2 else start
+
+
 def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list[Piece]:
     line = page.lines[li]
     text = line.text
     colons = _key_colons(text, key_max)
+    if not colons:
+        cut = inline_label(text, mass)
+        if cut is not None:
+            colons = [cut - 1] if text[cut - 1].isspace() else []
+            if not colons:           # no space to stand in for the colon: cut between two characters
+                key = Piece(li, 0, cut, text[:cut].strip(), char_box(line, 0, cut), colon_key=True)
+                key.value = Piece(li, cut, len(text), text[cut:].strip(), char_box(line, cut, len(text)))
+                return [key]
     out: list[Piece] = []
 
     def piece(start: int, end: int, colon_key: bool = False) -> Piece | None:
@@ -188,6 +220,13 @@ def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list
 def key_word(text: str) -> bool:
     """A whole label everybody knows (姓名, 政治面貌), or a letter-spaced one (姓  名): never a value."""
     return re.sub(r"\s+", "", text) in KEY_WORDS or SPACED.match(text) is not None
+
+
+def qualified_label(text: str) -> bool:
+    """A known label, or one with up to three characters before it (学生姓名, 所学专业): what a cover page
+    prints left of a value far out on its underline."""
+    t = re.sub(r"\s+", "", text)
+    return key_word(text) or (len(t) <= 7 and any(t.endswith(w) and len(t) - len(w) <= 3 for w in KEY_WORDS))
 
 
 def key_score(text: str, tags: np.ndarray) -> float:

@@ -44,6 +44,7 @@ from models.extraction.form_pieces import (
     label_masses,
     options,
     piece_tags,
+    qualified_label,
     split_line,
     ticked,
 )
@@ -147,8 +148,8 @@ class _Decoder:
                     out.append((10.0 + self.link_term(k, k.value), k, k.value, "colon"))
                 continue
             right = self.geo.right_of(k)
-            if right is None and self.ks(k) >= self.st.form_key_margin:   # a cover's value far out on its underline
-                right = self.geo.right_of(k, far=True)
+            if right is None and (k.colon_key or qualified_label(k.text)) and self.geo.first_in_row(k):
+                right = self.geo.right_of(k, far=True)            # a cover's value far out on its underline
             looks: list[tuple[str, Piece | None]] = [("right", right)]
             if len(k.text) <= self.st.form_long_key and "form_below" not in self.off:
                 looks.append(("below", self.geo.below(k)))
