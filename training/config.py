@@ -151,7 +151,7 @@ def _build(cls: type, raw: Any, where: str, source: str) -> Any:
 
 def _value(tp: Any, value: Any, key: str, source: str) -> Any:
     """`value` checked (and for sections, built) as type `tp`."""
-    if is_dataclass(tp):
+    if isinstance(tp, type) and is_dataclass(tp):
         return _build(tp, value, key + ".", source)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Union or type(tp).__name__ == "UnionType":
