@@ -286,7 +286,7 @@ def test_form_rules():
     assert ("编号", "80247952") in _pairs(furniture, known, off=frozenset(["form_furniture"]))
     options = [("领取方式：", [100, 100, 200, 124]), ("自取", [220, 100, 260, 124]), ("邮寄", [280, 100, 320, 124])]
     assert _pairs(options, ["QQQQQ", "AA", "AA"]) == []
-    assert [k for k, _ in _pairs(options, ["QQQQQ", "AA", "AA"], off=frozenset(["form_options_row"]))] == ["领取方式"]
+    assert {k for k, _ in _pairs(options, ["QQQQQ", "AA", "AA"], off=frozenset(["form_options_row"]))} == {"领取方式"}
     unsure = [("部门：", [100, 160, 160, 184]), ("采购部", [180, 160, 240, 184])]
     assert _pairs(unsure, scores={1: 0.5}) == []
     assert _pairs(unsure, scores={1: 0.5}, off=frozenset(["form_ocr_min"])) == [("部门", "采购部")]

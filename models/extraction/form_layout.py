@@ -57,10 +57,15 @@ class Layout:
                 return others[i]
         return None
 
+    def left_of(self, k: Piece) -> Piece | None:
+        """The nearest piece left of `k` on its row, if any."""
+        row = [p for p in self.pieces if p is not k and not (p.lines & k.lines) and p.box[2] <= k.box[0] + 1 and
+               geometry.same_row(p.box, k.box, self.slope, self.st.form_row_tol)]
+        return max(row, key=lambda p: p.box[2]) if row else None
+
     def first_in_row(self, k: Piece) -> bool:
         """Nothing stands left of `k` on its row (a label at the start of a line, not a table's column)."""
-        return not any(p is not k and not (p.lines & k.lines) and p.box[2] <= k.box[0] and
-                       geometry.same_row(p.box, k.box, self.slope, self.st.form_row_tol) for p in self.pieces)
+        return self.left_of(k) is None
 
     def below(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
         """The nearest line under `k` that overlaps it and starts at or right of its left edge."""

@@ -201,7 +201,7 @@ class _Decoder:
         answer tags, or the link head linking it to `k`)."""
         out: list[Piece] = []
         last = v
-        while len(out) < 6:
+        for _ in range(8):
             n = self.geo.right_of(last)
             if n is None or n.used or not self.is_value(n) or self.is_label(n) or options(n.text) or \
                     self.ks(n) >= self.st.form_key_min + self.st.form_key_margin / 2:
@@ -212,12 +212,14 @@ class _Decoder:
                     or (link is not None and link > self.st.form_row_link)):
                 break
             n.used = True
-            if n.box[0] - last.box[2] <= self.st.form_row_join * self.geo.line_height(last):
-                last.join(n, _sep(last.text, n.text))   # one value OCR cut
+            # a piece this close is the same value cut by OCR (1983/6/ | 8); two figures are two cells
+            if n.box[0] - last.box[2] <= self.st.form_row_join * self.geo.line_height(last) and \
+                    not (last.text[-1:].isdigit() and n.text[:1].isdigit()):
+                last.join(n, _sep(last.text, n.text))
             else:
                 out.append(n)
                 last = n
-        return out
+        return out if len(out) <= self.st.form_row_max else []     # more: a row of a data table
 
     def wrap(self, k: Piece, v: Piece) -> None:
         """A value that runs over several lines takes its next lines: right under it, same type size,
@@ -242,6 +244,9 @@ class _Decoder:
                 continue
             if not continues_value(self.geo, v, w, k):
                 return
+            left = self.geo.left_of(w)
+            if left is not None and left is not k and left not in k.more:
+                return                  # the next row's value: its own label stands left of it
             if not self.is_value(w) or self.is_label(w) or options(w.text) or \
                     self.ks(w) >= self.st.form_key_min + self.st.form_key_margin:
                 return

@@ -66,7 +66,8 @@ class DecodeSettings:
                                        # no continuation: form_above prints labels at 0.7 x the answer's size)
     form_link_weight: float = 1.5      # the link head's say: a sure link (logit >= form_link_scale) adds this
     form_link_scale: float = 4.0       # much, a sure non-link takes it away; right vs below differs by 0.5
-    form_row_join: float = 1.0         # a further piece this close (x line height) is the same value cut by OCR
+    form_row_join: float = 0.5         # a further piece this close (x line height) is the same value cut by OCR
+    form_row_max: int = 2              # more further values than this in a key's row: a data table's row, no pairs
     form_row_link: float = 0.0         # a further value on a key's row needs a link logit above this (or digits,
                                        # or answer tags): a table row's next cell may be another field's label
 
