@@ -501,7 +501,7 @@ class PipelineEngine:
         """Forward only, no gradients; the last block's outputs (concatenated over micro-batches)
         on the stage that holds the head (and in-process), None on other stages."""
         inputs_mb = [_as_tuple(m) for m in self._split(inputs, "inputs")]
-        compute = [[Action(s, "F", m, c) for m in range(self.M) for c in range(self.V)] for s in range(self.S)]
+        compute = [[Action(s, K.F, m, c) for m in range(self.M) for c in range(self.V)] for s in range(self.S)]
         if self.V > 1:  # order forwards so each chunk's input exists: by micro-batch, then chunk
             compute = [sorted(a, key=lambda x: (x.mb, x.chunk)) for a in compute]
         fwd = Schedule("forward", self.S, self.M, self.V, add_comms(compute, self.S, self.V, self.M, False))

@@ -192,17 +192,17 @@ class Schedule:
 # ---- compute-order generators ----------------------------------------------------------------
 
 def _gpipe(S: int, M: int) -> list[list[Action]]:
-    return [[Action(s, "F", m) for m in range(M)] + [Action(s, "B", m) for m in range(M)] for s in range(S)]
+    return [[Action(s, K.F, m) for m in range(M)] + [Action(s, K.B, m) for m in range(M)] for s in range(S)]
 
 
 def _one_f_one_b(S: int, M: int) -> list[list[Action]]:
     out = []
     for s in range(S):
         warmup = min(S - s - 1, M)
-        acts = [Action(s, "F", m) for m in range(warmup)]
+        acts = [Action(s, K.F, m) for m in range(warmup)]
         for i in range(M - warmup):
-            acts += [Action(s, "F", warmup + i), Action(s, "B", i)]
-        acts += [Action(s, "B", m) for m in range(M - warmup, M)]
+            acts += [Action(s, K.F, warmup + i), Action(s, K.B, i)]
+        acts += [Action(s, K.B, m) for m in range(M - warmup, M)]
         out.append(acts)
     return out
 
@@ -224,10 +224,10 @@ def _interleaved(S: int, M: int, V: int) -> list[list[Action]]:
     out = []
     for s in range(S):
         warmup = min((S - s - 1) * 2 + (V - 1) * S, total)
-        acts = [Action(s, "F", *fwd(k)) for k in range(warmup)]
+        acts = [Action(s, K.F, *fwd(k)) for k in range(warmup)]
         for i in range(total - warmup):
-            acts += [Action(s, "F", *fwd(warmup + i)), Action(s, "B", *bwd(i))]
-        acts += [Action(s, "B", *bwd(k)) for k in range(total - warmup, total)]
+            acts += [Action(s, K.F, *fwd(warmup + i)), Action(s, K.B, *bwd(i))]
+        acts += [Action(s, K.B, *bwd(k)) for k in range(total - warmup, total)]
         out.append(acts)
     return out
 
@@ -241,20 +241,20 @@ def _zero_bubble_h1(S: int, M: int) -> list[list[Action]]:
     out = []
     for s in range(S):
         warmup = min(S - s - 1, M)
-        acts = [Action(s, "F", m) for m in range(warmup)]
+        acts = [Action(s, K.F, m) for m in range(warmup)]
         next_w = 0
 
         def w_upto(last: int, acts: list[Action] = acts, s: int = s) -> None:
             nonlocal next_w
             while next_w <= min(last, M - 1):
-                acts.append(Action(s, "W", next_w))
+                acts.append(Action(s, K.W, next_w))
                 next_w += 1
 
         for i in range(M - warmup):
-            acts += [Action(s, "F", warmup + i), Action(s, "B", i)]
+            acts += [Action(s, K.F, warmup + i), Action(s, K.B, i)]
             w_upto(i - s)
         for j in range(M - warmup, M):
-            acts.append(Action(s, "B", j))
+            acts.append(Action(s, K.B, j))
             w_upto(min(next_w, j))
         w_upto(M - 1)
         out.append(acts)
@@ -330,16 +330,16 @@ def add_comms(compute: list[list[Action]], S: int, V: int, M: int, split: bool) 
             v = a.vstage(S)
             if a.kind == "F" and v < last_v:
                 dst, dchunk = (v + 1) % S, (v + 1) // S
-                kind_send, kind_recv = "SEND_F", "RECV_F"
+                kind_send, kind_recv = K.SEND_F, K.RECV_F
             elif a.kind == "B" and v > 0:
                 dst, dchunk = (v - 1) % S, (v - 1) // S
-                kind_send, kind_recv = "SEND_B", "RECV_B"
+                kind_send, kind_recv = K.SEND_B, K.RECV_B
             else:
                 continue
             if dst == s:
                 continue  # consecutive virtual stages on one stage hand over locally
             t_p = times[a][1]
-            consumer = Action(dst, "F" if kind_send == "SEND_F" else "B", a.mb, dchunk)
+            consumer = Action(dst, K.F if kind_send == K.SEND_F else K.B, a.mb, dchunk)
             k = _meeting_time(t_p, times[consumer][0], busy[s], busy[dst])
             key = (k, 0, v, a.mb, kind_send)
             events[s].append((key, Action(s, kind_send, a.mb, a.chunk)))
@@ -386,15 +386,15 @@ def _match(a: Action, S: int) -> Action:
     v = a.vstage(S)
     if a.kind == "SEND_F":
         w = v + 1
-        return Action(w % S, "RECV_F", a.mb, w // S)
+        return Action(w % S, K.RECV_F, a.mb, w // S)
     if a.kind == "RECV_F":
         w = v - 1
-        return Action(w % S, "SEND_F", a.mb, w // S)
+        return Action(w % S, K.SEND_F, a.mb, w // S)
     if a.kind == "SEND_B":
         w = v - 1
-        return Action(w % S, "RECV_B", a.mb, w // S)
+        return Action(w % S, K.RECV_B, a.mb, w // S)
     w = v + 1
-    return Action(w % S, "SEND_B", a.mb, w // S)
+    return Action(w % S, K.SEND_B, a.mb, w // S)
 
 
 def blocking_order(schedule: Schedule) -> list[tuple[Action, ...]]:
@@ -488,7 +488,7 @@ def validate(schedule: Schedule) -> list[tuple[Action, ...]]:
     S, M, V = schedule.num_stages, schedule.num_microbatches, schedule.num_chunks
     if len(schedule.actions) != S:
         raise ScheduleError(f"schedule lists {len(schedule.actions)} stages, header says {S}")
-    seen: dict[tuple[str, int, int], int] = {}
+    seen: dict[tuple[ActionKind, int, int], int] = {}
     for acts in schedule.actions:
         for a in acts:
             if a.kind in STEP:
