@@ -11,7 +11,8 @@ render is saturated seal red (the test tests/test_synth_variants.py uses). Score
 lines matched by box, NFKC, no spaces): CER of the titles under a seal, of the seller names under a seal,
 of every line under a seal, and of every line of these pages (what the reading must not hurt elsewhere);
 CPU seconds per page. Every setting reads the same pages in the same process, one thread each.
-The clean set without seals is bench/ocr_bench.py's (run it with --variants to compare there).
+Real sample pages: where no seal is found the reading is the same pixel for pixel, so only pages with a
+found seal are read (both ways) and scored. bench/ocr_bench.py --variants compares on its own sets.
 """
 from __future__ import annotations
 
@@ -65,6 +66,30 @@ def pick_pages(n: int, seed: int) -> list[dict]:
     return pages
 
 
+def real_pages(engines: dict) -> dict:
+    """Seals found on the real samples, and CER off/on over the pages that have one."""
+    import cv2
+
+    from models.ocr.eval import CERCounts, page_counts
+    from models.ocr.seal import unseal
+    samples = Path(os.environ.get("SAMPLES_DIR", ROOT.parent / "shared" / "samples"))
+    paths = sorted((samples / "gt").glob("*.json"))
+    found, counts = [], {m: CERCounts() for m in engines}
+    for gt_path in paths:
+        gt = json.loads(gt_path.read_text(encoding="utf-8"))
+        image = cv2.imread(str(samples / gt["image"]))
+        if image is None or not unseal(image)[1]:
+            continue
+        found.append(gt_path.stem)
+        gt_lines = [(g["text"], g.get("box")) for g in gt["lines"]]
+        for m, eng in engines.items():
+            counts[m].add(page_counts([(ln.text, ln.box) for ln in eng.read(image).lines], gt_lines))
+    result = {"pages": len(paths), "with_seal": found,
+              **{f"cer_{m or 'off'}": round(c.cer, 4) for m, c in counts.items() if found}}
+    print(f"real samples: a seal found on {len(found)} of {len(paths)} pages {found}", flush=True)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=8, help="pages per level (default 8)")
@@ -72,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=300, help="first generator seed tried (default 300)")
     p.add_argument("--modes", default="det,page", help="OCRSettings.seal_aware values read beside off")
     p.add_argument("--model", default="", help="OCR model (default: the engine's)")
+    p.add_argument("--real", action=argparse.BooleanOptionalAction, default=True,
+                   help="also the real sample pages (../shared/samples or SAMPLES_DIR): on a page where no seal is "
+                        "found every setting reads the same pixels; pages with one are read and scored both ways")
     p.add_argument("--out", default="bench/results/seal_bench.json")
     args = p.parse_args(argv)
 
@@ -116,9 +144,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{level:6s} {row['seal_aware']:5s} title {row['cer_title']:.4f} seller {row['cer_seller']:.4f} "
                   f"under {row['cer_under']:.4f} page {row['cer_page']:.4f} cpu/page {row['cpu_s_per_page']}",
                   flush=True)
+    real = real_pages(engines) if args.real else {}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, json.dumps({"args": vars(args), "pages": pages, "rows": rows,
+    write_text_atomic(out, json.dumps({"args": vars(args), "pages": pages, "rows": rows, "real": real,
                                        "load_avg_1min": round(os.getloadavg()[0], 2)},
                                       ensure_ascii=False, indent=1) + "\n")
     print(f"wrote {out}", file=sys.stderr)

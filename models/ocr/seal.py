@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 EXCESS = 0.1          # seal ink: red above max(green, blue) by this share of the paper's (each channel
+EXCESS_INSIDE = 0.04  # within a found seal's box
 BRIGHT = 0.72         # relative to the paper's), and red at least this share of the paper's red
 PRINT = 0.62          # print: red below this share of the paper's (the dark core of a brown or black stroke)
 MIN_SIDE = 0.05       # a seal's bounding box: each side at least this share of the page's shorter side
@@ -37,7 +38,7 @@ def _paper(image: np.ndarray) -> np.ndarray:
     return cv2.dilate(image, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
 
 
-def seal_ink(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def seal_ink(image: np.ndarray, excess: float = EXCESS) -> tuple[np.ndarray, np.ndarray]:
     """(bool mask of the pixels that look like seal ink, local paper colour) of a BGR page. Colours are
     taken relative to the local paper's, channel by channel (a pink or yellowed sheet, a photo's tint or
     shadow is white then). Seal ink is red and bright against the paper, on the page's paper (a photo's
@@ -51,7 +52,7 @@ def seal_ink(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     near_print = cv2.dilate((r < PRINT).astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_RECT, (5, 5))) > 0
     level = paper.max(axis=2)
     on_paper = level >= ON_PAPER * float(np.percentile(level[::4, ::4], 95))
-    ink = (r - np.maximum(g, b) > EXCESS) & (r > BRIGHT) & ~near_print & on_paper
+    ink = (r - np.maximum(g, b) > excess) & (r > BRIGHT) & ~near_print & on_paper
     return ink, paper
 
 
@@ -150,8 +151,9 @@ def unseal(image: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int
     inside = np.zeros(ink.shape, dtype=bool)
     for x0, y0, x1, y1 in boxes:
         inside[y0:y1, x0:x1] = True
-    # never a pixel that is dark itself (a thin stroke's tip the median smoothed away)
-    mask = ink & inside & (image[..., 2].astype(np.float32) >= BRIGHT * paper[..., 2])
+    # inside a seal, paler red counts too (a photo's blur and JPEG grey its thin characters); never a pixel
+    # that is dark itself (a thin stroke's tip the median smoothed away)
+    mask = seal_ink(image, EXCESS_INSIDE)[0] & inside & (image[..., 2].astype(np.float32) >= BRIGHT * paper[..., 2])
     out = image.copy()
     out[mask] = paper[mask]
     return out, boxes
