@@ -79,8 +79,8 @@ def test_seal_aware_reading_reads_a_title_under_its_seal():
     title = gt["fields"]["title"]["line"]
     gt_lines = [(ln["text"], ln["box"]) for ln in gt["lines"]]
     errors = {}
-    for mode in ("", "det"):
+    for mode in ("", "page"):
         page = OCREngine(OCRSettings(model="v6", cpu_threads=1, seal_aware=mode)).read(_bgr(image))
         ref, hyp = line_pairs([(ln.text, ln.box) for ln in page.lines], gt_lines)[title]
         errors[mode] = edit_distance(ref, hyp)
-    assert errors["det"] == 0 and errors[""] > 0, errors
+    assert errors["page"] == 0 and errors[""] > 0, errors
