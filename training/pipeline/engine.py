@@ -18,8 +18,9 @@ Gradients: `loss_fn` returns the mean over a micro-batch; the engine scales each
 1/M, so the gradients accumulated over M equal micro-batches equal the full-batch gradient (and DP
 replicas average theirs). Gradients accumulate in param.grad exactly once per micro-batch. The
 schedule's REDUCE_GRAD averages a stage's gradients over its replicas as soon as its last backward
-is done and OPTIMIZER_STEP then clips (global norm across stages) and steps its optimizer, once per
-train_step; a schedule without them (built with step_actions=False, or an older text file) gets
+is done; OPTIMIZER_STEP then runs the step's one all-reduce over every rank (the loss, and the squared
+gradient norm when clipping), clips by the global norm across stages and steps its optimizer, once
+per train_step; a schedule without them (built with step_actions=False, or an older text file) gets
 both after the whole schedule instead.
 """
 from __future__ import annotations
@@ -88,8 +89,9 @@ class StepState:
     outputs: dict[int, tuple] = field(default_factory=dict)      # eval outputs of the last vstage
     reduced: bool = False             # REDUCE_GRAD ran
     stepped: bool = False             # OPTIMIZER_STEP stepped the optimizer
-    grad_norm: float | None = None    # global norm before clipping, once computed this step
-    world_loss: float | None = None   # the full-batch loss, when the clipping all-reduce carried it
+    synced: bool = False              # the step's all-reduce (loss, norm) ran (first OPTIMIZER_STEP)
+    grad_norm: float | None = None    # global gradient norm before clipping (with clip_norm)
+    world_loss: float | None = None   # the full-batch loss that all-reduce carried
 
     STORES = ("fin", "gin", "saved", "pending_w", "out_f", "out_b", "sent_meta")
 
@@ -305,12 +307,14 @@ def _reduce_grad(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
 
 @handles(K.OPTIMIZER_STEP)
 def _optimizer_step(eng: PipelineEngine, w: StageWorker, a: Action) -> None:
-    """Clip by the global norm across stages (an all-reduce over every rank under 'dist'), then step
-    and clear; under forward_backward the gradients are left in param.grad."""
+    """The step's one all-reduce over every rank (the loss, and with clipping the squared gradient
+    norm), clip by the global norm across stages, then step and clear; under forward_backward the
+    gradients are left in param.grad."""
     if not w.state.optimize:
         return
+    eng._step_sync()
     if eng.clip_norm:
-        _scale(w.grads(), eng.clip_norm, eng._step_grad_norm())
+        _scale(w.grads(), eng.clip_norm, w.state.grad_norm)  # type: ignore[arg-type]
     if w.optimizer:
         w.optimizer.step()
         w.optimizer.clear_grad(set_to_zero=False)
@@ -477,17 +481,25 @@ class PipelineEngine:
         self.last_stats["grad_norm"] = norm
         return norm, loss
 
-    def _step_grad_norm(self) -> float:
-        """The global norm for this step's OPTIMIZER_STEPs, computed by the first one that asks. Under
-        'dist' its all-reduce also carries the loss (every stage has its share by now)."""
+    def _step_sync(self) -> None:
+        """Run by the first OPTIMIZER_STEP of a train_step: one all-reduce over every rank (under
+        'dist') carrying the loss (every stage has its share by now) and, with clipping, the squared
+        gradient norm; a step then has one all-reduce over all ranks, where it had one for the loss
+        and another for the norm. Every stage steps after it, as before the step was a schedule action
+        (clipping needs every stage's gradients anyway; stepping earlier without clipping was measured
+        no faster on the shared CPU, where the early step competes with the stages still in cool-down)."""
         states = [w.state for w in self.workers.values()]
-        if states[0].grad_norm is None:
-            last = self.workers.get(self.S - 1)
-            norm, loss = self._grad_norm(last.state.loss_sum if last else 0.0)
-            for st in states:
-                st.grad_norm = norm
-                st.world_loss = loss if self.kind == "dist" else None
-        return states[0].grad_norm  # type: ignore[return-value]
+        if states[0].synced:
+            return
+        last = self.workers.get(self.S - 1)
+        loss: float | None = last.state.loss_sum if last else 0.0
+        norm = None
+        if self.clip_norm:
+            norm, loss = self._grad_norm(loss)
+        elif self.kind == "dist":
+            loss = self.transport.all_reduce_world([loss])[0] / self.dp
+        for st in states:
+            st.synced, st.grad_norm, st.world_loss = True, norm, loss
 
     def clip_grads(self) -> float:
         """Scale gradients so their global norm ACROSS all stages is at most clip_norm (as

@@ -10,9 +10,9 @@ the stage count; a once-per-step action has no micro-batch ("1REDUCE_GRAD").
 
 The generators end every stage's list with REDUCE_GRAD then OPTIMIZER_STEP, right after its last
 backward (B, or W in zero-bubble schedules) and the send that hands that backward's gradient on: a
-stage's data-parallel all-reduce and optimizer step then run while upstream stages are still in their
-cool-down, instead of after the whole pipeline. Nothing point-to-point may follow them, so a
-collective never waits on a peer that waits on this stage's message.
+stage's data-parallel all-reduce then runs while upstream stages are still in their cool-down, and its
+optimizer step follows the step's all-reduce over every rank (loss, gradient norm). Nothing
+point-to-point may follow them, so a collective never waits on a peer that waits on this stage's message.
 
 Virtual stages: with V chunks per stage the model is cut into S*V pieces; piece (chunk c, stage s)
 is virtual stage c*S + s (Megatron's interleaved placement), so activations go 0 -> 1 -> ... -> S-1
