@@ -19,11 +19,11 @@ than 2 stage processes oversubscribe the CPU: use 2 stages for the timing bar. W
     python -m training.pipeline.bench --dp 2 --stages 2 --micro-batches 4 --schedule all
 
 With --dp > 1 it instead compares, on stages x dp gloo processes, the step with REDUCE_GRAD and
-OPTIMIZER_STEP in the schedule (each stage reduces and steps right after its last backward) against
-the same schedule without them (the engine reduces, clips and steps after the whole schedule, as it
-did before), same model, same batches, the two variants taking turns (alternating which goes first)
-after a barrier; the step time of a round is the slowest rank's. Prints a table and writes
-bench/results/pipeline_dp_bench.json (or --out).
+OPTIMIZER_STEP in the schedule (each stage reduces right after its last backward, then steps after
+the step's one all-reduce over every rank) against the same schedule without them (the engine
+reduces, clips and steps after the whole schedule, as it did before), same model, same batches, the
+two variants taking turns (alternating which goes first) after a barrier; the step time of a round
+is the slowest rank's. Prints a table and writes bench/results/pipeline_dp_bench.json (or --out).
 """
 from __future__ import annotations
 
@@ -184,7 +184,8 @@ def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
           f"AdamW, clip {a.clip_norm}; {a.warmup} warm-up + {a.steps} timed rounds, variants alternating; "
           f"load average {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; {wall:.0f} s in all")
     print("step = the slowest rank's train_step; paired = median over rounds of in/after in the same round; "
-          "overlap = how long the last stage's REDUCE_GRAD + OPTIMIZER_STEP ran while stage 0 still computed")
+          "overlap = how long the last stage's REDUCE_GRAD + OPTIMIZER_STEP (waits included) ran while stage 0 "
+          "still computed")
     print("| schedule | in schedule s (median) | after schedule s (median) | paired in/after | in faster "
           "| overlap ms | loss in / after |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
