@@ -266,3 +266,11 @@ def test_a_label_read_with_its_value_as_one_colonless_line_is_split_after_the_la
     assert _pairs(lines) == [("姓　　名", "林丽霞"), ("所学专业", "环境科学"), ("身份证号码", "650102197707188969")]
     # a label that goes on (申请人的姓名, 联系人电话) is one label, not a label and its value
     assert _pairs([("申请人的姓名", [80, 100, 220, 120]), ("联系人电话", [80, 140, 220, 160])]) == []
+
+
+def test_a_label_over_two_lines_beside_a_value_over_two_lines_pairs_the_whole_of_each():
+    lines = [("通讯", [94, 306, 134, 326]), ("沈阳市和平区软件园二路359", [169, 306, 422, 326]),
+             ("地址", [94, 332, 134, 351]), ("号孵化器1710室", [169, 332, 310, 352]),
+             ("领取", [94, 378, 134, 398]), ("□自取", [171, 391, 229, 411]), ("■邮寄", [267, 391, 324, 411]),
+             ("方式", [94, 404, 134, 424])]
+    assert _pairs(lines) == [("通讯地址", "沈阳市和平区软件园二路359号孵化器1710室"), ("领取方式", "邮寄")]

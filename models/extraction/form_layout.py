@@ -13,7 +13,7 @@ from typing import Callable
 
 from data import geometry
 from data.document import Page
-from models.extraction.form_pieces import Piece, is_hint, options, ticked
+from models.extraction.form_pieces import KEY_ENDINGS, Piece, is_hint, key_word, options, ticked
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 OPEN_BRACKET = "（(〔【["
@@ -50,6 +50,8 @@ class Layout:
             x0, y0, x1, y1 = k.box
             mid = (y0 + y1) / 2
             boxes = [[x0, mid - h / 2, x1, mid + h / 2], [x0, y1 - h, x1, y1], [x0, y0, x1, y0 + h]]
+            if not k.colon_key:         # no colon on the last line: a value starting on the first comes first
+                boxes = [boxes[0], boxes[2], boxes[1]]
         for box in boxes:
             i = geometry.right_of(box, [p.box for p in others], self.slope,
                                   self.st.form_far_gap if far else self.st.form_right_gap, self.st.form_row_tol)
@@ -123,8 +125,15 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                           max(a.box[2], b.box[2]), b.box[3]], more=[b])
             c = geo.right_of(union)
             h = geo.line_height(a)
-            between = c is not None and ra in (None, c) and rb in (None, c) and is_value(c) and \
+            between = c is not None and ra in (None, c) and rb in (None, c) and (is_value(c) or options(c.text)) and \
                 geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h
+            # ... or the value beside them wraps in step with them (通讯 / 地址 beside its address's two
+            # lines): two fragments of at most three characters, the first no label itself (姓名 / 性别,
+            # 报销人 / 报销日期 are two rows of a tight table)
+            between = between or (ra is not None and rb is not None and ra is not rb and is_value(ra) and
+                                   is_value(rb) and len(a.text) <= 3 and len(b.text) <= 3 and
+                                   not key_word(a.text) and not a.text.endswith(KEY_ENDINGS) and
+                                   geo.stacked(ra, rb, [ra.box[0]]))
         if ends_key or bracket or between:
             a.join(b)
             out.remove(b)
