@@ -274,3 +274,10 @@ def test_a_label_over_two_lines_beside_a_value_over_two_lines_pairs_the_whole_of
              ("领取", [94, 378, 134, 398]), ("□自取", [171, 391, 229, 411]), ("■邮寄", [267, 391, 324, 411]),
              ("方式", [94, 404, 134, 424])]
     assert _pairs(lines) == [("通讯地址", "沈阳市和平区软件园二路359号孵化器1710室"), ("领取方式", "邮寄")]
+
+
+def test_a_box_list_whose_filled_box_ocr_lost_answers_with_the_bare_option_and_an_opinion_may_be_a_sentence():
+    lines = [("性别：男 □女", [100, 100, 260, 124]), ("血型：□A型 □B型 □O型", [100, 140, 360, 164]),
+             ("诊断意见：轻度脂肪肝，建议控制饮食", [100, 180, 500, 204]), ("、加强锻炼", [218, 208, 338, 232]),
+             ("填表说明：请用黑色签字笔填写，字迹清晰。", [100, 260, 600, 284])]
+    assert _pairs(lines) == [("性别", "男"), ("诊断意见", "轻度脂肪肝，建议控制饮食、加强锻炼")]

@@ -259,14 +259,20 @@ def options(text: str) -> bool:
 
 
 def ticked(text: str) -> str | None:
-    """The option a box is ticked for (□男 ☑女 -> 女), if one is."""
+    """The option a box is ticked for (□男 ☑女 -> 女), if one is. A filled box OCR lost leaves its option
+    bare among boxed ones (男 □女 -> 男): the one option without a box is the ticked one."""
     m = TICKED.search(text)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    opts = re.findall(rf"([{BOX}口]?)\s*([^\s{BOX}{TICK}口]+)", text)
+    bare = [o for box, o in opts if not box]
+    return bare[0] if len(opts) >= 2 and len(bare) == 1 and len(bare[0]) <= 6 else None
 
 
-def is_value(p: Piece, mass: np.ndarray, hints: bool = True) -> bool:
+def is_value(p: Piece, mass: np.ndarray, hints: bool = True, sentences: bool = False) -> bool:
     """Could this text answer a question? Blank fills, page numbers, empty date templates, unticked
-    boxes, sentences, printed options, hints and headers cannot."""
+    boxes, sentences (unless `sentences`: the answer to 诊断意见 is one), printed options, hints and
+    headers cannot."""
     if p.colon_key:
         return False
     if ticked(p.text):
@@ -275,7 +281,7 @@ def is_value(p: Piece, mass: np.ndarray, hints: bool = True) -> bool:
         return False
     if hints and is_hint(p.text):
         return False
-    if SENTENCE.search(p.text) and len(p.text) >= 6:    # instructions and notes, not answers
+    if SENTENCE.search(p.text) and len(p.text) >= 6 and not sentences:    # instructions and notes
         return False
     if CHOICES.match(p.text):                           # printed options (每周/每两周/每月), not an answer
         return False

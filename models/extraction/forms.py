@@ -98,7 +98,8 @@ class _Decoder:
         furniture = v.line in self.furniture and not (of is not None and key_word(of.text) and
                                                       self.geo.right_of(of) is v)
         return not v.colon_key and not furniture and \
-            text_is_value(v, self.masses[v.line], hints="form_hints" not in self.off)
+            text_is_value(v, self.masses[v.line], hints="form_hints" not in self.off,
+                          sentences=of is not None and qualified_label(of.text))
 
     def is_label(self, v: Piece) -> bool:
         """A label standing where a value could be (the next field's 姓名 under an empty 申报学院（部门）):
@@ -144,7 +145,7 @@ class _Decoder:
             if not self.can_key(k):
                 continue
             if k.colon_key and k.value is not None:          # 姓名：张三 on one line
-                if self.is_value(k.value) and not self.options_row(k.value):
+                if self.is_value(k.value, k) and not self.options_row(k.value):
                     out.append((10.0 + self.link_term(k, k.value), k, k.value, "colon"))
                 continue
             right = self.geo.right_of(k)
@@ -247,7 +248,7 @@ class _Decoder:
             left = self.geo.left_of(w)
             if left is not None and left is not k and left not in k.more:
                 return                  # the next row's value: its own label stands left of it
-            if not self.is_value(w) or self.is_label(w) or options(w.text) or \
+            if not self.is_value(w, k) or self.is_label(w) or options(w.text) or \
                     self.ks(w) >= self.st.form_key_min + self.st.form_key_margin:
                 return
             v.join(w, _sep(v.text, w.text))
