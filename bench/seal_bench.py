@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=8, help="pages per level (default 8)")
     p.add_argument("--levels", default="none,light,photo,heavy")
     p.add_argument("--seed", type=int, default=300, help="first generator seed tried (default 300)")
-    p.add_argument("--modes", default="det,page", help="OCRSettings.seal_aware values read beside off")
+    p.add_argument("--modes", default="det,page",
+                   help="OCRSettings.seal_aware values read beside off; 'page+reread' adds seal_reread")
     p.add_argument("--model", default="", help="OCR model (default: the engine's)")
     p.add_argument("--real", action=argparse.BooleanOptionalAction, default=True,
                    help="also the real sample pages (../shared/samples or SAMPLES_DIR): on a page where no seal is "
@@ -110,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     from models.ocr import OCREngine, OCRSettings
     from models.ocr.eval import edit_distance, line_pairs
 
+    # a mode is an OCRSettings.seal_aware value, "+reread" adding seal_reread
     modes = [""] + [m for m in args.modes.split(",") if m]
-    engines = {m: OCREngine(OCRSettings(model=args.model, cpu_threads=1, seal_aware=m)) for m in modes}
+    engines = {m: OCREngine(OCRSettings(model=args.model, cpu_threads=1, seal_aware=m.split("+")[0],
+                                        seal_reread=m.endswith("+reread"))) for m in modes}
     pages = pick_pages(args.n, args.seed)
     rows = []
     for level in args.levels.split(","):

@@ -116,6 +116,8 @@ class OCRSettings:
                                           # the original crops; "" off. Titles under a seal CER 0.28-0.66 -> 0.0-0.2
                                           # at every level, VAT invoices clean 0.0207 -> 0.0048, no seal found on
                                           # the real samples (bench/seal_bench.py, bench/README.md)
+    seal_reread: bool = False             # lines over a found seal are read again from the red channel of their
+                                          # original crop (seal ink light, print dark), the more confident kept
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -133,7 +135,10 @@ class OCRSettings:
         """A short fingerprint of these settings, the model included: cached readings made with other
         settings or by the other model are stale."""
         text = repr(self)
-        if not self.seal_aware:     # settings from before the option keep their fingerprint (and their caches)
+        # settings from before these options keep their fingerprint (and their caches)
+        if not self.seal_reread:
+            text = text.replace(", seal_reread=False", "")
+        if not self.seal_aware:
             text = text.replace(", seal_aware=''", "")
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
@@ -166,6 +171,12 @@ def _rotate_points(pts: np.ndarray, degrees: int, h: int, w: int) -> np.ndarray:
 
 
 _CV_ROTATE = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+
+
+def _meets(quad: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Does a line's quad overlap a box (x0, y0, x1, y1)?"""
+    return bool(quad[:, 0].max() > box[0] and quad[:, 0].min() < box[2] and quad[:, 1].max() > box[1]
+                and quad[:, 1].min() < box[3])
 
 
 def _side_lengths(quad: np.ndarray) -> tuple[float, float]:
@@ -260,12 +271,14 @@ class OCREngine:
         if on_stage:
             on_stage("detect")
         t0 = time.perf_counter()
-        det_image = image
+        det_image, original = image, image
+        seals: list[tuple[int, int, int, int]] = []
         if self.settings.seal_aware:
-            det_image = unseal(image)[0]
+            det_image, seals = unseal(image)
             if self.settings.seal_aware == "page":
                 image = det_image
         quads = self.detect(det_image)
+        sealed = [i for i, q in enumerate(quads) if any(_meets(q, b) for b in seals)]
         t1 = time.perf_counter()
         if on_stage:
             on_stage("recognise")
@@ -277,6 +290,13 @@ class OCREngine:
         if retry and self.settings.rec_retry_filter:
             again = self._recognise([filter_crop(crops[i], self.settings.rec_retry_filter) for i in retry])
             for i, (text, score) in zip(retry, again):
+                if score > texts[i][1]:
+                    texts[i] = (text, score)
+        if sealed and self.settings.seal_reread:
+            turned = cv2.rotate(original, _CV_ROTATE[rotation]) if rotation else original
+            again = self._recognise([np.repeat(crop_line(turned, quads[i], self.settings.rec_crop_min_height)[..., 2:3],
+                                               3, axis=2) for i in sealed])
+            for i, (text, score) in zip(sealed, again):
                 if score > texts[i][1]:
                     texts[i] = (text, score)
         t3 = time.perf_counter()
