@@ -2,6 +2,7 @@
 
     python3 -m bench.form_pairs_bench --sets /tmp/forms_form_grid /tmp/forms_form_inline \
         --heldout runs/default_work/heldout --xfund /work/shared/samples --json /tmp/form_pairs.json
+    python3 -m bench.form_pairs_bench --xfund /work/shared/samples --xfund-variants   # rotated / downscaled
 
 Each --sets folder is generator output (`python -m data.synth --type generic_form --layouts L ...`);
 its real-OCR pages are cached in <folder>/ocr_cache.jsonl, so only the first run pays for OCR.
@@ -17,6 +18,8 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+import numpy as np
 
 from data.corpus import corpus_from_synth_dir, read_corpus
 from data.document import Document, Page
@@ -61,6 +64,50 @@ def load_xfund(samples: Path, cache: Path) -> tuple[list[tuple[str, str]], Page]
     return gold, doc.pages[0]
 
 
+VARIANTS = ("rot+3", "rot-5", "rot90", "scale0.5", "scale0.33", "rot+2_scale0.5")
+
+
+def _variant(image: np.ndarray, name: str) -> np.ndarray:
+    """The page turned by a few degrees (white fill), a quarter turn, and/or shrunk (INTER_AREA)."""
+    import cv2
+    out = image
+    for part in name.split("_"):
+        if part == "rot90":
+            out = cv2.rotate(out, cv2.ROTATE_90_CLOCKWISE)
+        elif part.startswith("rot"):
+            h, w = out.shape[:2]
+            m = cv2.getRotationMatrix2D((w / 2, h / 2), float(part[3:]), 1.0)
+            out = cv2.warpAffine(out, m, (w, h), borderValue=(255, 255, 255))
+        elif part.startswith("scale"):
+            f = float(part[5:])
+            out = cv2.resize(out, None, fx=f, fy=f, interpolation=cv2.INTER_AREA)
+    return out
+
+
+def load_xfund_variants(samples: Path, cache: Path) -> list[tuple[str, list[tuple[str, str]], Page]]:
+    """The real XFUND form rotated and downscaled (VARIANTS), each read once by the OCR engine and cached
+    in `cache` (JSON lines): (variant, gold pairs, page)."""
+    import cv2
+    gt = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
+    gold = [(p["key"], p["value"]) for p in gt["kv_pairs"]]
+    done = {}
+    if cache.is_file():
+        for raw in cache.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                row = json.loads(raw)
+                done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+    todo = [v for v in VARIANTS if v not in done]
+    if todo:
+        from models.ocr import get_engine
+        engine, image = get_engine(), cv2.imread(str(samples / gt["image"]))
+        with open(cache, "a", encoding="utf-8") as fh:
+            for name in todo:
+                done[name] = engine.read(_variant(image, name))
+                page = Document(pages=[done[name]]).to_dict()["pages"][0]
+                fh.write(json.dumps({"id": name, "page": page}, ensure_ascii=False) + "\n")
+    return [(name, gold, done[name]) for name in VARIANTS]
+
+
 def score(extractor, items: list[tuple[list[tuple[str, str]], Page]], show: bool = False) -> Counts:
     total = Counts()
     for gold, page in items:
@@ -83,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xfund", help="the shared samples folder (scores xfund_zh_val_0)")
     ap.add_argument("--xfund-cache", default="/tmp/xfund_zh_val_0.page.json",
                     help="where the xfund page's OCR is kept between runs")
+    ap.add_argument("--xfund-variants", action="store_true",
+                    help="also score the XFUND form rotated (+3, -5, 90 degrees) and downscaled (0.5, 0.33), each "
+                         "OCR'd once into --xfund-cache with a .variants.jsonl suffix (the bar: pair F1 >= 0.85)")
     ap.add_argument("--by-degrade", action="store_true",
                     help="also score each set's pages by degradation level (none/light/heavy): heavy pages "
                          "are often beyond OCR, which bounds recall whatever the decoding does")
@@ -107,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.xfund:
         gold, page = load_xfund(Path(args.xfund), Path(args.xfund_cache))
         groups["xfund_zh_val_0 (real)"].append((gold, page))
+        if args.xfund_variants:
+            for name, gold, page in load_xfund_variants(Path(args.xfund), Path(args.xfund_cache + ".variants.jsonl")):
+                groups[f"xfund_zh_val_0 {name}"].append((gold, page))
     if not groups:
         print("nothing to score: give --sets, --heldout or --xfund", file=sys.stderr)
         return 2
