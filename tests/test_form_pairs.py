@@ -281,3 +281,10 @@ def test_a_box_list_whose_filled_box_ocr_lost_answers_with_the_bare_option_and_a
              ("诊断意见：轻度脂肪肝，建议控制饮食", [100, 180, 500, 204]), ("、加强锻炼", [218, 208, 338, 232]),
              ("填表说明：请用黑色签字笔填写，字迹清晰。", [100, 260, 600, 284])]
     assert _pairs(lines) == [("性别", "男"), ("诊断意见", "轻度脂肪肝，建议控制饮食、加强锻炼")]
+
+
+def test_a_value_does_not_run_on_into_the_next_label_below_it():
+    # label above value in small type; the next field's label (所在学院) right under the name is no more of it
+    lines = [("姓名", [66, 110, 92, 126]), ("吕婷涵", [70, 130, 124, 149]), ("所在学院", [66, 152, 122, 168]),
+             ("法学院", [68, 172, 125, 191])]
+    assert ("姓名", "吕婷涵") in _pairs(lines)

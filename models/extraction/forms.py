@@ -248,7 +248,7 @@ class _Decoder:
             left = self.geo.left_of(w)
             if left is not None and left is not k and left not in k.more:
                 return                  # the next row's value: its own label stands left of it
-            if not self.is_value(w, k) or self.is_label(w) or options(w.text) or \
+            if not self.is_value(w, k) or self.is_label(w) or qualified_label(w.text) or options(w.text) or \
                     self.ks(w) >= self.st.form_key_min + self.st.form_key_margin:
                 return
             v.join(w, _sep(v.text, w.text))
