@@ -369,3 +369,21 @@ def test_type_needs_evidence():
                            generic=2)] == "receipt"
     till = ["好又多超市", "单号：20240512001", "日期：2024-05-12", "收银员：王芳", "电话：0731-8888", "合计：12.50"]
     assert types[pick_type(leaning, types, schemas, till, generic=2)] == "receipt"
+
+
+def test_a_short_title_needs_three_of_its_characters_printed_as_a_unit():
+    from dataclasses import replace
+
+    from models.extraction.settings import DEFAULT_SETTINGS
+    types = ["business_licence", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    lean_licence = np.array([0.9, 0.1])
+    report = ["常熟银行2023年半年报点评", "营业收入(百万元)",
+              "本报告署名分析师具有中国证券业协会授予的证券投资咨询执业资格并登记为注册分析师"]
+    assert types[pick_type(lean_licence, types, schemas, report)] == "generic_form"
+    loose = replace(DEFAULT_SETTINGS, title_min_chars=1, title_evidence_extra=1000)
+    assert types[pick_type(lean_licence, types, schemas, report, loose)] == "business_licence"
+    licence = ["营业执照", "统一社会信用代码 91310115MA1K4QXX2Y", "名称 上海某某科技有限公司"]
+    assert types[pick_type(lean_licence, types, schemas, licence)] == "business_licence"
+    misread = ["营业执熙", "名称 上海某某科技有限公司"]      # one character misread: still the title
+    assert types[pick_type(lean_licence, types, schemas, misread)] == "business_licence"

@@ -18,20 +18,25 @@ from models.extraction.base import line_of, line_starts
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
-def title_evidence(phrases: list[str], lines: list[str]) -> float:
+def title_evidence(phrases: list[str], lines: list[str], max_extra: int | None = None, min_chars: int = 1) -> float:
     """How much of one of the titles a page prints: the best share, over titles and lines, of a title's
     characters found in order in one OCR line (longest common subsequence), so 增值税专用发 read for
-    增值税专用发票 still counts. 0 when the page prints nothing like any of them."""
+    增值税专用发票 still counts. 0 when the page prints nothing like any of them. With `max_extra`, lines
+    longer than the title by more than that many characters are not searched, and a match of fewer than
+    `min_chars` characters (or the whole of a shorter title) counts as none (see DecodeSettings)."""
     best = 0.0
     for ph in (to_halfwidth(t) for t in phrases):
         for ln in lines:
+            if max_extra is not None and len(ln) > len(ph) + max_extra:
+                continue
             prev = [0] * (len(ln) + 1)
             for ch in ph:
                 cur = [0]
                 for j, c in enumerate(ln):
                     cur.append(prev[j] + 1 if ch == c else max(prev[j + 1], cur[j]))
                 prev = cur
-            best = max(best, prev[-1] / len(ph))
+            if prev[-1] >= min(min_chars, len(ph)):
+                best = max(best, prev[-1] / len(ph))
     return best
 
 
@@ -78,7 +83,8 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
                 "type_needs_evidence" not in off and form_without_evidence(schema, lines, st):
             return generic
         if schema is None or not schema.title_required or "type_needs_title" in off or \
-                title_evidence(schema.title_phrases, lines) >= st.title_evidence:
+                title_evidence(schema.title_phrases, lines, st.title_evidence_extra,
+                               st.title_min_chars) >= st.title_evidence:
             return int(i)
     return int(probs.argmax())
 
@@ -92,7 +98,8 @@ def form_without_evidence(schema: Any, lines: list[str], st: DecodeSettings = DE
     form (a registration sheet), not that type, however the classifier leaned. `lines` without spaces."""
     money = [ph for f in list(schema.fields) + list(schema.item_fields) if f.type in ("amount", "decimal")
              for ph in f.key_phrases]
-    if not money or title_evidence(schema.title_phrases, lines) >= st.title_evidence:
+    shown = title_evidence(schema.title_phrases, lines, st.title_evidence_extra, st.title_min_chars)
+    if not money or shown >= st.title_evidence:
         return False
     keys = sum(1 for ln in lines if KEY_LINE.match(ln))
     return keys >= st.type_form_keys and not any(ph in ln for ln in lines for ph in money)

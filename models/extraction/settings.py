@@ -24,6 +24,12 @@ class DecodeSettings:
     type_form_keys: int = 4            # a page with this many key-colon lines and no money wording of a title-less
                                        # type (合计, 实收 ...) is a form: receipts print their sums
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
+    # a title is printed as a unit, on a line of its own or beside a number or date on its row; in a long line
+    # of prose half a short title's characters occur in order by chance (a research report's 营业收入 and
+    # 执业 hold half of 营业执照): lines longer than a title by more than this are no evidence of it
+    title_evidence_extra: int = 12
+    title_min_chars: int = 3           # ... and two characters of a short title are a common word (营业收入 holds
+                                       # 营业 of 营业执照): evidence needs at least this many, in order
     # --- keys, and free text over several OCR lines ----------------------------------------------------
     rekey_misread_min: int = 5         # a key phrase this long read with one wrong character still names its field
     key_piece_min: int = 3             # a piece of a key phrase this long (统一社会信 of 统一社会信用代码) is key text
