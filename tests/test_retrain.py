@@ -240,9 +240,10 @@ def test_base_heldout_set_is_the_bundled_models_types_on_its_heldout_layouts():
     prov = json.loads((DEFAULT_MODEL_DIR / "provenance.json").read_text(encoding="utf-8"))
     assert set(layouts) == set(ExtractorConfig.load(DEFAULT_MODEL_DIR).doc_types) and notes == []
     assert {f"{dt}/{lay}" for dt, lays in layouts.items() for lay in lays} == set(prov["heldout_layouts"])
-    a, summary = base_heldout_records(DEFAULT_MODEL_DIR, pages_per_type=2)
-    b, _ = base_heldout_records(DEFAULT_MODEL_DIR, pages_per_type=2)
-    assert a == b and summary["pages"] == 2 * len(layouts)          # fixed seed: the same pages every time
+    n = max(len(lays) for lays in layouts.values())        # enough pages per type to draw every held-out layout
+    a, summary = base_heldout_records(DEFAULT_MODEL_DIR, pages_per_type=n)
+    b, _ = base_heldout_records(DEFAULT_MODEL_DIR, pages_per_type=n)
+    assert a == b and summary["pages"] == n * len(layouts)          # fixed seed: the same pages every time
     assert {(r["doc_type"], r["layout"]) for r in a} == {(dt, lay) for dt, lays in layouts.items() for lay in lays}
 
 
