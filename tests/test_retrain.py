@@ -115,19 +115,22 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     """Tiny corpus -> retrain -> a versioned model dir models.extractor loads, F1 >= 0.9 held out;
     resume after a kill; `latest` moves only for a model that is not worse (or with --force).
 
-    Trained on parking tickets alone, the new model took every page for a parking ticket and lost the
-    generic forms the base read (pair F1 0.99 -> 0 on the base's own held-out pages): not promoted. With
-    replay (the default half of each batch: generated generic forms on the layouts the base trained on)
-    it keeps them (0.990 -> 0.990) and learns the parking ticket (F1 1.0), so it is promoted."""
-    from models.extractor import Extractor, find_model_dirs
+    The base is the bundled model (eight types). Trained on parking tickets alone, a new model takes every
+    page for a parking ticket and loses what the base read: not promoted. With replay (the default half of
+    each batch: generated pages of the base's types on the layouts it trained on) 150 steps keep every type
+    (measured: each within +-0.03, none lower by more than the tolerance) and learn the parking ticket
+    (F1 1.0), so it is promoted. (An untrained small base no longer serves here: its generic-form pairs
+    came from the layout rules alone, and any training of its tags moved them, 0.80 -> 0.72.)"""
+    from models.extractor import DEFAULT_MODEL_DIR, Extractor, ExtractorConfig, find_model_dirs
     from training.retrain import PROMOTION_TOLERANCE, retrain
-    corpus, base, root = make_corpus(tmp_path / "corpus", 50), make_base(tmp_path / "base"), tmp_path / "models"
-    v1 = retrain(corpus, base, root, "parking", steps=300, batch_size=8, lr=2e-3)
+    corpus, base, root = make_corpus(tmp_path / "corpus", 50), DEFAULT_MODEL_DIR, tmp_path / "models"
+    v1 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
     report = json.loads((v1 / "report.json").read_text(encoding="utf-8"))
     assert v1.name == "parking-v0001" and report["promoted"], report["promotion_rule"]
     assert report["new_f1"] >= 0.9 and report["base_f1"] == 0.0, report["new"]
     kept = report["base_heldout"]
-    assert set(kept["base_f1_by_type"]) == {"generic_form"} and kept["base_f1_by_type"]["generic_form"] > 0.9
+    base_types = set(ExtractorConfig.load(DEFAULT_MODEL_DIR).doc_types)
+    assert set(kept["base_f1_by_type"]) == base_types and kept["base_f1_by_type"]["vat_invoice"] > 0.9
     for dt, before in kept["base_f1_by_type"].items():
         assert kept["new_f1_by_type"][dt] >= before - PROMOTION_TOLERANCE, (dt, kept)
     assert report["promotion_rule"]["refused_because"] == []
@@ -148,8 +151,8 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
         (work / "stages" / f"{stage}.json").unlink()
     shutil.rmtree(work / "finetuned")
     capsys.readouterr()
-    v2 = retrain(corpus, base, root, "parking", steps=300, batch_size=8, lr=2e-3)
-    assert "resuming the fine-tune at step 300" in capsys.readouterr().out
+    v2 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
+    assert "resuming the fine-tune at step 150" in capsys.readouterr().out
     assert v2.name == "parking-v0002" and (v1 / "model_state.pdparams").is_file()
 
     # a model worse than the base's F1 on its held-out split never takes `latest`... unless forced
@@ -159,7 +162,7 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     assert rep["new_f1"] <= rep["base_f1"] + 1e-9
     assert rep["promoted"] == (not rep["promotion_rule"]["refused_because"])
     assert (reg.latest("parking") == worse) == rep["promoted"]
-    assert set(rep["base_heldout"]["base_f1_by_type"]) == {"generic_form"}     # parking_ticket: not drawable
+    assert set(rep["base_heldout"]["base_f1_by_type"]) == base_types     # parking_ticket: not drawable
     forced = retrain(corpus, v2, root, "parking", steps=1, batch_size=8, lr=1e-9, seed=2, force=True)
     assert reg.latest("parking") == forced
 
