@@ -19,9 +19,10 @@ def bundled_types() -> list[str]:
 
 def test_model_types_come_from_the_model_directory(tmp_path):
     assert model_doc_types(None) == bundled_types() == model_doc_types(DEFAULT_MODEL_DIR)
-    assert "business_licence" not in model_doc_types(None)
+    assert "parking_receipt" not in model_doc_types(None)
     new = model_dir_with_new_type(tmp_path)
     assert model_doc_types(new)[-1] == "parking_receipt"
+    assert "train_ticket" not in model_doc_types(new)       # the repo has its schema; this model was not trained on it
     assert model_type_label(new, "parking_receipt") == "停车收据 (parking_receipt)"
     check_doc_type("parking_receipt", new)
     with pytest.raises(UnknownTypeError, match="parking_receipt"):
@@ -31,12 +32,12 @@ def test_model_types_come_from_the_model_directory(tmp_path):
 @pytest.mark.parametrize("command", ["extract", "batch"])
 def test_unknown_type_is_refused_naming_the_models_types(command, tmp_path, capsys):
     missing = str(tmp_path / "never_read.png")      # the check comes first: the file is never opened
-    argv = [command, missing, "--type", "train_ticket"]
+    argv = [command, missing, "--type", "parking_receipt"]      # a type only a retrained model knows
     if command == "batch":
         argv += ["--out", str(tmp_path / "out.jsonl")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "train_ticket" in err and "was not trained on" in err
+    assert "parking_receipt" in err and "was not trained on" in err
     assert ", ".join(bundled_types()) in err
     assert not (tmp_path / "out.jsonl").exists()
 
