@@ -140,33 +140,16 @@ def label_map(records: list[dict], schema_files: dict[str, Path], base_tags: lis
 
 
 def grow_from_base(base_dir: Path, tags: list[str], types: list[str]):
-    """A model with the base's encoder and a head for `tags`/`types`; rows the base had are copied."""
-    import paddle
-
+    """A model with the base's encoder and a head for `tags`/`types`; rows the base had are copied
+    (training/warm_start.py, by tag and doc-type name; the vocabulary is the base's own)."""
     from models.model_dir import ExtractorConfig
+    from models.tokenizer import Tokenizer
+    from training.warm_start import warm_start
     base_cfg = ExtractorConfig.load(base_dir)
     cfg = ExtractorConfig(encoder=dict(base_cfg.encoder), tag_labels=list(tags), doc_types=list(types),
                           link=base_cfg.link, max_len=base_cfg.max_len)
     model = cfg.build()
-    state = paddle.load(str(base_dir / "model_state.pdparams"))
-    old_tag = {t: i for i, t in enumerate(base_cfg.tag_labels)}
-    old_type = {t: i for i, t in enumerate(base_cfg.doc_types)}
-    new_state = model.state_dict()
-    for name, target in new_state.items():
-        if name not in state:
-            continue
-        src = state[name].astype("float32").numpy()
-        dst = target.numpy()
-        if src.shape == dst.shape and not name.startswith(("head.tagger", "head.doc_classifier")):
-            dst = src
-        elif name.startswith(("head.tagger", "head.doc_classifier")):
-            index = old_tag if "tagger" in name else old_type
-            labels = tags if "tagger" in name else types
-            for j, lab in enumerate(labels):         # copy a label's row/column where the base had it
-                if lab in index and index[lab] < src.shape[-1]:
-                    dst[..., j] = src[..., index[lab]]
-        new_state[name] = paddle.to_tensor(dst.astype("float32"))
-    model.set_state_dict(new_state)
+    warm_start(model, list(tags), list(types), Tokenizer.from_dir(base_dir).vocab, base_dir)
     return model, cfg
 
 
