@@ -47,12 +47,15 @@ def expand_inputs(args: list[str]) -> InputList:
             seen.add(path)
             out.files.append(path)
 
+    def add_dir(folder: str) -> None:
+        docs, other = _walk(folder)
+        for path in docs:
+            add(path)
+        out.ignored.extend(os.path.abspath(p) for p in other)
+
     for arg in args:
         if os.path.isdir(arg):
-            docs, other = _walk(arg)
-            for path in docs:
-                add(path)
-            out.ignored.extend(os.path.abspath(p) for p in other)
+            add_dir(arg)
         elif os.path.lexists(arg):
             add(arg)
         elif glob.has_magic(arg):
@@ -61,10 +64,7 @@ def expand_inputs(args: list[str]) -> InputList:
                 out.missing.append(arg)
             for match in matches:
                 if os.path.isdir(match):
-                    docs, other = _walk(match)
-                    for path in docs:
-                        add(path)
-                    out.ignored.extend(os.path.abspath(p) for p in other)
+                    add_dir(match)
                 elif is_document(match):
                     add(match)
                 else:
