@@ -38,10 +38,11 @@ def _cached_pages(cache: Path) -> dict[str, Page]:
     return pages
 
 
-def load_set(folder: Path) -> list[tuple[dict, Page]]:
-    """(record, OCR'd page) for every page of a generator folder; OCRs what the cache lacks."""
+def load_set(folder: Path, only: set[str] | None = None) -> list[tuple[dict, Page]]:
+    """(record, OCR'd page) for every page of a generator folder (`only`: these record ids); OCRs what
+    the cache lacks."""
     from training.trainer import _rid, ocr_records
-    recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM]
+    recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM and (only is None or r["id"] in only)]
     pages = ocr_records(recs, folder / "ocr_cache.jsonl", desc=f"real OCR {folder.name}")
     return [(r, pages[_rid(r)]) for r in recs if _rid(r) in pages]
 
@@ -136,12 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by-degrade", action="store_true",
                     help="also score each set's pages by degradation level (none/light/heavy): heavy pages "
                          "are often beyond OCR, which bounds recall whatever the decoding does")
+    ap.add_argument("--scorer", help="a pair_scorer.json to rank form candidates with instead of the model "
+                                     "directory's own (python -m training pair-scorer --out)")
+    ap.add_argument("--compare-hand", action="store_true",
+                    help="also score every set with the hand-weighted ranking (no learned scorer), side by side")
     ap.add_argument("--show", action="store_true", help="print missed and wrong pairs per page")
     ap.add_argument("--json", help="write the table as JSON here")
     args = ap.parse_args(argv)
 
     from models.extractor import Extractor
     ex = Extractor.load(args.model)
+    if args.scorer:
+        from models.extraction.forms import FEATURES
+        from models.extraction.pair_scorer import PairScorer
+        ex.pair_scorer = PairScorer.from_dict(json.loads(Path(args.scorer).read_text(encoding="utf-8")),
+                                              list(FEATURES), args.scorer)
+    learned = ex.pair_scorer
     groups: dict[str, list] = defaultdict(list)
     for folder in args.sets:
         for rec, page in load_set(Path(folder)):
@@ -163,14 +174,22 @@ def main(argv: list[str] | None = None) -> int:
     if not groups:
         print("nothing to score: give --sets, --heldout or --xfund", file=sys.stderr)
         return 2
-    rows = {}
-    print(f"{'set':40s} {'pages':>5s} {'P':>6s} {'R':>6s} {'F1':>6s} {'pairs':>6s}")
+    rows: dict[str, dict] = {}
+    hand = args.compare_hand and learned is not None
+    print(f"{'set':44s} {'pages':>5s} {'P':>6s} {'R':>6s} {'F1':>6s} {'pairs':>6s}" + ("  hand F1" if hand else ""))
     for name, items in sorted(groups.items()):
         if args.show:
             print(name)
+        ex.pair_scorer = learned
         c = score(ex, items, args.show)
-        rows[name] = {"pages": len(items), **c.as_dict()}
-        print(f"{name:40s} {len(items):5d} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.tp + c.fn:6d}")
+        rows[name] = {"pages": len(items), "ranking": "learned" if learned is not None else "hand", **c.as_dict()}
+        extra = ""
+        if hand:
+            ex.pair_scorer = None
+            h = score(ex, items)
+            rows[name]["hand"] = h.as_dict()
+            extra = f"  {h.f1:7.3f}"
+        print(f"{name:44s} {len(items):5d} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} {c.tp + c.fn:6d}{extra}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0

@@ -36,6 +36,7 @@ from models.model_dir import (  # noqa: F401  (the directory names callers know 
     is_model_dir,
     model_schema,
     read_model_dir,
+    read_pair_scorer,
 )
 from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
@@ -54,6 +55,7 @@ class Extractor:
         self.model_dir = model_dir
         self.tag_labels = cfg.tag_labels
         self.schemas = {name: model_schema(model_dir, name) for name in cfg.doc_types}
+        self.pair_scorer = read_pair_scorer(model_dir)      # None: forms rank candidates by hand weights
 
     @classmethod
     def load(cls, model_dir: str | Path = DEFAULT_MODEL_DIR) -> "Extractor":
@@ -80,7 +82,7 @@ class Extractor:
         probs = [np.full((len(ln.text), n_tags), np.nan) for ln in page.lines]
         if not enc.ids:
             return PagePrediction(np.full(len(self.cfg.doc_types), 1 / max(1, len(self.cfg.doc_types))),
-                                  probs, lambda a, b: None)
+                                  probs, lambda a, b: None, self.pair_scorer)
         arr = enc.arrays()
         used = int(arr["attention_mask"].sum(1).max())     # drop padding every window shares
         tags, doc, links = on_model_thread(self._forward, *(arr[k][:, :used]
@@ -96,7 +98,7 @@ class Extractor:
             scores = [links[wi, w.position(ta), w.position(tb)] for wi, w in enumerate(enc.windows)
                       if w.start <= ta < w.end and w.start <= tb < w.end]
             return float(max(scores)) if scores else None
-        return PagePrediction(doc, probs, link)
+        return PagePrediction(doc, probs, link, self.pair_scorer)
 
     # --- decoding -------------------------------------------------------------------------------
     def _allowed(self, doc_type: str) -> np.ndarray:

@@ -8,6 +8,8 @@ The bundled models/default is the reference of the format:
     labels.json           {"tags", "doc_types"}: the label maps, for tools that read no config
     schemas/<type>.yaml   the schema of each document type the head was trained on
     metrics.json, provenance.json, loss.png, README.md    optional, written by training
+    pair_scorer.json      optional: the learned scorer of form key-value candidates, fitted on these
+                          weights (`python -m training pair-scorer --model DIR`; read by `read_pair_scorer`)
 
 `write_model_dir` writes it (each file atomically, config.json last, so a directory whose write was
 killed has no config.json and is never taken for a model), `read_model_dir` builds the model from it
@@ -36,6 +38,7 @@ from models.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from data.schemas import Schema
+    from models.extraction.pair_scorer import PairScorer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
 REQUIRED_FILES = ("config.json", "model_state.pdparams", "vocab.txt")
@@ -233,6 +236,35 @@ def model_schema(model_dir: str | Path | None, doc_type: str) -> "Schema":
     from data.schemas import load_schema, load_schema_file
     own = Path(model_dir) / "schemas" / f"{doc_type}.yaml" if model_dir is not None else None
     return load_schema_file(own) if own is not None and own.is_file() else load_schema(doc_type)
+
+
+def weights_digest(model_dir: str | Path) -> str:
+    """sha256 of the weights file: what a pair scorer records as the weights it was fitted on."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(Path(model_dir) / "model_state.pdparams", "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_pair_scorer(model_dir: str | Path | None) -> "PairScorer | None":
+    """The directory's learned form-pair scorer, or None: none there (the hand-weighted ranking decodes),
+    or one fitted on other weights (a retrained model's stale scorer: its tag and link features would
+    mislead it; retrain it with `python -m training pair-scorer --model DIR`). ModelDirError for a file
+    that cannot be read or names features the decoder does not compute."""
+    from models.extraction.forms import FEATURES
+    from models.extraction.pair_scorer import PairScorerError, load_pair_scorer
+    try:
+        scorer = load_pair_scorer(model_dir, list(FEATURES))
+    except PairScorerError as exc:
+        raise ModelDirError(str(exc)) from exc
+    if scorer is None or model_dir is None:
+        return None
+    fitted = scorer.about.get("weights_sha256")
+    if fitted and (Path(model_dir) / "model_state.pdparams").is_file() and fitted != weights_digest(model_dir):
+        return None
+    return scorer
 
 
 # --- describing -----------------------------------------------------------------------------------

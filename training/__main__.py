@@ -1,6 +1,7 @@
 """`python -m training <command>`: a dispatcher, so each command lives in its own module.
 
-Commands: train (training/trainer.py), evaluate (training/evaluate.py). Others add theirs by
+Commands: train (training/trainer.py), evaluate (training/evaluate.py), pair-scorer
+(training/pair_scorer.py). Others add theirs by
 appending to COMMANDS a (name, help, add_arguments, run) entry.
 
 Library code raises typed errors (training/errors.py) and never exits; `main` is the one place that
@@ -150,6 +151,8 @@ COMMANDS = [
      *__import__("training.pretrain", fromlist=["x"]).PRETRAIN_COMMAND),
     ("retrain", "import, adapt, fine-tune, evaluate base vs new, export a new model version",
      *__import__("training.retrain", fromlist=["x"]).RETRAIN_COMMAND),
+    ("pair-scorer", "fit a model's learned scorer of form key-value candidates (MODEL/pair_scorer.json)",
+     *__import__("training.pair_scorer", fromlist=["x"]).PAIR_SCORER_COMMAND),
 ]
 
 

@@ -17,6 +17,7 @@ from data import geometry
 from data.document import Document, Field, Line, Page
 from data.labels import COLONS
 from data.normalize import normalize_value
+from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
@@ -26,6 +27,7 @@ class PagePrediction:
     doc: np.ndarray                                   # doc-type probabilities, averaged over windows
     probs: list[np.ndarray]                           # per line, per character tag probabilities (NaN: space)
     link: Callable[[tuple[int, int], tuple[int, int]], float | None]   # link score of two (line, char)
+    pair_scorer: PairScorer | None = None             # the model dir's learned form-pair scorer, if it has one
 
 
 @dataclass

@@ -26,6 +26,7 @@ form_label_not_value, form_hints, form_check_groups. Thresholds: DecodeSettings.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -34,6 +35,7 @@ from data.document import Page, Pair
 from models.extraction.base import PagePrediction
 from models.extraction.form_layout import Layout, continues_value, join_labels, option_group
 from models.extraction.form_pieces import (
+    KEY_ENDINGS,
     SENTENCE,
     TICKED,
     Piece,
@@ -49,23 +51,76 @@ from models.extraction.form_pieces import (
     ticked,
 )
 from models.extraction.form_pieces import is_value as text_is_value
+from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
-__all__ = ["decode_form", "key_score"]
+__all__ = ["decode_form", "form_candidates", "key_score", "FEATURES"]
+
+WIDE_SLACK = 1.0        # with a learned scorer, keys and values this much below the hand thresholds are proposed
+
+
+# the features `_Decoder.features` computes, in the order a new scorer is trained on
+FEATURES = (
+    "where_colon", "where_right", "where_far", "where_below", "where_tick", "dx", "dy", "left_dx", "size", "dist",
+    "dist_vs_key", "dist_vs_value", "link", "has_link", "link_vs_key", "link_vs_value", "hand", "hand_vs_key",
+    "hand_vs_value", "n_key", "n_value", "ks_key", "ks_value", "margin", "key_colon", "key_more", "value_more",
+    "key_len", "value_len", "key_digits", "value_digits", "value_latin", "key_bracket", "value_bracket",
+    "value_ticked", "value_options", "key_word", "value_word", "key_qualified", "value_qualified", "key_ending",
+    "value_ending", "value_sentence", "key_first", "key_q", "key_a", "key_o", "value_q", "value_a", "value_o", "ocr",
+)
+
+
+@dataclass
+class Cand:
+    """One link layout allows: key, value, where the value stands, the hand-weighted score."""
+    k: Piece
+    v: Piece
+    where: str                   # colon, right, below
+    hand: float
+    far: bool = False            # right, far out on the key's underline
+    tick: bool = False           # the ticked option of a check-box group
+
+
+@dataclass
+class FormCandidate:
+    """A candidate as the pair scorer's trainer sees it: the texts it would pair and its features."""
+    key: str
+    value: str
+    where: str
+    features: dict[str, float]
 
 
 def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
                 off: frozenset[str] = frozenset()) -> list[Pair]:
-    """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output."""
+    """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output (its
+    `pair_scorer`, the model directory's learned scorer if it has one, ranks the candidates)."""
+    return _decoder(page, pred, tag_labels, st, off, pred.pair_scorer).pairs()
+
+
+def form_candidates(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
+                    off: frozenset[str] = frozenset()) -> list[FormCandidate]:
+    """Every candidate a learned scorer would rank on this page, with its features (training/pair_scorer.py)."""
+    dec = _decoder(page, pred, tag_labels, st, off, None)
+    cands = dec.candidates(wide=True)
+    return [FormCandidate(c.k.text, ticked(c.v.text) or c.v.text, c.where, f)
+            for c, f in zip(cands, dec.features(cands))]
+
+
+def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings, off: frozenset[str],
+             scorer: PairScorer | None) -> "_Decoder":
     masses = label_masses(pred.probs, tag_labels)
     pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max)]
-    return _Decoder(page, pred, masses, pieces, st, off).pairs()
+    return _Decoder(page, pred, masses, pieces, st, off, scorer)
+
+
+def _share(text: str, test: Callable[[str], bool]) -> float:
+    return sum(map(test, text)) / max(1, len(text))
 
 
 class _Decoder:
     def __init__(self, page: Page, pred: PagePrediction, masses: list[np.ndarray], pieces: list[Piece],
-                 st: DecodeSettings, off: frozenset[str]):
-        self.page, self.masses, self.st, self.off = page, masses, st, off
+                 st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None):
+        self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
         self.geo = Layout(page, pieces, st)
         # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
@@ -128,29 +183,35 @@ class _Decoder:
             return 0.0
         return self.st.form_link_weight * float(np.clip(s / self.st.form_link_scale, -1.0, 1.0))
 
-    def can_key(self, k: Piece) -> bool:
+    def can_key(self, k: Piece, key_min: float | None = None) -> bool:
         if is_header(k, self.masses[k.line]) or SENTENCE.search(k.text) or \
                 (k.line in self.furniture and not key_word(k.text)):
             return False
         if ("form_check_groups" not in self.off and options(k.text)) or \
                 ("form_hints" not in self.off and is_hint(k.text)):
             return False                          # □男 is nobody's key; neither is （请勾选）
-        return k.colon_key or ("form_colonless_keys" not in self.off and self.ks(k) >= self.st.form_key_min)
+        floor = self.st.form_key_min if key_min is None else key_min
+        return k.colon_key or ("form_colonless_keys" not in self.off and self.ks(k) >= floor)
 
     # --- candidates ----------------------------------------------------------------------------------
-    def candidates(self) -> list[tuple[float, Piece, Piece, str]]:
-        """(score, key, value, where) for every link layout allows."""
-        out: list[tuple[float, Piece, Piece, str]] = []
+    def candidates(self, wide: bool = False) -> list[Cand]:
+        """Every link layout allows, with its hand-weighted score. `wide` (a learned scorer decides):
+        keys and values the key-score margin would drop are proposed too; vetoes stay."""
+        key_min = self.st.form_key_min - (WIDE_SLACK if wide else 0.0)
+        margin_min = self.st.form_key_margin - (WIDE_SLACK if wide else 0.0)
+        out: list[Cand] = []
         for k in self.pieces:
-            if not self.can_key(k):
+            if not self.can_key(k, key_min):
                 continue
             if k.colon_key and k.value is not None:          # 姓名：张三 on one line
                 if self.is_value(k.value, k) and not self.options_row(k.value):
-                    out.append((10.0 + self.link_term(k, k.value), k, k.value, "colon"))
+                    out.append(Cand(k, k.value, "colon", 10.0 + self.link_term(k, k.value)))
                 continue
             right = self.geo.right_of(k)
+            far = False
             if right is None and (k.colon_key or qualified_label(k.text)) and self.geo.first_in_row(k):
                 right = self.geo.right_of(k, far=True)            # a cover's value far out on its underline
+                far = right is not None
             looks: list[tuple[str, Piece | None]] = [("right", right)]
             if len(k.text) <= self.st.form_long_key and "form_below" not in self.off:
                 looks.append(("below", self.geo.below(k)))
@@ -161,23 +222,96 @@ class _Decoder:
                     group, tick = option_group(self.geo, v)
                     if group:                            # the answer is the ticked box, or there is none
                         if tick is not None:
-                            out.append((5.0 + self.link_term(k, tick), k, tick, where))
+                            out.append(Cand(k, tick, where, 5.0 + self.link_term(k, tick), tick=True))
                         break
                 if where == "right" and "form_hints" not in self.off and is_hint(v.text):
                     break                                # the field's own help text: it is empty
                 if not self.is_value(v, k) or (where == "right" and self.options_row(v)) or self.is_label(v):
                     continue
                 margin = self.ks(k) - self.ks(v)
-                if margin >= self.st.form_key_margin:
+                if margin >= margin_min:
                     prior = 0.5 if where == "right" else 0.0
-                    out.append((min(margin, 5.0) + prior + self.link_term(k, v), k, v, where))
+                    out.append(Cand(k, v, where, min(margin, 5.0) + prior + self.link_term(k, v),
+                                    far=far and where == "right"))
+        return out
+
+    def features(self, cands: list[Cand]) -> list[dict[str, float]]:
+        """What a learned scorer weighs for each candidate (models/extraction/pair_scorer.py): geometry in
+        line heights, the text of key and value, the model's tags and link logit, and how the candidate
+        ranks among the other candidates of its key and of its value."""
+        raw = [self.link((c.k.line, c.k.start), (c.v.line, c.v.start)) for c in cands]
+        links = [float(np.clip(r, -20, 20)) if r is not None else 0.0 for r in raw]
+        by_key: dict[int, list[int]] = {}
+        by_val: dict[int, list[int]] = {}
+        for i, c in enumerate(cands):
+            by_key.setdefault(id(c.k), []).append(i)
+            by_val.setdefault(id(c.v), []).append(i)
+        dist = []
+        for c in cands:
+            h = max(1.0, self.geo.line_height(c.k))
+            dist.append(float(np.hypot(max(0.0, c.v.box[0] - c.k.box[2]), self.geo.centre(c.v) - self.geo.centre(c.k))
+                              / h))
+        out = []
+        for i, c in enumerate(cands):
+            k, v = c.k, c.v
+            h = max(1.0, self.geo.line_height(k))
+            kt, vt = piece_tags(k, self.masses), piece_tags(v, self.masses)
+            ks, vs = self.ks(k), (0.0 if c.tick else self.own.get(id(v), 0.0))
+            ki, vi = by_key[id(k)], by_val[id(v)]
+            ocr = min(self.page.lines[li].score for li in k.lines | v.lines)
+            f = {
+                "where_colon": float(c.where == "colon"), "where_right": float(c.where == "right" and not c.far),
+                "where_far": float(c.far), "where_below": float(c.where == "below"), "where_tick": float(c.tick),
+                "dx": float(np.clip((v.box[0] - k.box[2]) / h, -5, 20)),
+                "dy": float(np.clip((self.geo.centre(v) - self.geo.centre(k)) / h, -5, 5)),
+                "left_dx": float(np.clip((v.box[0] - k.box[0]) / h, -5, 30)),
+                "size": float(np.clip(self.geo.line_height(v) / h, 0, 3)),
+                "dist": float(np.clip(dist[i], 0, 30)),
+                "dist_vs_key": float(np.clip(dist[i] - min(dist[j] for j in ki), 0, 30)),
+                "dist_vs_value": float(np.clip(dist[i] - min(dist[j] for j in vi), 0, 30)),
+                "link": links[i] / 4.0, "has_link": float(raw[i] is not None),
+                "link_vs_key": (links[i] - max(links[j] for j in ki)) / 4.0,
+                "link_vs_value": (links[i] - max(links[j] for j in vi)) / 4.0,
+                "hand": float(np.clip(c.hand, -5, 12)) / 5.0,
+                "hand_vs_key": float(np.clip(c.hand - max(cands[j].hand for j in ki), -10, 0)) / 5.0,
+                "hand_vs_value": float(np.clip(c.hand - max(cands[j].hand for j in vi), -10, 0)) / 5.0,
+                "n_key": float(len(ki)), "n_value": float(len(vi)),
+                "ks_key": float(np.clip(ks, -3, 3)) if not k.colon_key else 3.0, "ks_value": vs,
+                "margin": float(np.clip((ks if not k.colon_key else 3.0) - vs, -6, 6)),
+                "key_colon": float(k.colon_key), "key_more": float(bool(k.more)), "value_more": float(bool(v.more)),
+                "key_len": min(len(k.text), 20) / 10, "value_len": min(len(v.text), 30) / 10,
+                "key_digits": _share(k.text, str.isdigit), "value_digits": _share(v.text, str.isdigit),
+                "value_latin": _share(v.text, lambda ch: ch.isascii() and ch.isalpha()),
+                "key_bracket": float(any(ch in "（(" for ch in k.text)),
+                "value_bracket": float(any(ch in "（(" for ch in v.text)),
+                "value_ticked": float(ticked(v.text) is not None), "value_options": float(options(v.text)),
+                "key_word": float(key_word(k.text)), "value_word": float(key_word(v.text)),
+                "key_qualified": float(qualified_label(k.text)), "value_qualified": float(qualified_label(v.text)),
+                "key_ending": float(k.text.endswith(KEY_ENDINGS)), "value_ending": float(v.text.endswith(KEY_ENDINGS)),
+                "value_sentence": float(SENTENCE.search(v.text) is not None),
+                "key_first": float(self.geo.first_in_row(k)),
+                "key_q": float(kt[0]), "key_a": float(kt[1]), "key_o": float(kt[3]),
+                "value_q": float(vt[0]), "value_a": float(vt[1]), "value_o": float(vt[3]),
+                "ocr": float(ocr),
+            }
+            out.append(f)
         return out
 
     # --- assignment and completion -------------------------------------------------------------------
+    def ranked(self) -> list[tuple[float, Piece, Piece, str]]:
+        """(strength, key, value, where), best first: by the learned scorer where the model directory has
+        one (strength: its logit + 1, so a pair's confidence is its probability), else by hand weights."""
+        if self.scorer is None:
+            return sorted(((c.hand, c.k, c.v, c.where) for c in self.candidates()), key=lambda c: -c[0])
+        cands = self.candidates(wide=True)
+        p = self.scorer.predict(self.scorer.rows(self.features(cands)))
+        keep = [(float(np.log(q / (1 - q + 1e-9) + 1e-9)) + 1.0, c.k, c.v, c.where)
+                for q, c in zip(p, cands) if q >= self.scorer.threshold]
+        return sorted(keep, key=lambda c: -c[0])
+
     def pairs(self) -> list[Pair]:
-        cands = sorted(self.candidates(), key=lambda c: -c[0])
         taken: list[tuple[float, Piece, Piece, str]] = []
-        for c in cands:
+        for c in self.ranked():
             _, k, v, _ = c
             if k.used or v.used:
                 continue

@@ -1,0 +1,163 @@
+"""A learned scorer of a generic form's key-value candidates: which proposed answer belongs to which question.
+
+Layout proposes the candidates of a key (the text after its colon, the next cell on its row, the line
+under it, the ticked box of an option group) and vetoes the impossible ones (forms.py). Which of the
+allowed candidates a key takes, and whether it takes any, was a hand-weighted sum (layout prior + key
+score margin + link logit); a small model fitted on generated forms of the training layouts weighs the
+same evidence and more (geometry normalised by line height, the text of both pieces, the model's
+question/answer tags and its link head, where a candidate ranks among its key's and its value's
+others) and says how likely a candidate is a true pair.
+
+The model is a logistic regression or a one-hidden-layer MLP over standardised features, in numpy, kept
+as a small JSON file in the model directory (`pair_scorer.json`, written by `python -m training
+pair-scorer --model DIR`). It names its features, so a file whose features this code no longer computes
+is refused, not misread. A model directory without it decodes with the hand-weighted ranking.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FILE_NAME = "pair_scorer.json"
+FORMAT = 1
+
+
+class PairScorerError(ValueError):
+    """A pair_scorer.json that cannot be used (not JSON, wrong shape, unknown features)."""
+
+
+@dataclass
+class PairScorer:
+    """p(candidate is a true pair) = sigmoid(MLP or linear model of the standardised features)."""
+    names: list[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    w1: np.ndarray                              # (features, hidden) or (features, 1) for a linear model
+    b1: np.ndarray
+    w2: np.ndarray | None = None                # (hidden, 1): None for a linear model
+    b2: float = 0.0
+    threshold: float = 0.5                      # a candidate below this is no pair
+    about: dict[str, Any] = field(default_factory=dict)   # what it was trained on, how it scored
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        z = (x - self.mean) / self.scale
+        h = z @ self.w1 + self.b1
+        if self.w2 is None:
+            return h[:, 0]
+        return (np.tanh(h) @ self.w2)[:, 0] + self.b2
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Probabilities for rows of features in `names` order."""
+        if not len(x):
+            return np.zeros(0)
+        return 1.0 / (1.0 + np.exp(-np.clip(self.logits(np.asarray(x, dtype=float)), -30, 30)))
+
+    def rows(self, feats: list[dict[str, float]]) -> np.ndarray:
+        """Feature dicts -> a matrix in this scorer's order (a name missing from a dict is a bug: KeyError)."""
+        return np.array([[f[n] for n in self.names] for f in feats], dtype=float).reshape(len(feats), len(self.names))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "kind": "linear" if self.w2 is None else "mlp", "features": self.names,
+                "mean": _r(self.mean), "scale": _r(self.scale), "w1": _r(self.w1), "b1": _r(self.b1),
+                "w2": None if self.w2 is None else _r(self.w2), "b2": round(float(self.b2), 6),
+                "threshold": round(float(self.threshold), 4), "about": self.about}
+
+    def save(self, path: str | Path) -> None:
+        from data.atomic import write_text_atomic
+        write_text_atomic(Path(path), json.dumps(self.to_dict(), ensure_ascii=False, indent=1))
+
+    @classmethod
+    def from_dict(cls, raw: Any, known: list[str] | None = None, where: str = FILE_NAME) -> "PairScorer":
+        """Check the shape; `known`: the feature names the decoder computes (a name outside it is refused)."""
+        try:
+            if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+                raise PairScorerError(f"{where}: not a pair scorer of format {FORMAT}")
+            names = [str(n) for n in raw["features"]]
+            if known is not None and set(names) - set(known):
+                raise PairScorerError(f"{where}: features {sorted(set(names) - set(known))[:5]} are not ones "
+                                      f"this decoder computes; retrain it (python -m training pair-scorer)")
+            n = len(names)
+            mean, scale = np.array(raw["mean"], float), np.array(raw["scale"], float)
+            w1, b1 = np.array(raw["w1"], float), np.array(raw["b1"], float)
+            w2 = None if raw.get("w2") is None else np.array(raw["w2"], float)
+            if mean.shape != (n,) or scale.shape != (n,) or w1.ndim != 2 or w1.shape[0] != n or \
+                    b1.shape != (w1.shape[1],) or (w2 is None and w1.shape[1] != 1) or \
+                    (w2 is not None and w2.shape != (w1.shape[1], 1)) or np.any(scale <= 0):
+                raise PairScorerError(f"{where}: weight shapes do not fit its {n} features")
+            return cls(names, mean, scale, w1, b1, w2, float(raw.get("b2", 0.0)), float(raw.get("threshold", 0.5)),
+                       dict(raw.get("about") or {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, PairScorerError):
+                raise
+            raise PairScorerError(f"{where}: malformed pair scorer ({exc})") from exc
+
+
+def _r(a: np.ndarray) -> Any:
+    return np.round(np.asarray(a, dtype=float), 6).tolist()
+
+
+def load_pair_scorer(model_dir: str | Path | None, known: list[str] | None = None) -> PairScorer | None:
+    """The scorer saved in `model_dir`, or None when there is none (today's hand-weighted ranking).
+    PairScorerError for a file that is there but unusable: a broken scorer is not silently ignored."""
+    if model_dir is None:
+        return None
+    path = Path(model_dir) / FILE_NAME
+    if not path.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PairScorerError(f"{path}: unreadable ({exc})") from exc
+    return PairScorer.from_dict(raw, known, str(path))
+
+
+# --- fitting -----------------------------------------------------------------------------------------
+
+def fit(x: np.ndarray, y: np.ndarray, names: list[str], hidden: int = 0, l2: float = 1e-3, epochs: int = 400,
+        lr: float = 0.05, seed: int = 0, weight: np.ndarray | None = None) -> PairScorer:
+    """Fit by full-batch Adam on the weighted log loss: a linear model (hidden=0) or a tanh MLP."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    mean = x.mean(0)
+    scale = x.std(0)
+    scale[scale < 1e-6] = 1.0
+    z = (x - mean) / scale
+    wt = np.ones(len(y)) if weight is None else np.asarray(weight, float)
+    wt = wt / wt.mean()
+    rng = np.random.default_rng(seed)
+    n = x.shape[1]
+    params: dict[str, np.ndarray] = {}
+    if hidden:
+        params = {"w1": rng.normal(0, 1 / np.sqrt(n), (n, hidden)), "b1": np.zeros(hidden),
+                  "w2": rng.normal(0, 1 / np.sqrt(hidden), (hidden, 1)), "b2": np.zeros(1)}
+    else:
+        params = {"w1": np.zeros((n, 1)), "b1": np.zeros(1)}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v2 = {k: np.zeros_like(v) for k, v in params.items()}
+    for t in range(1, epochs + 1):
+        h = z @ params["w1"] + params["b1"]
+        if hidden:
+            a = np.tanh(h)
+            out = (a @ params["w2"])[:, 0] + params["b2"][0]
+        else:
+            out = h[:, 0]
+        p = 1 / (1 + np.exp(-np.clip(out, -30, 30)))
+        g = (p - y) * wt / len(y)                       # d loss / d logit
+        grads: dict[str, np.ndarray] = {}
+        if hidden:
+            grads["w2"] = a.T @ g[:, None] + l2 * params["w2"]
+            grads["b2"] = np.array([g.sum()])
+            dh = (g[:, None] @ params["w2"].T) * (1 - a ** 2)
+        else:
+            dh = g[:, None]
+        grads["w1"] = z.T @ dh + l2 * params["w1"]
+        grads["b1"] = dh.sum(0)
+        for k in params:
+            m[k] = 0.9 * m[k] + 0.1 * grads[k]
+            v2[k] = 0.999 * v2[k] + 0.001 * grads[k] ** 2
+            params[k] = params[k] - lr * (m[k] / (1 - 0.9 ** t)) / (np.sqrt(v2[k] / (1 - 0.999 ** t)) + 1e-8)
+    return PairScorer(list(names), mean, scale, params["w1"], params["b1"],
+                      params.get("w2"), float(params["b2"][0]) if hidden else 0.0)
