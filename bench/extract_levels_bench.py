@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=8484, help="generator seed (default 8484)")
     p.add_argument("--n", type=int, default=8, help="pages per document type and level (default 8)")
     p.add_argument("--levels", default=",".join(LEVELS), help="comma-separated degradation levels")
+    p.add_argument("--types", default="", help="comma-separated doc types to draw (default: every held-out type)")
     p.add_argument("--out", default="runs/extract_levels", help="where the generated pages and corpus go")
     p.add_argument("--json", default="runs/extract_levels.json", help="the evaluation report(s)")
     a = p.parse_args(argv)
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     records = []
     layouts_of = heldout_layouts(Path(a.layouts_from or models[0]))
+    if a.types:
+        wanted = set(a.types.split(","))
+        layouts_of = {t: ls for t, ls in layouts_of.items() if t in wanted}
     for doc_type, layouts in layouts_of.items():
         for level in a.levels.split(","):
             d = out / doc_type / level

@@ -229,7 +229,11 @@ def test_goods_rows_only_and_fill_by_arithmetic():
     on = _fields("vat_invoice", rows, spans)
     assert on.items == [] and _value(on, "total_with_tax") == "20663.42" and _value(on, "total_tax") == "2302.13"
     assert _fields("vat_invoice", rows, spans, frozenset(["goods_rows_only"])).items != []
-    assert "total_with_tax" not in _fields("vat_invoice", rows, spans, frozenset(["fill_by_arithmetic"])).fields
+    # totals_by_arithmetic finds the same figure (the sum's terms and the 大写 line agree on it): both off, none
+    assert _value(_fields("vat_invoice", rows, spans, frozenset(["totals_by_arithmetic"])), "total_with_tax") == \
+        "20663.42"
+    assert "total_with_tax" not in _fields("vat_invoice", rows, spans,
+                                           frozenset(["fill_by_arithmetic", "totals_by_arithmetic"])).fields
 
 
 def test_drop_total_row():
@@ -248,7 +252,10 @@ def test_figure_from_words():
              Span("total_with_tax_in_words", 2, 0, 15, 0.9)]
     on, off = _on_off("figure_from_words", "vat_invoice", rows, spans)
     assert _value(on, "total_with_tax") == "309261.36" and _value(on, "total_amount") == "273682.62"
-    assert _value(off, "total_amount") == "309261.36"
+    # totals_by_arithmetic comes to the same figures (273682.62 + 35578.74 = 309261.36, and the 大写 line)
+    assert _value(off, "total_amount") == "273682.62"
+    both = _fields("vat_invoice", rows, spans, frozenset(["figure_from_words", "totals_by_arithmetic"]))
+    assert _value(both, "total_amount") == "309261.36"
 
 
 def test_id_number_facts():
@@ -387,3 +394,116 @@ def test_a_short_title_needs_three_of_its_characters_printed_as_a_unit():
     assert types[pick_type(lean_licence, types, schemas, licence)] == "business_licence"
     misread = ["营业执熙", "名称 上海某某科技有限公司"]      # one character misread: still the title
     assert types[pick_type(lean_licence, types, schemas, misread)] == "business_licence"
+
+
+def test_grow_code_run():
+    # the model's tags stop three characters short of an 18-character tax ID: 15 still read as an old tax ID
+    rows = _stacked(["9232050573F3U65984"])
+    on, off = _on_off("grow_code_run", "e_invoice", rows, [Span("buyer_tax_id", 0, 0, 15, 0.9)])
+    assert _value(on, "buyer_tax_id") == "9232050573F3U65984" and _value(off, "buyer_tax_id") == "9232050573F3U65"
+    # a run that does not read as the type (a code glued to a number) is not taken whole
+    on = _fields("vat_invoice", _stacked(["发票代码：04201231235548364289"]), [Span("invoice_code", 0, 5, 17, 0.9)])
+    assert _value(on, "invoice_code") == "042012312355"
+
+
+def test_fill_by_key_phrase():
+    rows = _stacked(["校验码：29392485974249617064", "纳税人识别号：9251010749A2478Q71", "发票号码：4836428"])
+    on, off = _on_off("fill_by_key_phrase", "vat_invoice", rows, [])
+    assert _value(on, "check_code") == "29392485974249617064" and "check_code" not in off.fields
+    # 纳税人识别号 names the buyer's and the seller's: no owner; 4836428 does not read as an 8-digit number
+    assert "buyer_tax_id" not in on.fields and "seller_tax_id" not in on.fields and "invoice_number" not in on.fields
+    # a value a chosen field already holds is not taken twice
+    taken = _fields("vat_invoice", rows, [Span("invoice_number", 0, 4, 24, 0.9)], frozenset(["rekey_after_key_phrase"]))
+    assert _value(taken, "invoice_number") == "29392485974249617064" and "check_code" not in taken.fields
+
+
+def test_title_nearest():
+    for read, title in [("电子发票普通发票）", "电子发票(普通发票)"),
+                        ("電子發票（增值税專用發票）", "電子發票(增值稅專用發票)"),
+                        ("电子发票（增值税奇用发票）", "电子发票(增值税专用发票)"),
+                        ("电子发票(普通发票)(龙江税务局)", "电子发票(普通发票)")]:
+        on, off = _on_off("title_nearest", "e_invoice", _stacked([read]), [Span("title", 0, 0, len(read), 0.9)])
+        assert _value(on, "title") == title and _value(off, "title") != title, read
+    # a province before the title stays; a reading as near to two titles is left as read
+    on = _fields("vat_invoice", _stacked(["福建增值税专用发栗"]), [Span("title", 0, 0, 9, 0.9)])
+    assert _value(on, "title") == "福建增值税专用发票"
+    on = _fields("vat_invoice", _stacked(["增值税电子发票"]), [Span("title", 0, 0, 7, 0.9)])
+    assert _value(on, "title") == "增值税电子发票"
+
+
+def _totals(tax_line: int, words: str = "壹拾肆万叁仟柒佰伍拾贰圆壹角捌分") -> tuple[list, list[Span]]:
+    rows = [("375.56", [1434, 300, 1500, 320]), ("合计", [80, 400, 130, 420]),
+            ("¥131614.67", [1088, 400, 1197, 420]), ("V12137.51", [1398, 400, 1495, 420]),
+            ("价税合计（大写）", [80, 440, 250, 460]), (words, [300, 440, 600, 460]),
+            ("(小写)¥143752.18", [1066, 440, 1241, 460])]
+    spans = [Span("total_amount", 2, 1, 10, 0.9), Span("total_tax", tax_line, 0, len(rows[tax_line][0]), 0.9),
+             Span("total_with_tax", 6, 5, 15, 0.9), Span("total_with_tax_in_words", 5, 0, 1, 0.9)]
+    return rows, spans
+
+
+def test_totals_by_arithmetic():
+    # the model took an item row's tax for 合计税额: the totals row's V12137.51 (¥ read as V) makes the sum hold
+    rows, spans = _totals(0)
+    on, off = _on_off("totals_by_arithmetic", "vat_invoice", rows, spans)
+    assert _value(on, "total_tax") == "12137.51" and _value(off, "total_tax") == "375.56"
+    assert _value(on, "total_amount") == "131614.67" and _value(on, "total_with_tax") == "143752.18"
+    assert any("total_tax" in w and "12137.51" in w for w in on.warnings)
+    # totals that add up are left alone
+    rows, spans = _totals(3)
+    assert _value(_fields("vat_invoice", rows, spans), "total_tax") == "12137.51"
+    # one total kept and nothing else agreeing (no words on the page) is a coincidence, not evidence
+    rows, spans = _totals(0, words="")
+    assert _value(_fields("vat_invoice", rows, spans[:2]), "total_tax") == "375.56"
+
+
+def test_words_by_arithmetic():
+    # 大写 words OCR misread (教柒圳 for 柒佰捌) and the model tagged one character of: the sum confirms 784.98
+    rows = [("¥694.67", [700, 400, 800, 420]), ("¥90.31", [1050, 400, 1150, 420]),
+            ("教柒圳拾肆圆玖角捌分", [300, 440, 600, 460]), ("(小写)¥784.98", [800, 440, 1000, 460])]
+    spans = [Span("total_amount", 0, 1, 7, 0.9), Span("total_tax", 1, 1, 6, 0.9), Span("total_with_tax", 3, 5, 11, 0.9),
+             Span("total_with_tax_in_words", 2, 1, 2, 0.9)]
+    on, off = _on_off("words_by_arithmetic", "vat_invoice", rows, spans)
+    assert _value(on, "total_with_tax_in_words") == "784.98"
+    assert on.fields["total_with_tax_in_words"].raw == "柒圳拾肆圆玖角捌分"
+    assert _value(off, "total_with_tax_in_words") != "784.98"
+    # words printed as a well-formed amount of their own are kept for the validator to report
+    rows[2] = ("柒佰捌拾叁圆玖角捌分", [300, 440, 600, 460])
+    spans[3] = Span("total_with_tax_in_words", 2, 0, 10, 0.9)
+    assert _value(_fields("vat_invoice", rows, spans), "total_with_tax_in_words") == "783.98"
+
+
+def test_join_cell_pieces():
+    # an item name the model tagged in three pieces (*, *纸制品*, 印) is one cell, the whole line
+    rows = [("*纸制品*复印纸", [60, 300, 200, 320]), ("30", [470, 300, 480, 320]), ("6266.81", [640, 300, 720, 320])]
+    spans = [Span("items.name", 0, 0, 1, 0.9), Span("items.name", 0, 1, 5, 0.9), Span("items.name", 0, 7, 8, 0.6),
+             Span("items.quantity", 1, 0, 2, 0.9), Span("items.amount", 2, 0, 7, 0.9)]
+    on, off = _on_off("join_cell_pieces", "vat_invoice", rows, spans)
+    assert on.items[0]["name"].value == "*纸制品*复印纸" and off.items[0]["name"].value == "纸制品*"
+    # pieces of two keys on one line, or a line with a space, stay apart
+    rows[0] = ("*纸制品* 复印纸", [60, 300, 200, 320])
+    assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "纸制品*"
+    rows[0] = ("*纸制品*复印纸", [60, 300, 200, 320])
+    spans[2] = Span("items.spec", 0, 7, 8, 0.6)
+    assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "纸制品*"
+
+
+def test_drop_weak_pieces():
+    # a stray character of the 大写 line tagged as the seller's name at a higher score than the whole name
+    rows = _stacked(["玖拾捌万零柒佰陆拾叁圆陆角伍分", "名称：新锦咨询服务有限公司"])
+    spans = [Span("seller_name", 0, 1, 2, 0.99), Span("seller_name", 1, 3, 13, 0.8)]
+    on, off = _on_off("drop_weak_pieces", "vat_invoice", rows, spans)
+    assert _value(on, "seller_name") == "新锦咨询服务有限公司" and _value(off, "seller_name") == "拾"
+    # a misread key (纳视人识剧号：...) is a key slot, not the buyer's name
+    rows = _stacked(["纳视人识剧号：9251010749A2478Q71", "称：成都锦旋辰文化传媒有限公司"])
+    spans = [Span("buyer_name", 0, 0, 5, 0.98), Span("buyer_name", 1, 2, 15, 0.97)]
+    assert _value(_fields("vat_invoice", rows, spans), "buyer_name") == "成都锦旋辰文化传媒有限公司"
+    # a piece that is the field's only candidate stays
+    assert _value(_fields("vat_invoice", rows, spans[:1]), "buyer_name").startswith("纳视人识剧")
+
+
+def test_text_through_colon_when_the_label_ends_untagged():
+    rows = [("备", [50, 440, 70, 460]), ("合同号：HT07708944", [92, 460, 243, 477])]
+    on, off = _on_off("text_through_colon", "vat_invoice", rows, [Span("remarks", 1, 0, 2, 0.9)])
+    assert on.fields["remarks"].raw == "合同号：HT07708944" and off.fields["remarks"].raw == "合同"
+    rows[1] = ("合同 号：HT07708944", [92, 460, 243, 477])       # a space before the colon: another cell
+    assert _fields("vat_invoice", rows, [Span("remarks", 1, 0, 2, 0.9)]).fields["remarks"].raw == "合同"

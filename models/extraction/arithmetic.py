@@ -6,12 +6,21 @@ id_birth) and fills or corrects a field only when exactly one figure on the page
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 from data.document import Field
-from data.normalize import normalize_code, parse_amount
+from data.normalize import format_amount, format_amount_words, normalize_code, parse_amount, parse_amount_words
 from data.validate import is_valid_id_number
 from models.extraction.base import TYPE_SHAPES, PageContext, Span
+
+# the characters of 大写 words as invoices print them, with the variants data/normalize.py reads
+WORD_CHARS = set("零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正参參貳陸圓")
+
+
+# a money figure, with the ¥ PP-OCR reads as V, Y, N or X glued on (V924965.90): the shape of an amount that
+# is not a piece of a code, looked at before the sign
+FIGURE = re.compile(r"(?<![0-9A-Za-z.])[¥￥VYNX]?" + TYPE_SHAPES["amount"].replace("(?<![0-9A-Za-z.])", "", 1))
 
 
 def _rules(ctx: PageContext, *checks: str) -> list[Any]:
@@ -48,7 +57,7 @@ def money_figures(ctx: PageContext) -> None:
     offsets = [sum(len(ln.text) + 1 for ln in page.lines[:i]) for i in range(len(page.lines))]
     ctx.figures = []
     for li, ln in enumerate(page.lines):
-        for m in re.finditer(r"[¥￥VYNX]?" + TYPE_SHAPES["amount"], ln.text):
+        for m in FIGURE.finditer(ln.text):
             value = parse_amount(m.group())
             a, b = offsets[li] + m.start(), offsets[li] + m.end()
             if value is not None and "." in m.group() and not any(t[0] < b and a < t[1] for t in taken):
@@ -118,3 +127,134 @@ def id_number_facts(ctx: PageContext) -> None:
                                 box=None, page=page.index, label=specs[key].label)
         doc.warnings.append(f"{specs[key].label} ({key}) was not read on the page; {value} is taken "
                             f"from {specs[id_key].label} ({id_key})")
+
+
+def _page_figures(ctx: PageContext) -> dict[Any, list[tuple[int, int, int]]]:
+    """Every positive money figure printed on the page (with a decimal point), taken by a field or item
+    cell or not: value -> [(line, start, end)]."""
+    out: dict[Any, list[tuple[int, int, int]]] = {}
+    for li, ln in enumerate(ctx.page.lines):
+        for m in FIGURE.finditer(ln.text):
+            value = parse_amount(m.group())
+            if value is not None and value > 0 and "." in m.group():
+                out.setdefault(value, []).append((li, m.start(), m.end()))
+    return out
+
+
+def _lcs(a: str, b: str) -> int:
+    """Length of the longest common subsequence of two strings."""
+    prev = [0] * (len(b) + 1)
+    for ch in a:
+        cur = [0]
+        for j, c in enumerate(b):
+            cur.append(prev[j] + 1 if ch == c else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def words_line(ctx: PageContext, value: Any) -> tuple[float, int]:
+    """The OCR line that reads most like `value` written in 大写 words: (share of the words' characters
+    found in order in it, line index); (0.0, -1) when no line has any. Independent evidence of a figure:
+    the 大写 line is printed apart from the figures, and a misread 佰 or a dropped 角 leaves most of it."""
+    words = format_amount_words(value)
+    best, at = 0.0, -1
+    for li, ln in enumerate(ctx.page.lines):
+        body = "".join(ch for ch in ln.text if ch in WORD_CHARS)
+        if body:
+            share = _lcs(words, body) / len(words)
+            if share > best:
+                best, at = share, li
+    return best, at
+
+
+def _place(ctx: PageContext, key: str, value: Any, spots: list[tuple[int, int, int]]) -> Field:
+    """A field for `key` at one printed place of `value`: one no item cell holds, lowest on the page
+    (totals are printed under the rows they sum)."""
+    cells = [(f.span[0], f.span[1]) for row in ctx.doc.items for f in row.values()
+             if f.span and f.page == ctx.page.index]
+    offsets = [sum(len(ln.text) + 1 for ln in ctx.page.lines[:i]) for i in range(len(ctx.page.lines))]
+
+    def in_cell(s: tuple[int, int, int]) -> bool:
+        a, b = offsets[s[0]] + s[1], offsets[s[0]] + s[2]
+        return any(c0 < b and a < c1 for c0, c1 in cells)
+    li, a, b = max(spots, key=lambda s: (not in_cell(s), ctx.page.lines[s[0]].box[1]))
+    return ctx.make_field(key, ctx.specs[key], Span(key, li, a, b, 0.5))
+
+
+def totals_by_arithmetic(ctx: PageContext) -> None:
+    """Totals that do not add up (合计金额 + 合计税额 != 价税合计, or one unreadable) are the printed figures
+    that do: among every triple of the page's money figures with a + t = s, the one that keeps most of
+    the model's choices, counting the 大写 line that reads as s (`words_line`) as one more; it must keep
+    at least `sum_keep` of them and be the only best (a tax is smaller than the amount it is levied on,
+    which orders the two terms). Each total changed says so in a warning."""
+    doc, specs, st = ctx.doc, ctx.specs, ctx.settings
+    for rule in _rules(ctx, "sum"):
+        keys = list(rule.fields) + [rule.equals]
+        if len(rule.fields) != 2 or any(specs.get(k) is None or specs[k].type != "amount" for k in keys) or \
+                any(k in doc.fields and doc.fields[k].page != ctx.page.index for k in keys):
+            continue
+        cur = {k: _value_of(ctx, k) for k in keys}
+        if None not in cur.values() and abs(cur[keys[0]] + cur[keys[1]] - cur[keys[2]]) <= Decimal("0.01"):
+            continue
+        figures = _page_figures(ctx)
+        words = next((r.words for r in _rules(ctx, "words_match") if r.figure == rule.equals and r.words), None)
+        said = _value_of(ctx, words) if words else None
+        chosen = {v for v in cur.values() if v is not None}      # a model's total given to the wrong key counts
+        ranked = []
+        for a in figures:
+            for t in figures:
+                s = a + t
+                if s not in figures:
+                    continue
+                exact = sum(cur[k] == v for k, v in zip(keys, (a, t, s)))
+                keep = sum(v in chosen for v in (a, t, s))
+                if words:
+                    keep += said == s or words_line(ctx, s)[0] >= st.words_share
+                ranked.append(((keep, exact, a > t), (a, t, s)))
+        if not ranked:
+            continue
+        ranked.sort(key=lambda r: r[0], reverse=True)
+        (keep, _, _), triple = ranked[0]
+        if keep < st.sum_keep or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
+            continue
+        for k, v in zip(keys, triple):
+            if cur[k] != v:
+                old = doc.fields[k].value if k in doc.fields else None
+                doc.fields[k] = _place(ctx, k, v, figures[v])
+                doc.warnings.append(f"{specs[k].label} ({k}): {old or 'not read'} -> {doc.fields[k].value}, the "
+                                    f"figure with which {' + '.join(rule.fields)} = {rule.equals}")
+
+
+def words_by_arithmetic(ctx: PageContext) -> None:
+    """大写 words OCR misread (教柒圳拾肆圆 for 柒佰捌拾肆圆), cut, or gave to another field, beside a figure the
+    sum confirms (合计金额 + 合计税额 = 价税合计): the line that reads most like that figure in words, when
+    `words_share` of its characters are there in order, is the words, and their value is the figure's.
+    Words OCR read as a well-formed amount of their own are kept: the validator reports a mismatch."""
+    doc, specs, st = ctx.doc, ctx.specs, ctx.settings
+    for rule in _rules(ctx, "words_match"):
+        fig, words = rule.figure, rule.words
+        if not fig or not words or fig not in doc.fields or words not in specs or \
+                doc.fields[fig].page != ctx.page.index:
+            continue
+        s = _value_of(ctx, fig)
+        sums = [r for r in _rules(ctx, "sum") if r.equals == fig]
+        if s is None or not sums or any(_value_of(ctx, k) is None for k in sums[0].fields) or \
+                abs(sum(_value_of(ctx, k) for k in sums[0].fields) - s) > Decimal("0.01"):
+            continue
+        said = doc.fields.get(words)
+        if said is not None and (_value_of(ctx, words) == s or said.page != ctx.page.index or
+                                 (parse_amount_words(said.raw, ocr_tolerant=False) is not None and
+                                  format_amount_words(parse_amount_words(said.raw, ocr_tolerant=False) or 0)
+                                  == re.sub(r"\s+", "", said.raw))):
+            continue
+        share, li = words_line(ctx, s)
+        if share < st.words_share:
+            continue
+        text = ctx.page.lines[li].text
+        at = [i for i, ch in enumerate(text) if ch in WORD_CHARS]
+        old = said.value if said is not None else None
+        f = ctx.make_field(words, specs[words], Span(words, li, at[0], at[-1] + 1, round(0.5 * share, 4)))
+        f.value = format_amount(s)
+        doc.fields[words] = f
+        doc.warnings.append(f"{specs[words].label} ({words}): read {f.raw!r}{f' (taken as {old})' if old else ''}; "
+                            f"{f.value}, the figure of {fig} its characters spell and the sum confirms")

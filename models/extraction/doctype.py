@@ -123,6 +123,39 @@ def snap_title(value: str, phrases: list[str]) -> str:
     return value
 
 
+def _fit(title: str, value: str) -> tuple[int, int, int]:
+    """The fewest edits that turn some piece of `value` into `title` (semi-global alignment: what stands
+    before or after the piece is free), with where that piece starts and ends in `value`."""
+    # cost[j], start[j]: best alignment of the title so far ending at value[:j]
+    cost, start = [0] * (len(value) + 1), list(range(len(value) + 1))
+    for i, ch in enumerate(title, 1):
+        new, new_start = [i] + [0] * len(value), [0] * (len(value) + 1)
+        for j, c in enumerate(value, 1):
+            new[j], new_start[j] = min((cost[j - 1] + (ch != c), start[j - 1]), (cost[j] + 1, start[j]),
+                                       (new[j - 1] + 1, new_start[j - 1]))
+        cost, start = new, new_start
+    end = min(range(len(value) + 1), key=lambda j: (cost[j], -j))
+    return cost[end], start[end], end
+
+
+def nearest_title(value: str, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> str:
+    """A title OCR misread in a character or two is the one known title it is nearest to: 电子发票普通发票）
+    with a bracket dropped, 增值税奇用发票, a traditional title read with one simplified 税, a seal's
+    (龙江税务局) read onto its end. The title within `title_edits` per `title_edit_chars` characters
+    (at least one) of a piece of the value, and strictly nearer than every other title, replaces that piece;
+    up to `title_extra` characters before it (a province) stay, what follows it goes."""
+    titles = sorted({to_halfwidth(t) for t in phrases})
+    v = re.sub(r"\s+", "", to_halfwidth(value or ""))
+    if not v or not titles:
+        return value
+    fits = sorted((_fit(t, v), t) for t in titles)
+    (edits, a, _), best = fits[0]
+    allowed = max(1, st.title_edits * len(best) // st.title_edit_chars)
+    if edits > allowed or (len(fits) > 1 and fits[1][0][0] == edits) or a > st.title_extra:
+        return value
+    return v[:a] + best
+
+
 def complete_title(f: Field, page: Page, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
     """A title the model tagged only in part (电子发 of 电子发票 | （增值税专用发票）, OCR's two lines on one
     row or stacked) is the printed title it belongs to: its line, alone or joined to the line before or

@@ -6,9 +6,13 @@ fields from the page's layout.
 """
 from __future__ import annotations
 
-from models.extraction.base import PageContext, clean
-from models.extraction.doctype import complete_title, snap_title
+import re
+
+from data.labels import COLONS
+from models.extraction.base import CODE_TYPES, TYPE_SHAPES, PageContext, Span, clean, line_starts, plausible
+from models.extraction.doctype import complete_title, nearest_title, snap_title
 from models.extraction.fields import (
+    grow_to_run,
     is_key_text,
     rekey_by_phrase,
     rekey_by_row,
@@ -45,6 +49,11 @@ def strip_own_key(ctx: PageContext) -> None:
     ctx.header = [strip_key_phrase(s, ctx.text(s), ctx.phrases.get(s.key, [])) for s in ctx.header]
 
 
+def grow_code_run(ctx: PageContext) -> None:
+    """A code the model tagged short of its run of letters and digits is the whole run, when that reads as the type."""
+    ctx.header = [grow_to_run(s, ctx.specs[s.key], ctx.text(s)) for s in ctx.header]
+
+
 def fit_to_type(ctx: PageContext) -> None:
     """A value that does not read as its type grows to the whole value around it, or shrinks to it."""
     ctx.header = [trim_to_type(s, ctx.specs[s.key], ctx.text(s)) for s in ctx.header]
@@ -63,12 +72,66 @@ def text_whole_line(ctx: PageContext) -> None:
                   else s for s in header]
 
 
+def _weak(s: Span, text: str, share: float) -> bool:
+    """A free-text candidate that is a small piece of its colon segment (司 of a line of goods, 上海 of a
+    seal's 上海税务局), or that fills the key slot of a "key：value" (纳视人识剧 of 纳视人识剧号：9251...)."""
+    bounds = [-1] + [i for i, ch in enumerate(text) if ch in COLONS] + [len(text)]
+    a = max(b for b in bounds if b < s.start)
+    b = min(b for b in bounds if b >= s.end)
+    seg = re.sub(r"\s+", "", text[a + 1:b])
+    body = re.sub(r"\s+", "", text[s.start:s.end])
+    return len(body) < share * len(seg) or (b < len(text) and bool(text[b + 1:].strip()))
+
+
+def drop_weak_pieces(ctx: PageContext) -> None:
+    """Of a free-text field's candidates, the weak ones (`_weak`: a small piece of its segment, or a key
+    slot) give way when the field has a candidate that is neither: a tiny model tags stray characters of
+    other lines with a name's field at a higher mean score than the whole name it also tagged."""
+    share = ctx.settings.piece_share
+    for key in {s.key for s in ctx.header if ctx.specs[s.key].type == "text"}:
+        mine = [s for s in ctx.header if s.key == key]
+        weak = [s for s in mine if _weak(s, ctx.text(s), share)]
+        if weak and len(weak) < len(mine):
+            ctx.header = [s for s in ctx.header if not any(s is w for w in weak)]
+
+
 def choose_fields(ctx: PageContext) -> None:
     """Per field the most confident candidate that holds any text."""
     for s in sorted(ctx.header, key=lambda s: -s.score):
         if s.key not in ctx.doc.fields and clean(ctx.text(s)[s.start:s.end]):
             ctx.doc.fields[s.key] = ctx.make_field(s.key, ctx.specs[s.key], s)
             ctx.used.add((s.line, s.start))
+
+
+def fill_by_key_phrase(ctx: PageContext) -> None:
+    """A typed field (a code, a date) the model tagged nowhere, printed after a key phrase that names it
+    alone (校验码：2939..., 发票号码：4836...): the value after that colon, when it reads as the field's type
+    and pattern and no chosen value holds it. Exactly one such value on the page, else nothing is filled."""
+    owners: dict[str, set[str]] = {}
+    for key, phs in ctx.phrases.items():
+        for ph in phs:
+            owners.setdefault(ph, set()).add(key)
+    offsets = line_starts(ctx.page)
+    taken = [f.span for f in ctx.here().values() if f.span]
+    for key, spec in ctx.specs.items():
+        if key in ctx.doc.fields or spec.type not in CODE_TYPES + ("date",):
+            continue
+        own = [ph for ph in ctx.phrases.get(key, []) if ph and owners[ph] == {key}]
+        found: dict[str, Span] = {}
+        for li, ln in enumerate(ctx.page.lines):
+            for m in re.finditer(f"[{COLONS}]", ln.text):
+                head = re.sub(r"\s+", "", ln.text[:m.start()])
+                if not any(head.endswith(ph) for ph in own):
+                    continue
+                shape = r"[0-9A-Za-z]+" if spec.type in CODE_TYPES else TYPE_SHAPES["date"]
+                v = re.match(r"\s*(" + shape + ")", ln.text[m.end():])
+                if v is None or not plausible(spec, v.group(1)):
+                    continue
+                a, b = m.end() + v.start(1), m.end() + v.end(1)
+                if not any(t[0] < offsets[li] + b and offsets[li] + a < t[1] for t in taken):
+                    found.setdefault(clean(v.group(1)), Span(key, li, a, b, 0.5))
+        if len(found) == 1:
+            ctx.doc.fields[key] = ctx.make_field(key, spec, next(iter(found.values())))
 
 
 def _text_fields(ctx: PageContext) -> list:
@@ -95,7 +158,7 @@ def text_through_colon(ctx: PageContext) -> None:
     """Free text that is itself "label：content" runs through its colon to the line's end."""
     here = ctx.here()
     for f in _text_fields(ctx):
-        through_colon(f, ctx.page, [g.span for g in here.values() if g is not f and g.span])
+        through_colon(f, ctx.page, [g.span for g in here.values() if g is not f and g.span], ctx.settings)
 
 
 def title_from_line(ctx: PageContext) -> None:
@@ -109,3 +172,10 @@ def title_snap(ctx: PageContext) -> None:
     if "title" in ctx.here() and getattr(ctx.schema, "title_phrases", None):
         f = ctx.doc.fields["title"]
         f.value = snap_title(f.value, ctx.schema.title_phrases)
+
+
+def title_nearest(ctx: PageContext) -> None:
+    """A title OCR misread in a character or two (a bracket dropped, a look-alike) is the nearest known title."""
+    if "title" in ctx.here() and getattr(ctx.schema, "title_phrases", None):
+        f = ctx.doc.fields["title"]
+        f.value = nearest_title(f.value, ctx.schema.title_phrases, ctx.settings)

@@ -22,6 +22,22 @@ GROW_SHAPES = {"date": TYPE_SHAPES["date"], "amount_words": rf"[{_WORDS}]+(?:[^\
                **{t: r"[0-9A-Za-z]+" for t in CODE_TYPES}}
 
 
+def grow_to_run(sp: Span, spec: Any, text: str) -> Span:
+    """A code never ends inside a run of letters and digits: where the model's tags stopped short (15 of
+    an 18-character tax ID, which still reads as an old 15-character one; 10 of a 12-digit invoice code)
+    and the whole run reads as the field's type and pattern, the value is the whole run."""
+    if spec.type not in CODE_TYPES:
+        return sp
+    a, b = sp.start, sp.end
+    while a > 0 and text[a - 1].isascii() and text[a - 1].isalnum():
+        a -= 1
+    while b < len(text) and text[b].isascii() and text[b].isalnum():
+        b += 1
+    if (a, b) != (sp.start, sp.end) and text[a:b] != clean(text[sp.start:sp.end]) and plausible(spec, text[a:b]):
+        return Span(sp.key, sp.line, a, b, sp.score, sp.alts)
+    return sp
+
+
 def trim_to_type(sp: Span, spec: Any, text: str) -> Span:
     """Fit a span that does not read as its type: grow it to the whole value around it in its
     colon segment (a long number OCR cut with a space, a date the model found only part of), else

@@ -31,6 +31,25 @@ def whole_cells(spans: list[Span], page: Page) -> list[Span]:
     return out
 
 
+def join_pieces(spans: list[Span], page: Page) -> list[Span]:
+    """Several item spans on one OCR line, all of one key (*纸制品*复印纸 tagged as *, *纸制品* and 印; 46 as
+    4 and 46), are pieces of one cell: one span from the first piece's start to the last one's end,
+    when the line holds no space (a space may part two cells OCR read as one line)."""
+    out: list[Span] = []
+    done: set[int] = set()
+    for sp in spans:
+        if sp.line in done:
+            continue
+        mates = [o for o in spans if o.line == sp.line]
+        body = page.lines[sp.line].text.strip()
+        if len(mates) > 1 and len({o.key for o in mates}) == 1 and " " not in body and "　" not in body:
+            done.add(sp.line)
+            sp = Span(sp.key, sp.line, min(o.start for o in mates), max(o.end for o in mates),
+                      max(o.score for o in mates), sp.alts)
+        out.append(sp)
+    return out
+
+
 def drop_total_rows(doc: Document) -> None:
     """A nameless row whose amount is the sum of the other rows' amounts is the 合计 line under the
     table (a receipt prints it without ¥), not goods: drop it so the totals can claim it."""
@@ -111,6 +130,11 @@ def _item_key(s: Span) -> str:
 def item_candidates(ctx: PageContext) -> None:
     """The model's item spans of fields the schema has."""
     ctx.item_spans = [s for s in ctx.spans if s.key.startswith(ITEM_PREFIX) and _item_key(s) in ctx.item_specs]
+
+
+def join_cell_pieces(ctx: PageContext) -> None:
+    """Item spans of one key that part one OCR line between them are one cell."""
+    ctx.item_spans = join_pieces(ctx.item_spans, ctx.page)
 
 
 def whole_cell(ctx: PageContext) -> None:

@@ -46,11 +46,21 @@ class DecodeSettings:
     join_right_overlap: float = 0.8    # ... overlapping it by at most this x line height
     join_centre: float = 0.3           # stacked parts: centres within this x the wider (or head's) width
     join_stack: float = 1.0            # a title's head stacked above its bracketed part: within this many lines
+    colon_gap: int = 2                 # "label：content" free text whose label ends in up to this many untagged chars
     title_stack: float = 1.5           # two stacked lines of one title: at most this many line heights apart
+    piece_share: float = 0.5           # a free-text candidate under this share of its colon segment is a piece of
+                                       # it: it gives way to a candidate of its field that fills its segment
+    title_edits: int = 1               # a title read with this many edits per `title_edit_chars` characters (at
+    title_edit_chars: int = 6          # least one) is the nearest known title, when no other title is as near
     # --- items --------------------------------------------------------------------------------------------
     row_tolerance: float = 0.5         # item cells whose deskewed centres are within this x line height: one row
     row_lower: float = 0.35            # a second cell of a key this much lower starts the next row
     item_band: float = 0.6             # a missing quantity/tax is searched within this x line height of its row
+    # --- totals by arithmetic ----------------------------------------------------------------------------
+    sum_keep: int = 2                  # figures re-chosen so the sum holds must keep this many of the model's totals
+                                       # (the 大写 line reading as the total counts as one): one is a coincidence
+    words_share: float = 0.6           # a line with this share of a figure's 大写 characters in order spells it
+                                       # (教柒圳拾肆圆玖角捌分 holds 8 of 柒佰捌拾肆圆玖角捌分's 10)
     # --- forms -------------------------------------------------------------------------------------------
     form_trust: float = 0.4            # the model knows the page when this share of its lines is tagged q/a ...
     form_other: float = 0.7            # ... and then a line it tags "other" with this mass holds no key or value

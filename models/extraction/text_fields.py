@@ -21,7 +21,7 @@ def _dup(f: Field) -> bool:
     return len(f.raw) > 2 and f.raw[0] not in "（(" and f.raw[1] in "（(" and f.span is not None
 
 
-def through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
+def through_colon(f: Field, page: Page, taken: list[list[int]], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
     """Free text that is itself "label：content" (备注 项目：餐饮管理服务) of which the label was taken and
     the content was not (the model gave 餐饮管理 to a company name that lost elsewhere): a value that
     starts its line and ends at a colon runs to the end of the line, when the rest has no colon and no
@@ -33,7 +33,11 @@ def through_colon(f: Field, page: Page, taken: list[list[int]]) -> None:
     line, base = page.lines[li], int(offsets[li])
     a, b = f.span[0] - base, f.span[1] - base
     text = line.text
-    colon = b - 1 if text[b - 1:b] in tuple(COLONS) else b if text[b:b + 1] in tuple(COLONS) else None
+    colon = b - 1 if text[b - 1:b] in tuple(COLONS) else \
+        next((c for c in range(b, min(len(text), b + 1 + st.colon_gap)) if text[c] in COLONS), None)
+    # the label's last character or two left untagged (合同|号：HT0770...) still make the value "label：content"
+    if colon is not None and (re.search(r"\s", text[b:colon]) or any(c in COLONS for c in text[b:colon])):
+        colon = None
     if colon is None or text[:a].strip():
         return
     end = len(text.rstrip())
