@@ -228,7 +228,8 @@ def test_goods_rows_only_and_fill_by_arithmetic():
              Span("items.tax", 2, 1, 8, 0.8)]
     on = _fields("vat_invoice", rows, spans)
     assert on.items == [] and _value(on, "total_with_tax") == "20663.42" and _value(on, "total_tax") == "2302.13"
-    assert _fields("vat_invoice", rows, spans, frozenset(["goods_rows_only"])).items != []
+    # a lone tax cell is no goods row either (lone_cells): both off, the 合计 row stays
+    assert _fields("vat_invoice", rows, spans, frozenset(["goods_rows_only", "lone_cells"])).items != []
     # totals_by_arithmetic finds the same figure (the sum's terms and the 大写 line agree on it): both off, none
     assert _value(_fields("vat_invoice", rows, spans, frozenset(["totals_by_arithmetic"])), "total_with_tax") == \
         "20663.42"
@@ -507,3 +508,47 @@ def test_text_through_colon_when_the_label_ends_untagged():
     assert on.fields["remarks"].raw == "合同号：HT07708944" and off.fields["remarks"].raw == "合同"
     rows[1] = ("合同 号：HT07708944", [92, 460, 243, 477])       # a space before the colon: another cell
     assert _fields("vat_invoice", rows, [Span("remarks", 1, 0, 2, 0.9)]).fields["remarks"].raw == "合同"
+
+
+def test_label_is_no_name_and_lone_cells():
+    # the model tagged 价税合计（大写） as a goods name and the ⓧ before the 大写 line (read 8) as its quantity
+    rows, spans = _goods()
+    rows += [("价税合计（大写）", [80, 440, 250, 460]), ("8", [270, 440, 285, 460])]
+    spans += [Span("items.name", 9, 0, 8, 0.9), Span("items.quantity", 10, 0, 1, 0.9)]
+    on = _fields("vat_invoice", rows, spans)
+    assert len(on.items) == 1 and on.items[0]["name"].value == "*运输服务*国内货物运输服务"
+    no_label = _fields("vat_invoice", rows, spans, frozenset(["label_is_no_name"]))
+    assert any(r.get("name") and r["name"].value == "价税合计(大写)" for r in no_label.items)
+    assert len(_fields("vat_invoice", rows, spans, frozenset(["label_is_no_name", "lone_cells"])).items) == 2
+    # a row of one quantity is dropped; a row of one amount is kept (the name may be what the model missed)
+    assert len(_fields("vat_invoice", rows, spans, frozenset(["lone_cells"])).items) == 2
+
+
+def test_item_arithmetic():
+    y = [300, 320]
+    rows = [("*文具*中性笔", [60, y[0], 300, y[1]]), ("3", [470, y[0], 480, y[1]]), ("809.79", [520, y[0], 600, y[1]]),
+            ("2609.37", [640, y[0], 720, y[1]]), ("135", [760, y[0], 790, y[1]]), ("339.22", [820, y[0], 900, y[1]])]
+    spans = [Span("items.name", 0, 0, 7, 0.9), Span("items.quantity", 1, 0, 1, 0.9),
+             Span("items.unit_price", 2, 0, 6, 0.9), Span("items.amount", 3, 0, 7, 0.9),
+             Span("items.tax_rate", 4, 0, 3, 0.9), Span("items.tax", 5, 0, 6, 0.9)]
+    on, off = _on_off("item_arithmetic", "vat_invoice", rows, spans)
+    # 339.22 / 2609.37 is 13%: 135 is 13% misread; 2609.37 / 3 = 869.79, one digit from 809.79
+    assert on.items[0]["tax_rate"].value == "13%" and on.items[0]["unit_price"].value == "869.79"
+    assert off.items[0]["tax_rate"].value != "13%" and off.items[0]["unit_price"].value == "809.79"
+    # a tax misread by more than one character is left as read
+    rows[5] = ("389.72", [820, y[0], 900, y[1]])
+    rows[4] = ("13%", [760, y[0], 790, y[1]])
+    assert _fields("vat_invoice", rows, spans).items[0]["tax"].value == "389.72"
+    rows[5] = ("339.2", [820, y[0], 900, y[1]])
+    spans[5] = Span("items.tax", 5, 0, 5, 0.9)
+    assert _fields("vat_invoice", rows, spans).items[0]["tax"].value == "339.22"
+
+
+def test_star_name_reads_a_dot_as_the_second_star():
+    rows, spans = _goods("*日用杂品·保温袋")
+    spans[0] = Span("items.name", 0, 0, 9, 0.9)
+    assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*日用杂品*保温袋"
+    rows, spans = _goods('*"日用杂品*保温袋')
+    spans[0] = Span("items.name", 0, 0, 10, 0.9)
+    assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*日用杂品*保温袋"
+    assert _fields("vat_invoice", rows, spans, frozenset(["star_name"])).items[0]["name"].value == '*"日用杂品*保温袋'

@@ -13,6 +13,7 @@ from data.document import Field
 from data.normalize import format_amount, format_amount_words, normalize_code, parse_amount, parse_amount_words
 from data.validate import is_valid_id_number
 from models.extraction.base import TYPE_SHAPES, PageContext, Span
+from models.extraction.items import complete_item_rows
 
 # the characters of 大写 words as invoices print them, with the variants data/normalize.py reads
 WORD_CHARS = set("零壹贰叁肆伍陆柒捌玖拾佰仟万亿圆元角分整正参參貳陸圓")
@@ -223,6 +224,8 @@ def totals_by_arithmetic(ctx: PageContext) -> None:
                 doc.fields[k] = _place(ctx, k, v, figures[v])
                 doc.warnings.append(f"{specs[k].label} ({k}): {old or 'not read'} -> {doc.fields[k].value}, the "
                                     f"figure with which {' + '.join(rule.fields)} = {rule.equals}")
+        if ctx.cells and triple != tuple(cur[k] for k in keys):
+            complete_item_rows(ctx)       # a figure a wrong total held may be the one its row misses
 
 
 def words_by_arithmetic(ctx: PageContext) -> None:

@@ -4,7 +4,7 @@ printed table row, and the rules that complete or drop rows.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
@@ -121,6 +121,60 @@ def complete_item_rows(ctx: PageContext) -> None:
                 taken.add(span)
 
 
+# the tax rates and levy rates (征收率) Chinese invoices print, in percent
+RATES = (0, 1, 1.5, 3, 5, 6, 9, 10, 11, 13, 16, 17)
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance of two short strings."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def _digits(text: str) -> str:
+    return re.sub(r"\D", "", text or "")
+
+
+def repair_item_figures(ctx: PageContext) -> None:
+    """A row's rate, tax or unit price OCR misread in one character (13% as 135 or 3%, 217.06 as 217306,
+    869.79 as 809.79) is the figure the row's arithmetic gives (金额 x 税率 = 税额, 数量 x 单价 = 金额),
+    when the printed digits are one edit from that figure's: the rate from 税额 / 金额 among the rates
+    invoices print, then the tax from 金额 x 税率, then the unit price from 金额 / 数量 at the printed
+    number of decimals. Each repair is said in a warning."""
+    for i, row in enumerate(ctx.doc.items):
+        if any(f.page != ctx.page.index for f in row.values()) or "amount" not in row:
+            continue
+        a = parse_amount(row["amount"].value)
+        if a is None or a <= 0:
+            continue
+
+        def fix(key: str, value: str, row: dict[str, Field] = row, i: int = i) -> None:
+            f = row[key]
+            if f.value != value and _edits(_digits(f.raw), _digits(value)) <= 1:
+                ctx.doc.warnings.append(f"items[{i}].{key}: read {f.raw!r}, taken as {value} by the row's arithmetic")
+                f.value = value
+        t = parse_amount(row["tax"].value) if "tax" in row else None
+        if "tax_rate" in row and t is not None:
+            fits = [r for r in RATES if abs(a * Decimal(str(r)) / 100 - t) <= Decimal("0.011")]
+            if len(fits) == 1:
+                fix("tax_rate", f"{Decimal(str(fits[0])).normalize():f}%")
+        rate = row["tax_rate"].value if "tax_rate" in row else ""
+        r = parse_amount(rate[:-1]) if rate.endswith("%") else None
+        if "tax" in row and r is not None:
+            fix("tax", str((a * r / 100).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)))
+        q = parse_amount(row["quantity"].value) if "quantity" in row else None
+        if "unit_price" in row and q and "." in (row["unit_price"].raw or ""):
+            places = len(row["unit_price"].raw.rsplit(".", 1)[1])
+            p = (a / q).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+            if abs(p * q - a) <= Decimal("0.01") * max(Decimal(1), q):
+                fix("unit_price", f"{p.normalize():f}" if places else str(p))
+
+
 # --- rules over the page context ------------------------------------------------------------------
 
 def _item_key(s: Span) -> str:
@@ -149,15 +203,35 @@ def item_cells(ctx: PageContext) -> None:
 
 
 def star_name(ctx: PageContext) -> None:
-    """货物名称 is printed *类别*名称; OCR often drops the first star, or reads the second as a quotation
-    mark (会议服务“会议费)."""
+    """货物名称 is printed *类别*名称; OCR often drops the first star, reads the second as a quotation
+    mark or a dot (会议服务“会议费, 日用杂品·保温袋), or reads a speck after the first (*"日用杂品*保温袋)."""
     for k, f in ctx.cells:
         if k != "name":
             continue
-        value = re.sub(r"(?<=[\u4e00-\u9fff])[“”\"＊※](?=[\u4e00-\u9fff])", "*", f.value or "", count=1)
+        value = re.sub(r"^\*[“”\"'·•・.,，、](?=[\u4e00-\u9fff])", "*", f.value or "")
+        value = re.sub(r"(?<=[\u4e00-\u9fff])[“”\"＊※·•・](?=[\u4e00-\u9fff])", "*", value, count=1)
         if re.fullmatch(r"[^*\s][^*]*\*[^*]+", value):
             value = "*" + value
         f.value = value
+
+
+def label_is_no_name(ctx: PageContext) -> None:
+    """A goods name that reads as one of the schema's key phrases (合计, 价税合计（大写）) is the label the
+    model tagged beside the table, not goods: that cell is dropped."""
+    phrases = {_fold(ph) for f in list(ctx.schema.fields) + list(ctx.schema.item_fields) for ph in f.key_phrases}
+    ctx.cells = [(k, f) for k, f in ctx.cells if k != "name" or _fold(f.raw) not in phrases]
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"[\s()（）:：]+", "", text or "")
+
+
+def lone_cells(ctx: PageContext) -> None:
+    """A row of one cell that is neither a name nor an amount (a 8 read off the ⓧ before the 大写 line,
+    taken for a quantity) is no goods row."""
+    drop = [row for row in ctx.rows if len(row) == 1 and not {"name", "amount"} & set(row)]
+    ctx.rows = [row for row in ctx.rows if not any(row is d for d in drop)]
+    ctx.doc.items = [row for row in ctx.doc.items if not any(row is d for d in drop)]
 
 
 def cluster_item_rows(ctx: PageContext) -> None:
@@ -190,6 +264,12 @@ def drop_total_row(ctx: PageContext) -> None:
     """A nameless row whose amount is the sum of the other rows' is the 合计 line, not goods."""
     if ctx.cells:
         drop_total_rows(ctx.doc)
+
+
+def item_arithmetic(ctx: PageContext) -> None:
+    """A row's figure OCR misread in one character is the one the row's arithmetic gives."""
+    if ctx.cells:
+        repair_item_figures(ctx)
 
 
 def complete_item_row(ctx: PageContext) -> None:
