@@ -552,3 +552,31 @@ def test_star_name_reads_a_dot_as_the_second_star():
     spans[0] = Span("items.name", 0, 0, 10, 0.9)
     assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*日用杂品*保温袋"
     assert _fields("vat_invoice", rows, spans, frozenset(["star_name"])).items[0]["name"].value == '*"日用杂品*保温袋'
+
+
+def test_check_char_repair():
+    # V is no GB 32100 symbol: the check character allows exactly one symbol in its place
+    rows = _stacked(["纳税人识别号：12210V02TT987N79XT"])
+    on, off = _on_off("check_char_repair", "vat_invoice", rows, [Span("seller_tax_id", 0, 7, 25, 0.9)])
+    assert _value(on, "seller_tax_id") == "12210202TT987N79XT" and _value(off, "seller_tax_id") == "12210V02TT987N79XT"
+    assert any("check character" in w for w in on.warnings)
+    # a code of alphabet symbols that does not check (a mock value) is left as read
+    rows = _stacked(["纳税人识别号：91011111AA2AAAAA00"])
+    assert _value(_fields("vat_invoice", rows, [Span("seller_tax_id", 0, 7, 25, 0.9)]), "seller_tax_id") == \
+        "91011111AA2AAAAA00"
+
+
+def test_a_title_line_misread_in_a_character_still_names_its_type():
+    import dataclasses
+
+    from models.extraction.settings import DEFAULT_SETTINGS
+    types = ["vat_invoice", "e_invoice", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    lean_vat = np.array([0.6, 0.3, 0.1])
+    # 票 lost under the seal: the VAT title inside the e-invoice's is read exactly, the e-invoice's one edit off
+    page = ["电子发（增值税专用发票）", "发票号码：24311936202392949404"]
+    assert types[pick_type(lean_vat, types, schemas, page)] == "e_invoice"
+    exact = dataclasses.replace(DEFAULT_SETTINGS, title_line_edits=0)
+    assert types[pick_type(lean_vat, types, schemas, page, exact)] == "vat_invoice"
+    # a bracket dropped and one lost: 电子发票普通发票）
+    assert types[pick_type(lean_vat, types, schemas, ["电子发票普通发票）"])] == "e_invoice"

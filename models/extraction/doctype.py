@@ -40,14 +40,23 @@ def title_evidence(phrases: list[str], lines: list[str], max_extra: int | None =
     return best
 
 
-def title_line(phrases: list[str], lines: list[str], extra: int = DEFAULT_SETTINGS.title_extra) -> int:
+def title_line(phrases: list[str], lines: list[str], extra: int = DEFAULT_SETTINGS.title_extra,
+               edits: int = 0) -> int:
     """Length of the longest title a page prints as a title: a line holding the title exactly, with at
-    most four characters more (a province: 湖南增值税电子普通发票). 0 when there is none."""
+    most four characters more (a province: 湖南增值税电子普通发票). 0 when there is none. With `edits`, a
+    line holding the title misread in up to that many characters per 6 (电子发(增值税专用发票), 票 under the
+    seal) counts too, as the title's length less the edits: an e-invoice whose 票 OCR lost is still
+    nearer its own title than the VAT title inside it."""
     best = 0
     lines = [re.sub(r"[()]", "", ln) for ln in lines]        # OCR drops a bracket now and then
     for ph in (re.sub(r"[\s()]+", "", to_halfwidth(t)) for t in phrases):
         if any(ph in ln and len(ln) <= len(ph) + extra for ln in lines):
             best = max(best, len(ph))
+        elif edits:
+            allowed = max(1, edits * len(ph) // 6)
+            near = [_fit(ph, ln)[0] for ln in lines if len(ph) - allowed <= len(ln) <= len(ph) + extra]
+            if near and min(near) <= allowed:
+                best = max(best, len(ph) - min(near))
     return best
 
 
@@ -69,7 +78,8 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
     # a title OCR cut in two (电子发票 | （增值税专用发票）) is whole again in a line joined to the next
     joined = lines + [a + b for a, b in zip(lines, lines[1:])]
-    titled = {i: title_line(schemas[t].title_phrases, joined, st.title_extra) for i, t in enumerate(types)
+    titled = {i: title_line(schemas[t].title_phrases, joined, st.title_extra, st.title_line_edits)
+              for i, t in enumerate(types)
               if schemas.get(t) is not None and schemas[t].title_required and "type_by_title_line" not in off}
     longest = max(titled.values(), default=0)
     if longest:

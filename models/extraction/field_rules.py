@@ -12,6 +12,7 @@ from data.labels import COLONS
 from models.extraction.base import CODE_TYPES, TYPE_SHAPES, PageContext, Span, clean, line_starts, plausible
 from models.extraction.doctype import complete_title, nearest_title, snap_title
 from models.extraction.fields import (
+    credit_code_repair,
     grow_to_run,
     is_key_text,
     rekey_by_phrase,
@@ -101,6 +102,18 @@ def choose_fields(ctx: PageContext) -> None:
         if s.key not in ctx.doc.fields and clean(ctx.text(s)[s.start:s.end]):
             ctx.doc.fields[s.key] = ctx.make_field(s.key, ctx.specs[s.key], s)
             ctx.used.add((s.line, s.start))
+
+
+def check_char_repair(ctx: PageContext) -> None:
+    """A tax ID or credit code read with one character outside the GB 32100 alphabet is the code its
+    check character allows (`credit_code_repair`), said in a warning."""
+    for key, f in ctx.here().items():
+        if ctx.specs[key].type in ("tax_id", "credit_code"):
+            fixed = credit_code_repair(f.value)
+            if fixed is not None:
+                ctx.doc.warnings.append(f"{ctx.specs[key].label} ({key}): read {f.value}, taken as {fixed} by its "
+                                        f"check character")
+                f.value = fixed
 
 
 def fill_by_key_phrase(ctx: PageContext) -> None:

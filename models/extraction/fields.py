@@ -12,6 +12,7 @@ from data.document import Page
 from data.geometry import same_row
 from data.labels import COLONS
 from data.normalize import to_halfwidth
+from data.validate import CREDIT_ALPHABET, is_valid_credit_code
 from models.extraction.base import CODE_TYPES, TYPE_SHAPES, Span, clean, near, plausible
 from models.extraction.doctype import title_evidence
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
@@ -36,6 +37,19 @@ def grow_to_run(sp: Span, spec: Any, text: str) -> Span:
     if (a, b) != (sp.start, sp.end) and text[a:b] != clean(text[sp.start:sp.end]) and plausible(spec, text[a:b]):
         return Span(sp.key, sp.line, a, b, sp.score, sp.alts)
     return sp
+
+
+def credit_code_repair(value: str) -> str | None:
+    """An 18-character credit code with exactly one character GB 32100 never prints (I, O, S, V, Z: OCR's
+    reading of a seal's edge or a look-alike) has that character fixed by its check character: of the 31
+    symbols exactly one makes the code check, the weights being invertible mod 31. None when that is
+    not the case (none or several such characters, or another length)."""
+    bad = [i for i, ch in enumerate(value) if ch not in CREDIT_ALPHABET]
+    if len(value) != 18 or len(bad) != 1:
+        return None
+    fits = [value[:bad[0]] + c + value[bad[0] + 1:] for c in CREDIT_ALPHABET]
+    fits = [v for v in fits if is_valid_credit_code(v)]
+    return fits[0] if len(fits) == 1 else None
 
 
 def trim_to_type(sp: Span, spec: Any, text: str) -> Span:

@@ -64,6 +64,7 @@ RULES: list[Rule] = [
     Rule("drop_weak_pieces", "fields", field_rules.drop_weak_pieces),
     Rule("choose_fields", "fields", field_rules.choose_fields, core=True),
     Rule("fill_by_key_phrase", "fields", field_rules.fill_by_key_phrase),
+    Rule("check_char_repair", "fields", field_rules.check_char_repair),
     Rule("bracket_below", "fields", field_rules.bracket_below),
     Rule("bracket_head", "fields", field_rules.bracket_head),
     Rule("text_through_colon", "fields", field_rules.text_through_colon),

@@ -23,6 +23,7 @@ class DecodeSettings:
                                        # receipts score >= 0.9999, the OmniDoc pages taken for receipts <= 0.05
     type_form_keys: int = 4            # a page with this many key-colon lines and no money wording of a title-less
                                        # type (合计, 实收 ...) is a form: receipts print their sums
+    title_line_edits: int = 1          # a title line misread in this many characters per 6 still names its type
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
     # a title is printed as a unit, on a line of its own or beside a number or date on its row; in a long line
     # of prose half a short title's characters occur in order by chance (a research report's 营业收入 and
