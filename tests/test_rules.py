@@ -580,3 +580,19 @@ def test_a_title_line_misread_in_a_character_still_names_its_type():
     assert types[pick_type(lean_vat, types, schemas, page, exact)] == "vat_invoice"
     # a bracket dropped and one lost: 电子发票普通发票）
     assert types[pick_type(lean_vat, types, schemas, ["电子发票普通发票）"])] == "e_invoice"
+
+
+def test_prefer_plausible():
+    # three digits of the cipher area tagged as the seller's tax ID more surely than the tax ID itself
+    rows = _stacked(["-730>103*64//5>44068-<74963", "纳税人识别号：916101139A151A634F"])
+    spans = [Span("seller_tax_id", 0, 5, 8, 0.48), Span("seller_tax_id", 1, 7, 25, 0.41)]
+    on, off = _on_off("prefer_plausible", "vat_invoice", rows, spans)
+    assert _value(on, "seller_tax_id") == "916101139A151A634F" and _value(off, "seller_tax_id") == "103"
+    # the only candidate stays, plausible or not
+    assert _value(_fields("vat_invoice", rows, spans[:1]), "seller_tax_id") == "103"
+
+
+def test_drop_weak_pieces_keeps_a_remark_that_is_label_and_content():
+    rows = [("备", [50, 440, 70, 460]), ("合同号：HT07708944", [92, 460, 243, 477])]
+    spans = [Span("remarks", 1, 0, 2, 0.95), Span("remarks", 1, 4, 14, 0.9)]
+    assert _fields("vat_invoice", rows, spans).fields["remarks"].raw == "合同号：HT07708944"

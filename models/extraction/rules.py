@@ -62,6 +62,7 @@ RULES: list[Rule] = [
     Rule("text_to_segment_end", "fields", field_rules.text_to_segment_end),
     Rule("text_whole_line", "fields", field_rules.text_whole_line),
     Rule("drop_weak_pieces", "fields", field_rules.drop_weak_pieces),
+    Rule("prefer_plausible", "fields", field_rules.prefer_plausible),
     Rule("choose_fields", "fields", field_rules.choose_fields, core=True),
     Rule("fill_by_key_phrase", "fields", field_rules.fill_by_key_phrase),
     Rule("check_char_repair", "fields", field_rules.check_char_repair),
