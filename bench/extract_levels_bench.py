@@ -15,6 +15,7 @@ per level, and scores each model with `python -m training evaluate --ocr real` (
 cached in runs/eval_ocr_cache.jsonl, so every model reads the same OCR lines). A type a model does not
 know scores what it extracts (usually 0). Use a seed no earlier run looked at for a figure that was not
 tuned on. Prints one table (rows: type x level, columns: models) and writes every report in one JSON.
+`--types vat_invoice,e_invoice` draws only those types (OCR is the slow part: fewer pages, same cache).
 """
 from __future__ import annotations
 

@@ -596,3 +596,13 @@ def test_drop_weak_pieces_keeps_a_remark_that_is_label_and_content():
     rows = [("备", [50, 440, 70, 460]), ("合同号：HT07708944", [92, 460, 243, 477])]
     spans = [Span("remarks", 1, 0, 2, 0.95), Span("remarks", 1, 4, 14, 0.9)]
     assert _fields("vat_invoice", rows, spans).fields["remarks"].raw == "合同号：HT07708944"
+
+
+def test_words_by_arithmetic_repairs_a_well_formed_piece_of_the_words():
+    # 陆角伍分 is a well-formed amount, but only the end of the 大写 its line holds
+    rows = [("V924965.90", [700, 400, 800, 420]), ("V55797.75", [1050, 400, 1150, 420]),
+            ("政拾州万零渠佰陆拾泰国陆角伍分", [300, 440, 600, 460]), ("(小写)¥980763.65", [800, 440, 1000, 460])]
+    spans = [Span("total_amount", 0, 0, 10, 0.9), Span("total_tax", 1, 0, 9, 0.9),
+             Span("total_with_tax", 3, 5, 15, 0.9), Span("total_with_tax_in_words", 2, 11, 15, 0.9)]
+    on, off = _on_off("words_by_arithmetic", "vat_invoice", rows, spans)
+    assert _value(on, "total_with_tax_in_words") == "980763.65" and _value(off, "total_with_tax_in_words") == "0.65"

@@ -228,6 +228,19 @@ def totals_by_arithmetic(ctx: PageContext) -> None:
             complete_item_rows(ctx)       # a figure a wrong total held may be the one its row misses
 
 
+def _printed_words(ctx: PageContext, f: Field) -> bool:
+    """Whether a words field reads as a well-formed amount of its own and is all the 大写 its line holds
+    (陆角伍分 tagged out of 玖拾捌万零柒佰陆拾叁圆陆角伍分 is well-formed, but a piece)."""
+    value = parse_amount_words(f.raw, ocr_tolerant=False)
+    if value is None or format_amount_words(value) != re.sub(r"\s+", "", f.raw):
+        return False
+    if f.span is None:
+        return True
+    offsets = [sum(len(ln.text) + 1 for ln in ctx.page.lines[:i]) for i in range(len(ctx.page.lines) + 1)]
+    li = max(i for i in range(len(ctx.page.lines)) if offsets[i] <= f.span[0])
+    return sum(ch in WORD_CHARS for ch in ctx.page.lines[li].text) <= sum(ch in WORD_CHARS for ch in f.raw)
+
+
 def words_by_arithmetic(ctx: PageContext) -> None:
     """大写 words OCR misread (教柒圳拾肆圆 for 柒佰捌拾肆圆), cut, or gave to another field, beside a figure the
     sum confirms (合计金额 + 合计税额 = 价税合计): the line that reads most like that figure in words, when
@@ -246,9 +259,7 @@ def words_by_arithmetic(ctx: PageContext) -> None:
             continue
         said = doc.fields.get(words)
         if said is not None and (_value_of(ctx, words) == s or said.page != ctx.page.index or
-                                 (parse_amount_words(said.raw, ocr_tolerant=False) is not None and
-                                  format_amount_words(parse_amount_words(said.raw, ocr_tolerant=False) or 0)
-                                  == re.sub(r"\s+", "", said.raw))):
+                                 _printed_words(ctx, said)):
             continue
         share, li = words_line(ctx, s)
         if share < st.words_share:
