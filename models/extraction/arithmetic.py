@@ -184,10 +184,11 @@ def _place(ctx: PageContext, key: str, value: Any, spots: list[tuple[int, int, i
 
 def totals_by_arithmetic(ctx: PageContext) -> None:
     """Totals that do not add up (合计金额 + 合计税额 != 价税合计, or one unreadable) are the printed figures
-    that do: among every triple of the page's money figures with a + t = s, the one that keeps most of
-    the model's choices, counting the 大写 line that reads as s (`words_line`) as one more; it must keep
-    at least `sum_keep` of them and be the only best (a tax is smaller than the amount it is levied on,
-    which orders the two terms). Each total changed says so in a warning."""
+    that do: among every triple of the page's money figures with a + t = s, the one holding most of the
+    figures the model chose for these totals (under any of the three keys: a model's 合计金额 taken for
+    价税合计 still counts), with the 大写 line that reads as s (`words_line`) as one more; then the one
+    keeping most of them in place; then a tax smaller than the amount it is levied on. The best must hold
+    at least `sum_keep` and be the only best. Each total changed says so in a warning."""
     doc, specs, st = ctx.doc, ctx.specs, ctx.settings
     for rule in _rules(ctx, "sum"):
         keys = list(rule.fields) + [rule.equals]
