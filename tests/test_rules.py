@@ -606,3 +606,27 @@ def test_words_by_arithmetic_repairs_a_well_formed_piece_of_the_words():
              Span("total_with_tax", 3, 5, 15, 0.9), Span("total_with_tax_in_words", 2, 11, 15, 0.9)]
     on, off = _on_off("words_by_arithmetic", "vat_invoice", rows, spans)
     assert _value(on, "total_with_tax_in_words") == "980763.65" and _value(off, "total_with_tax_in_words") == "0.65"
+
+
+def test_split_column_cells():
+    # three rows' units read as one vertical box 次台箱: one cell per character, each in its own row
+    rows = [("*邮政服务*快递服务费", [240, 480, 440, 512]), ("9.43", [980, 482, 1040, 510]),
+            ("*办公设备*碎纸机", [240, 516, 400, 548]), ("484.03", [980, 518, 1040, 546]),
+            ("*饮料*矿泉水", [240, 552, 400, 584]), ("36.79", [980, 554, 1040, 582]),
+            ("次台箱", [792, 482, 830, 584])]
+    spans = [Span("items.name", 0, 0, 11, 0.9), Span("items.amount", 1, 0, 4, 0.9),
+             Span("items.name", 2, 0, 9, 0.9), Span("items.amount", 3, 0, 6, 0.9),
+             Span("items.name", 4, 0, 7, 0.9), Span("items.amount", 5, 0, 5, 0.9), Span("items.unit", 6, 0, 3, 0.9)]
+    on, off = _on_off("split_column_cells", "vat_invoice", rows, spans)
+    assert [r["unit"].value for r in on.items] == ["次", "台", "箱"]
+    assert [r["unit"].value for r in off.items if "unit" in r] == ["次台箱"]
+    # a unit of two characters on one line (wider than tall) stays whole
+    rows[6] = ("千个", [792, 482, 830, 510])
+    spans[6] = Span("items.unit", 6, 0, 2, 0.9)
+    assert _fields("vat_invoice", rows, spans).items[0]["unit"].value == "千个"
+
+
+def test_star_name_reads_a_quote_before_the_category_as_its_star():
+    rows, spans = _goods("“餐饮服务*餐饮服务")
+    spans[0] = Span("items.name", 0, 0, 10, 0.9)
+    assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*餐饮服务*餐饮服务"

@@ -12,7 +12,7 @@ import numpy as np
 from data.document import Document, Field, Page
 from data.geometry import cluster_rows, page_slope
 from data.labels import ITEM_PREFIX
-from data.normalize import parse_amount
+from data.normalize import normalize_value, parse_amount
 from models.extraction.base import PageContext, Span, line_starts
 
 
@@ -202,13 +202,38 @@ def item_cells(ctx: PageContext) -> None:
     ctx.cells = [(k, f) for k, f in cells if f.raw and f.box]
 
 
+def split_column_cells(ctx: PageContext) -> None:
+    """A column of short cells the detector took as one vertical box (次 / 台 / 箱 of three rows' units
+    read as 次台箱, in a box taller than wide and as tall as its characters' rows) is one cell per
+    character, each in its share of the box from the top: rows then cluster as printed."""
+    flat = [ln.box[3] - ln.box[1] for ln in ctx.page.lines if ln.box[2] - ln.box[0] > ln.box[3] - ln.box[1]]
+    if not flat:
+        return
+    h = float(np.median(flat))
+    out: list[tuple[str, Field]] = []
+    for k, f in ctx.cells:
+        text = re.sub(r"\s+", "", f.raw or "")
+        x0, y0, x1, y1 = f.box or (0, 0, 0, 0)
+        n = len(text)
+        if n >= 2 and (y1 - y0) > 1.5 * (x1 - x0) and (y1 - y0) >= (n - 0.5) * h and \
+                (y1 - y0) <= (n + 1.5) * h and f.span is not None:
+            step = (y1 - y0) / n
+            for i, ch in enumerate(text):
+                out.append((k, Field(key=f.key, value=normalize_value(ctx.item_specs[k].type, ch) or ch, raw=ch,
+                                     score=f.score, box=[x0, y0 + i * step, x1, y0 + (i + 1) * step], page=f.page,
+                                     label=f.label, span=[f.span[0] + i, f.span[0] + i + 1])))
+        else:
+            out.append((k, f))
+    ctx.cells = out
+
+
 def star_name(ctx: PageContext) -> None:
     """货物名称 is printed *类别*名称; OCR often drops the first star, reads the second as a quotation
     mark or a dot (会议服务“会议费, 日用杂品·保温袋), or reads a speck after the first (*"日用杂品*保温袋)."""
     for k, f in ctx.cells:
         if k != "name":
             continue
-        value = re.sub(r"^\*[“”\"'·•・.,，、](?=[\u4e00-\u9fff])", "*", f.value or "")
+        value = re.sub(r"^\*?[“”\"'·•・.,，、]+(?=[\u4e00-\u9fff])", "*", f.value or "")
         value = re.sub(r"(?<=[\u4e00-\u9fff])[“”\"＊※·•・](?=[\u4e00-\u9fff])", "*", value, count=1)
         if re.fullmatch(r"[^*\s][^*]*\*[^*]+", value):
             value = "*" + value

@@ -76,6 +76,7 @@ RULES: list[Rule] = [
     Rule("join_cell_pieces", "items", items.join_cell_pieces),
     Rule("whole_cell", "items", items.whole_cell),
     Rule("item_cells", "items", items.item_cells, core=True),
+    Rule("split_column_cells", "items", items.split_column_cells),
     Rule("star_name", "items", items.star_name),
     Rule("label_is_no_name", "items", items.label_is_no_name),
     Rule("cluster_item_rows", "items", items.cluster_item_rows, core=True),
