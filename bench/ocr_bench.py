@@ -2,7 +2,7 @@
 default calls of the engines they come in, side by side in one run: each engine in its own process
 (threads pinned), the engines interleaved page by page so load from other work on the cores hits them alike.
 
-    python -m bench.ocr_bench [--clean 3] [--photo 0] [--degraded 3] [--real all|N|none]
+    python -m bench.ocr_bench [--clean 3] [--photo 0] [--degraded 3] [--traditional 0] [--real all|N|none]
                               [--engines ours_v6,ours_v4,rapidocr] [--out bench/results/ocr_bench.json]
                               [--settings '{"det_limit_side_len": 960}'] [--variants '{"name": {...}}']
 
@@ -12,12 +12,16 @@ cls ONNX files bundled in its wheel (the same files as ours_v6; its downloader i
 so a missing or altered file fails instead of being fetched); `paddleocr` = PaddleOCR 2.10's default call
 on the same PP-OCRv4 files as ours_v4.
 
-Pages: generated VAT invoices (`python -m data.synth`, clean, photo and heavily degraded, fixed seeds)
-and the real pages in ../shared/samples (never copied; SAMPLES_DIR overrides), also scored on their own
-for the newspaper page, the handwritten notes and the invoice (omnidoc_newspaper_*, omnidoc_note_*,
-metagpt_invoice_*). Scores (models/ocr/eval.py): CER = edit distance / ground-truth characters, lines
-matched by box; long-number CER over digit runs of 8 or more and the share of such numbers read
-exactly (both on the generated invoices only). Speed: pages/s over the timed pages (one untimed warm-up
+Pages: generated VAT invoices (`python -m data.synth`, clean, photo and heavily degraded, fixed seeds),
+generated e-invoices printed in traditional script (`--traditional`: the generator prints 15% of its
+e-invoices with traditional labels and title, 電子發票（普通發票）; the bench renders e-invoices seed by seed
+and keeps those, clean) and the real pages in ../shared/samples (never copied; SAMPLES_DIR overrides), also
+scored on their own for the newspaper page, the handwritten notes (column cer_note) and the invoice
+(omnidoc_newspaper_*, omnidoc_note_*, metagpt_invoice_*). Scores (models/ocr/eval.py): CER = edit distance
+/ ground-truth characters, lines matched by box, with scorer v2 (`--scorer`; the real pages are also scored
+with the older v1 in cer_real_v1, so figures from before 2026-12-03 stay comparable); long-number CER over
+digit runs of 8 or more and the share of such numbers read exactly (both on the generated VAT invoices
+only, so adding the traditional set leaves them comparable). Speed: pages/s over the timed pages (one untimed warm-up
 page first, so kernel compilation is not counted), CPU seconds per page in all and per stage (det,
 cls = crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak
 RSS of the engine's process and model-load time. The ratios printed last compare each of our engines
@@ -233,6 +237,34 @@ def _generate(kind: str, n: int, seed: int, out: Path) -> list[dict]:
     return pages
 
 
+def is_traditional(gt: dict) -> bool:
+    """Does a generated page print its labels in traditional script (data/synth/script.py)?"""
+    from data.synth.script import to_traditional
+    marks = {to_traditional(w) for w in ("发票", "购买方", "销售方", "价税合计")}
+    return any(m in ln["text"] for ln in gt["lines"] for m in marks)
+
+
+def _traditional(n: int, seed: int, out: Path, degrade: str = "none", max_tries: int = 400) -> list[dict]:
+    """`n` generated e-invoices printed in traditional script: rendered seed by seed (the seeds a
+    `python -m data.synth --type e_invoice --seed SEED` run uses), keeping those the generator drew in
+    traditional script."""
+    if n <= 0:
+        return []
+    from data.synth.generator import generate, page_seed
+    out.mkdir(parents=True, exist_ok=True)
+    pages: list[dict] = []
+    for i in range(max_tries):
+        image, gt = generate("e_invoice", page_seed(seed, i), degrade=degrade)
+        if not is_traditional(gt):
+            continue
+        path = out / f"trad_{i}.jpg"
+        image.save(path, quality=92)
+        pages.append({"set": "traditional", "image": str(path), "gt": [(g["text"], g.get("box")) for g in gt["lines"]]})
+        if len(pages) == n:
+            return pages
+    raise SystemExit(f"only {len(pages)} of {n} traditional-script e-invoices in {max_tries} seeds")
+
+
 # real pages also scored on their own: name -> file-name prefix
 REAL_SUBSETS = {"newspaper": "omnidoc_newspaper_", "note": "omnidoc_note_", "invoice": "metagpt_invoice_"}
 
@@ -254,19 +286,22 @@ def _real(limit: str) -> list[dict]:
     return pages
 
 
-def _score(pages: list[dict], result: dict) -> dict:
+def _score(pages: list[dict], result: dict, scorer: str = "v2") -> dict:
     from models.ocr.eval import CERCounts, page_counts
     per_set: dict[str, CERCounts] = {}
     digits = CERCounts()
     for page, got in zip(pages, result["pages"]):
-        c = page_counts([(t, b) for t, b in got["lines"]], page["gt"])
+        lines = [(t, b) for t, b in got["lines"]]
+        c = page_counts(lines, page["gt"], scorer)
         per_set.setdefault(page["set"], CERCounts()).add(c)
         for sub in page.get("subsets", []):
             per_set.setdefault(sub, CERCounts()).add(c)
-        if page["set"] != "real":       # long-digit CER: generated invoices (their numbers are what matters)
+        if page["set"] == "real" and scorer != "v1":
+            per_set.setdefault("real_v1", CERCounts()).add(page_counts(lines, page["gt"], "v1"))
+        if page["set"] not in ("real", "traditional"):   # long-digit CER: generated VAT invoices
             digits.add(c)
     n = len(pages)
-    row = {"engine": result["engine"], "pages": n,
+    row = {"engine": result["engine"], "pages": n, "scorer": scorer,
            **{f"cer_{k}": round(v.cer, 4) for k, v in per_set.items()},
            "long_digit_cer": round(digits.digit_cer, 4),
            "long_numbers_exact": f"{digits.numbers_exact}/{digits.numbers}",
@@ -278,8 +313,8 @@ def _score(pages: list[dict], result: dict) -> dict:
 
 
 def _table(rows: list[dict]) -> str:
-    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_photo", "cer_degraded", "cer_real", "cer_newspaper",
-            "cer_note", "cer_invoice", "long_digit_cer", "long_numbers_exact",
+    cols = ["engine", "pages", "cer_clean", "cer_light", "cer_photo", "cer_degraded", "cer_traditional", "cer_real",
+            "cer_real_v1", "cer_newspaper", "cer_note", "cer_invoice", "long_digit_cer", "long_numbers_exact",
             "threads", "pages_per_s", "cpu_s_per_page", "det_cpu_s", "cls_cpu_s", "rec_cpu_s", "peak_rss_mb", "load_s"]
     cols = [c for c in cols if any(c in r for r in rows)]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -308,6 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--photo", type=int, default=0, help="generated VAT invoices at the 'photo' level: hand-held "
                    "phone photos at full resolution (default 0)")
     p.add_argument("--degraded", type=int, default=3, help="generated heavily degraded VAT invoices (default 3)")
+    p.add_argument("--traditional", type=int, default=0, help="generated clean e-invoices printed in traditional "
+                   "script (default 0)")
+    p.add_argument("--scorer", default="v2", choices=("v2", "v1"), help="CER scorer (models/ocr/eval.py; v1 = the "
+                   "scorer before 2026-12-03: formula markup, block order and partial unboxed ground truth count)")
     p.add_argument("--real", default="all", help="real sample pages: all, none or the first N (default all)")
     p.add_argument("--seed", type=int, default=11, help="generator seed (default 11)")
     p.add_argument("--engines", default="ours_v6,ours_v4,rapidocr",
@@ -340,13 +379,14 @@ def main(argv: list[str] | None = None) -> int:
         pages = (_generate("none", args.clean, args.seed, tmpd / "clean")
                  + _generate("light", args.light, args.seed + 2, tmpd / "light")
                  + _generate("photo", args.photo, args.seed + 3, tmpd / "photo")
-                 + _generate("heavy", args.degraded, args.seed + 1, tmpd / "degraded") + _real(args.real))
+                 + _generate("heavy", args.degraded, args.seed + 1, tmpd / "degraded")
+                 + _traditional(args.traditional, args.seed + 4, tmpd / "traditional") + _real(args.real))
         if not pages:
-            raise SystemExit("no pages to run; give --clean, --degraded or --real")
+            raise SystemExit("no pages to run; give --clean, --degraded, --traditional or --real")
         load_before = os.getloadavg()[0]
         results = run_interleaved(names, [pg["image"] for pg in pages], args.settings, args.variants)
         load_after = os.getloadavg()[0]
-        rows = [_score(pages, results[name]) for name in names]
+        rows = [_score(pages, results[name], args.scorer) for name in names]
     table = _table(rows)
     print(table)
     ratios = _ratios(rows)

@@ -19,7 +19,7 @@ from data.document import Document, Line, box_to_quad
 from data.fonts import pil_font
 from data.io import load_pages
 from models.ocr import OCRSettings, get_engine, reading_order
-from models.ocr.eval import edit_distance, page_counts, substring_distance
+from models.ocr.eval import best_span, edit_distance, line_pairs, page_counts, plain_text, substring_distance
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +64,89 @@ def test_page_counts_match_by_box_and_flag_long_numbers():
     c = page_counts(ocr, gt)
     assert c.chars == len("发票号码:12345678") + 2 + 2      # NFKC turns '：' into ':'
     assert c.errors == 1 and c.numbers == 1 and c.numbers_exact == 0 and c.missed_numbers == ["12345678"]
+
+
+def test_scorer_v2_reads_formula_markup_as_text_and_keeps_prices():
+    assert plain_text("4. $ \\textcircled{1}\\textcircled{2} $") == "4.  12 "
+    assert plain_text("面积3.05万$km^{2}$;") == "面积3.05万km2;"
+    assert plain_text("词。$^{1}$因此") == "词。1因此"
+    assert plain_text("costs $5 and $10") == "costs $5 and $10"
+    gt = [("面积3.05万$km^{2}$", [0, 0, 200, 20])]
+    assert page_counts([("面积3.05万km²", [0, 0, 200, 20])], gt).errors == 0          # NFKC: ² -> 2
+    assert page_counts([("面积3.05万km²", [0, 0, 200, 20])], gt, "v1").errors > 0
+
+
+def test_scorer_v2_joins_a_blocks_lines_in_the_order_that_matches_it_but_counts_misreads():
+    gt = [("评级说明推荐涨幅15%以上谨慎推荐涨幅5%~15%", [0, 0, 400, 40])]
+    # a two-column block read row by row: the cells come in another order than the annotator's
+    ocr = [("评级说明", [0, 0, 100, 20]), ("谨慎推荐涨幅5%~15%", [200, 20, 400, 40]),
+           ("推荐涨幅15%以上", [200, 0, 400, 20])]
+    assert page_counts(ocr, gt).errors == 0 and page_counts(ocr, gt, "v1").errors > 0
+    ocr[1] = ("谨慎推存涨幅5%~15%", [200, 20, 400, 40])                                  # one misread
+    assert page_counts(ocr, gt).errors == 1
+    assert best_span("abc", "xxabcyy") == (0, 2, 5) and best_span("abc", "xxabd") == (1, 2, 5)
+
+
+def test_scorer_v2_matches_unboxed_lines_to_their_own_text_once():
+    gt = [("姓名:", None), ("张三", None), ("出生日期:1983/6/8", None)]
+    ocr = [("姓名：张三", [0, 0, 100, 20]), ("出生日期：1983/6/9", [0, 30, 200, 50]),
+           ("市政府收集的个人信息都将保密", [0, 60, 400, 80])]        # text the key/value list does not name
+    pairs = line_pairs(ocr, gt)
+    assert pairs == [("姓名:", "姓名:"), ("张三", "张三"), ("出生日期:1983/6/8", "出生日期:1983/6/9")]
+    assert page_counts(ocr, gt).errors == 1
+    assert page_counts(ocr, gt, "v1").errors > 10
+    assert page_counts([], gt).errors == len("姓名:张三出生日期:1983/6/8")     # nothing read: all missed
+    with pytest.raises(ValueError, match="scorer"):
+        page_counts(ocr, gt, "v3")
+
+
+def test_bench_keeps_only_traditional_script_e_invoices(tmp_path):
+    from bench.ocr_bench import _traditional, is_traditional
+    pages = _traditional(1, 11, tmp_path)
+    assert len(pages) == 1 and pages[0]["set"] == "traditional" and cv2.imread(pages[0]["image"]) is not None
+    texts = "".join(t for t, _ in pages[0]["gt"])
+    assert "發票" in texts and "发票" not in texts
+    assert not is_traditional({"lines": [{"text": "电子发票（普通发票）"}, {"text": "购买方信息"}]})
+
+
+def test_small_print_is_detected_again_scaled_up_and_the_v6_fingerprint_says_so():
+    from models.ocr.det import DetParams, small_text_zoom
+
+    def lines(height: float, n: int = 10) -> list[np.ndarray]:
+        return [np.array([[0, 30 * i], [300, 30 * i], [300, 30 * i + height], [0, 30 * i + height]], np.float32)
+                for i in range(n)]
+
+    p = DetParams(limit_side_len=1280, small_text_px=14, small_text_target=22, small_text_max_side=2880)
+    assert small_text_zoom(lines(10), 1.0, 1280, p) == pytest.approx(2.2)           # 10 px lines -> 22 px
+    assert small_text_zoom(lines(10), 0.5, 1280, p) == pytest.approx(2880 / 1280)   # capped by the longer side
+    assert small_text_zoom(lines(20), 1.0, 1280, p) == 1.0                           # print large enough
+    assert small_text_zoom(lines(10, n=3), 1.0, 1280, p) == 1.0                      # too few lines to judge
+    assert small_text_zoom(lines(10), 1.0, 1280, DetParams(small_text_px=0)) == 1.0  # off
+    v6, v4 = OCRSettings(model="v6"), OCRSettings(model="v4")
+    assert (v6.det_small_text_px, v6.det_dilate, v6.det_unclip_ratio, v6.det_box_thresh) == (14, True, 1.6, 0.5)
+    assert (v4.det_small_text_px, v4.det_dilate, v4.det_unclip_ratio, v4.det_box_thresh) == (0, False, 1.5, 0.6)
+    before = OCRSettings(model="v6", det_small_text_px=0, det_dilate=False, det_unclip_ratio=1.5, det_box_thresh=0.6)
+    assert v6.tag() != before.tag()                  # cached v6 readings made with the old detector are stale
+    assert "det_small_text_px" not in repr(v4).replace("det_small_text_px=0", "") and v4.tag() == OCRSettings(
+        model="v4", det_small_text_px=0).tag()
+
+
+@pytest.mark.heavy
+def test_small_print_page_is_detected_twice_and_read_no_worse():
+    """A page of 9 px print: the detector runs a second time on the page scaled up."""
+    from models.ocr import OCREngine
+    text = ["财政资金的杠杆作用促进了茶园生态和茶叶品种更加优化" + str(i) for i in range(12)]
+    page = _text_page(text, size=9, width=1500)
+    page = cv2.copyMakeBorder(page, 0, 1000 - page.shape[0], 0, 0, cv2.BORDER_CONSTANT, value=(255, 255, 255))
+    read, calls = {}, {}
+    for small in (14, 0):
+        eng = OCREngine(OCRSettings(model="v6", cpu_threads=1, det_small_text_px=small))
+        det, calls[small] = eng.det, []
+        eng.det = lambda x, det=det, seen=calls[small]: seen.append(x.shape) or det(x)   # type: ignore[misc]
+        read[small] = "".join(ln.text for ln in eng.read(page).lines)
+    assert len(calls[14]) == 2 and len(calls[0]) == 1 and max(calls[14][1]) > max(calls[14][0])
+    truth = "".join(text)
+    assert edit_distance(truth, read[14]) <= edit_distance(truth, read[0]) and edit_distance(truth, read[14]) < 20
 
 
 # --- the engine --------------------------------------------------------------------------------------------

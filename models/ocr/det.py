@@ -17,6 +17,7 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 UPSCALE_BELOW = 1200          # pages whose longer side is under this are scaled up to it for the detector
+SMALL_TEXT_MIN_LINES = 8      # fewer lines than this say too little about a page's type size to re-detect
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,10 @@ class DetParams:
     max_candidates: int = 1000
     upscale_below: int = UPSCALE_BELOW   # smaller pages are scaled up so their longer side is this
     dilate: bool = False          # grow the text mask by one map pixel (2x2) before finding regions
+    small_text_px: float = 0.0    # median line height (detector input pixels) under which the page is detected
+                                  # again, scaled up so that height becomes `small_text_target` (0 = off)
+    small_text_target: float = 22.0
+    small_text_max_side: int = 2880   # the longer side of that second, scaled-up detector input at most
 
 
 def resize_for_det(image: np.ndarray, limit_side_len: int, upscale_below: int = UPSCALE_BELOW
@@ -43,6 +48,33 @@ def resize_for_det(image: np.ndarray, limit_side_len: int, upscale_below: int = 
     nw = max(32, int(round(w * scale / 32)) * 32)
     resized = cv2.resize(image, (nw, nh)) if (nh, nw) != (h, w) else image
     return resized, nh / h, nw / w
+
+
+def resize_by(image: np.ndarray, scale: float) -> tuple[np.ndarray, float, float]:
+    """Scale by `scale`, both sides rounded to multiples of 32 (the net's stride); (image, sy, sx)."""
+    h, w = image.shape[:2]
+    nh = max(32, int(round(h * scale / 32)) * 32)
+    nw = max(32, int(round(w * scale / 32)) * 32)
+    return cv2.resize(image, (nw, nh), interpolation=cv2.INTER_CUBIC), nh / h, nw / w
+
+
+def line_height(quads: list[np.ndarray]) -> float:
+    """Median of the lines' shorter sides (the type size, for horizontal and vertical lines alike)."""
+    return float(np.median([min(np.linalg.norm(q[0] - q[1]), np.linalg.norm(q[0] - q[3])) for q in quads]))
+
+
+def small_text_zoom(quads: list[np.ndarray], scale: float, long_side: int, p: DetParams) -> float:
+    """How much to scale up a detector input (`long_side` pixels, `scale` x the page) whose lines (`quads`,
+    page pixels) are so small that the detector reads them poorly: DB finds lines on a shrunk text mask, and
+    at a type size of ~10 px neighbouring columns merge and the crops come out a few pixels high. 1.0 = no
+    second pass: few lines, type large enough, or no room left under `small_text_max_side`."""
+    if not p.small_text_px or len(quads) < SMALL_TEXT_MIN_LINES:
+        return 1.0
+    height = line_height(quads) * scale
+    if height >= p.small_text_px:
+        return 1.0
+    zoom = min(p.small_text_target / max(height, 1.0), p.small_text_max_side / max(1, long_side))
+    return zoom if zoom >= 1.2 else 1.0
 
 
 def det_input(image: np.ndarray, mean: tuple[float, float, float] = IMAGENET_MEAN,

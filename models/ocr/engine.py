@@ -39,7 +39,9 @@ from models.ocr.det import (
     boxes_from_prob,
     det_input,
     order_quad,
+    resize_by,
     resize_for_det,
+    small_text_zoom,
 )
 from models.ocr.rec import classify_angles, crop_line, filter_crop, recognise
 from models.ocr.runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
@@ -59,11 +61,13 @@ SEAL_MODES = ("", "det", "page")
 # recognition CPU 18% at equal CER (bench/results/ocr_bench_v6_minwidth.json). v6 threads = the cores in
 # the affinity mask (batch workers pin theirs to a share): on 2 idle cores 0.243 -> 0.415 pages/s for 9%
 # more CPU; under load 7-11 equal pages/s for 14% more CPU (ocr_bench_v6_threads*.json).
-TUNED: dict[str, dict[str, float | int]] = {
+TUNED: dict[str, dict[str, float | int | bool]] = {
     "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1,
-           "rec_min_width": 320},
+           "rec_min_width": 320, "det_small_text_px": 0, "det_box_thresh": 0.6, "det_unclip_ratio": 1.5,
+           "det_dilate": False},
     "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.3, "cpu_threads": 0,
-           "rec_min_width": 96},
+           "rec_min_width": 96, "det_small_text_px": 14, "det_box_thresh": 0.5, "det_unclip_ratio": 1.6,
+           "det_dilate": True},
 }
 # Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 reads
 # better with (x - 0.5) / 0.5, as rapidocr feeds it (bench/README.md: clean CER 0.0258 -> 0.0139, real
@@ -89,8 +93,9 @@ class OCRSettings:
     det_limit_side_len: int | None = None  # longer page side given to the detector (PaddleOCR: 960). v4 1280
                                           # read CER clean 0.0167 -> 0.0124, phone photos 0.0388 -> 0.0349, the
                                           # real samples 0.302 -> 0.203, for 1.17x the CPU (bench/README.md)
-    det_box_thresh: float = 0.6
-    det_unclip_ratio: float = 1.5
+    det_box_thresh: float | None = None   # mean text probability in a box to keep it (v4 0.6; v6 0.5, with
+    det_unclip_ratio: float | None = None  # boxes grown 1.6 instead of 1.5 from a dilated mask, as rapidocr feeds
+                                          # these files: taller crops read small print better, bench/README.md)
     rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
     rec_batch_columns: int = 16 * 320     # most padded input columns per batch: bounds memory on long lines
     rec_min_width: int | None = None      # narrower line crops are padded up to this many columns (v4 320,
@@ -99,7 +104,9 @@ class OCRSettings:
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
     det_upscale_below: int = UPSCALE_BELOW   # smaller pages are scaled up to this longer side for the detector
-    det_dilate: bool = False              # dilate the detector's text mask 2x2 before finding lines
+    det_dilate: bool | None = None        # dilate the detector's text mask 2x2 before finding lines
+    det_small_text_px: float | None = None  # median line height (detector input px) under which a page is
+                                          # detected again, scaled up to 22 px lines (0 = off; models/ocr/det.py)
     rec_interpolation: str = "linear"     # resize of a line crop to 48 px: linear, cubic, lanczos, area (linear
                                           # measured best; sharper kernels amplify noise on degraded pages)
     rec_crop_min_height: int = 0          # thinner lines are warped from the page straight to this height (0 = off)
@@ -140,6 +147,8 @@ class OCRSettings:
             text = text.replace(", seal_reread=False", "")
         if not self.seal_aware:
             text = text.replace(", seal_aware=''", "")
+        if not self.det_small_text_px:
+            text = text.replace(", det_small_text_px=0", "")
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     # typed views of the fields that __post_init__ fills in
@@ -212,17 +221,25 @@ class OCREngine:
             self.rec = Predictor(self.paths.rec, threads, s.enable_mkldnn, bf16=rec_bf16)
             self.charset = load_charset(self.paths.keys)
         self.det_mean, self.det_std = DET_NORM[s.model]
-        self.det_params = DetParams(limit_side_len=int(s.det_limit_side_len or 0), box_thresh=s.det_box_thresh,
-                                    unclip_ratio=s.det_unclip_ratio, upscale_below=s.det_upscale_below,
-                                    dilate=s.det_dilate)
+        self.det_params = DetParams(limit_side_len=int(s.det_limit_side_len or 0),
+                                    box_thresh=float(s.det_box_thresh or 0.0),
+                                    unclip_ratio=float(s.det_unclip_ratio or 0.0), upscale_below=s.det_upscale_below,
+                                    dilate=bool(s.det_dilate), small_text_px=float(s.det_small_text_px or 0.0))
 
     # --- stages -----------------------------------------------------------------------------------
     def detect(self, image: np.ndarray) -> list[np.ndarray]:
         """Line quads (4x2, clockwise from top-left) in the image's pixels."""
         h, w = image.shape[:2]
-        resized, sy, sx = resize_for_det(image, self.det_params.limit_side_len, self.det_params.upscale_below)
+        p = self.det_params
+        resized, sy, sx = resize_for_det(image, p.limit_side_len, p.upscale_below)
         prob = self.det(det_input(resized, self.det_mean, self.det_std))[0, 0]
-        return boxes_from_prob(prob, sy, sx, h, w, self.det_params)
+        quads = boxes_from_prob(prob, sy, sx, h, w, p)
+        zoom = small_text_zoom(quads, sy, max(resized.shape[:2]), p)
+        if zoom > 1.0:                        # small print (newspapers, dense reports): detect again, larger
+            resized, sy, sx = resize_by(image, sy * zoom)
+            prob = self.det(det_input(resized, self.det_mean, self.det_std))[0, 0]
+            quads = boxes_from_prob(prob, sy, sx, h, w, p)
+        return quads
 
     def _orient(self, image: np.ndarray, quads: list[np.ndarray]
                 ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], int]:

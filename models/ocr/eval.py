@@ -3,9 +3,24 @@
 Matching is by geometry: an OCR line belongs to the ground-truth line (or block) whose box holds most
 of its area, the ground-truth box being widened by half its smaller side (at most `MATCH_MARGIN_PX`)
 because annotated boxes are often tight glyph boxes or a few pixels off, while detector quads are
-grown around the text; the OCR lines of a block are joined in reading order. Ground-truth lines without a box
-are compared, as one string, with the OCR lines that matched no box. Both sides are NFKC-normalised
-and stripped of whitespace first, so ':' and '：' or a space the annotator typed are not errors.
+grown around the text; the OCR lines of a block are joined (v1: in page reading order). Ground-truth lines
+without a box are compared with the OCR lines that matched no box (v1: all of them, as one string). Both
+sides are NFKC-normalised and stripped of whitespace first, so ':' and '：' or a space the annotator typed
+are not errors.
+
+Scorer "v2" (the default; "v1" is the scorer before 2026-12-03, kept so old figures can be rerun) corrects
+four artefacts of v1 that are the annotation's, not the reader's, and hit every engine alike:
+- inline formula markup in the ground truth (`$\\textcircled{1}$`, `$km^{2}$`, `$^{1}$`) is compared as the
+  plain text it renders to (1, km2, 1), since an OCR engine outputs text, not LaTeX;
+- the OCR lines of one ground-truth box are joined in the order in which they best match it, not in page
+  reading order: a block annotated as one string (a table, a two-column list) has one order of its cells
+  that the annotator chose, and CER should count misread characters, not a different but valid order of
+  whole lines (reading order is judged by the extraction benches, which read fields from it);
+- an OCR line that two widened ground-truth boxes hold alike (blocks closer than the margin) goes to the
+  one whose own box holds more of it, not to the first in the file;
+- ground-truth lines without a box are not a transcription of the whole page (XFUND-style key/value lists
+  name the entities only): each is compared with its closest stretch of the OCR text that no box claimed,
+  used once, and the rest of that text is ignored, as OCR text outside every ground-truth box always was.
 """
 from __future__ import annotations
 
@@ -16,10 +31,35 @@ from dataclasses import dataclass, field
 LONG_DIGITS = re.compile(r"\d{8,}")
 MATCH_MARGIN_PX = 15.0
 MIN_OVERLAP = 0.3          # share of an OCR line's area that must fall in the (widened) GT box
+SCORERS = ("v2", "v1")
+SEPARATOR = "\x00"         # between OCR lines of the unmatched text: never equal to a ground-truth character
+# inline formulas of annotations: a short $...$ holding LaTeX (a backslash, ^, _ or a brace) or one token
+# without spaces ($1$); "$5 and $10" is no formula
+_MATH = re.compile(r"\$([^$\n]{1,80}?)\$")
+_LATEX_SIGN = re.compile(r"[\\^_{]")
+_COMMAND_ARG = re.compile(r"\\[A-Za-z]+\s*\{([^{}]*)\}")   # \textcircled{1}, \mathrm{kg} -> the argument
+_SCRIPT = re.compile(r"[\^_]\{([^{}]*)\}|[\^_](\S)")        # ^{2}, _{i}, ^2 -> 2, i, 2
+_COMMAND = re.compile(r"\\[A-Za-z]+|\\.")
 
 
 def normalise(text: str) -> str:
     return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def _plain_math(match: re.Match[str]) -> str:
+    body = match.group(1)
+    if not _LATEX_SIGN.search(body) and (not body.strip() or len(body.split()) != 1 or body != body.strip()):
+        return match.group(0)
+    for _ in range(3):                                    # nested \textcircled{\mathrm{1}} and the like
+        body = _COMMAND_ARG.sub(r"\1", body)
+    body = _SCRIPT.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), body)
+    return _COMMAND.sub("", body).replace("{", "").replace("}", "")
+
+
+def plain_text(text: str) -> str:
+    """Ground truth with inline formula markup rendered as the plain text OCR can read: `$\\textcircled{1}$`
+    -> 1, `$km^{2}$` -> km2, `$^{1}$` -> 1. Text outside `$...$` is left alone."""
+    return _MATH.sub(_plain_math, text)
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -44,6 +84,61 @@ def substring_distance(needle: str, hay: str) -> int:
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
         prev = cur
     return min(prev)
+
+
+def best_span(needle: str, hay: str) -> tuple[int, int, int]:
+    """(distance, start, end) of the substring hay[start:end] closest to `needle` (free start and end in
+    hay); among equally close substrings the one ending last, then the longest (a misread last character
+    is shown as read, not as dropped)."""
+    if not needle:
+        return 0, 0, 0
+    prev = [0] * (len(hay) + 1)
+    for i, cn in enumerate(needle, 1):
+        cur = [i]
+        for j, ch in enumerate(hay, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
+        prev = cur
+    dist = min(prev)
+    end = len(prev) - 1 - prev[::-1].index(dist)
+    # the start: the same alignment run backwards from `end` (free end in the reversed hay)
+    rn, rh = needle[::-1], hay[:end][::-1]
+    prev = [0] * (len(rh) + 1)
+    for i, cn in enumerate(rn, 1):
+        cur = [i]
+        for j, ch in enumerate(rh, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
+        prev = cur
+    back = max(j for j, v in enumerate(prev) if v == dist) if dist in prev else len(rh)
+    return dist, end - back, end
+
+
+def _in_gt_order(gt: str, parts: list[str]) -> str:
+    """The OCR lines of one ground-truth box joined in reading order or in the order of where each best
+    matches the ground truth, whichever is closer to it (see the module docstring); where a short or
+    misread line's best match is ambiguous the second order can be the worse, so both are tried."""
+    joined = "".join(parts)
+    if len(parts) < 2:
+        return joined
+    keyed = []
+    for k, part in enumerate(parts):
+        _, start, end = best_span(part, gt)
+        keyed.append((start, end, k, part))
+    reordered = "".join(part for *_, part in sorted(keyed))
+    if reordered == joined or edit_distance(gt, joined) <= edit_distance(gt, reordered):
+        return joined
+    return reordered
+
+
+def _unboxed_pairs(gts: list[str], leftover: list[str]) -> list[tuple[str, str]]:
+    """Each unboxed ground-truth line (longest first) with its closest stretch of the unclaimed OCR text;
+    a stretch, once used, is not available to another line."""
+    hay = SEPARATOR.join(leftover)
+    found: dict[int, str] = {}
+    for k in sorted(range(len(gts)), key=lambda k: -len(gts[k])):
+        _, start, end = best_span(gts[k], hay)
+        found[k] = hay[start:end].replace(SEPARATOR, "")
+        hay = hay[:start] + SEPARATOR * (end - start) + hay[end:]
+    return [(gt, found[k]) for k, gt in enumerate(gts)]
 
 
 def _overlap_fraction(inner: list[float], outer: list[float]) -> float:
@@ -89,32 +184,43 @@ class CERCounts:
         return self.digit_errors / max(1, self.digit_chars)
 
 
-def line_pairs(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]]
-               ) -> list[tuple[str, str]]:
+def line_pairs(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]],
+               scorer: str = "v2") -> list[tuple[str, str]]:
     """(ground truth, what OCR read there) per boxed ground-truth line, in `gt_lines` order (both
-    normalised), then one pair of the unboxed lines and the OCR lines that matched no box, if any."""
-    boxed = [(normalise(t), _widen(b)) for t, b in gt_lines if b]
-    unboxed = "".join(normalise(t) for t, b in gt_lines if not b)
+    normalised); then, scorer "v2", one pair per unboxed line with its closest stretch of the OCR lines that
+    matched no box, or, scorer "v1", one pair of all unboxed lines and all those OCR lines, if any."""
+    if scorer not in SCORERS:
+        raise ValueError(f"unknown scorer {scorer!r}; choose from {', '.join(SCORERS)}")
+    gt_text = plain_text if scorer == "v2" else (lambda t: t)
+    boxed = [(normalise(gt_text(t)), _widen(b), b) for t, b in gt_lines if b]
+    unboxed = [normalise(gt_text(t)) for t, b in gt_lines if not b]
     assigned: list[list[str]] = [[] for _ in boxed]
     leftover: list[str] = []
     for text, box in ocr_lines:
-        best, best_frac = -1, MIN_OVERLAP
-        for i, (_, gbox) in enumerate(boxed):
+        best, best_key = -1, (MIN_OVERLAP, 0.0)
+        for i, (_, gbox, raw) in enumerate(boxed):
             frac = _overlap_fraction(box, gbox)
-            if frac > best_frac:
-                best, best_frac = i, frac
+            # v2: where widened boxes hold a line alike (a newspaper's blocks lie closer than the margin),
+            # the box that holds it unwidened wins; v1 took the first
+            key = (frac, _overlap_fraction(box, raw) if scorer == "v2" else 0.0)
+            if frac > MIN_OVERLAP and key > best_key:
+                best, best_key = i, key
         (assigned[best] if best >= 0 else leftover).append(normalise(text))
-    pairs = [(gt, "".join(parts)) for (gt, _), parts in zip(boxed, assigned)]
-    if unboxed:
-        pairs.append((unboxed, "".join(leftover)))
-    return pairs
+    if scorer == "v1":
+        pairs = [(gt, "".join(parts)) for (gt, _, _), parts in zip(boxed, assigned)]
+        if "".join(unboxed):
+            pairs.append(("".join(unboxed), "".join(leftover)))
+        return pairs
+    pairs = [(gt, _in_gt_order(gt, parts)) for (gt, _, _), parts in zip(boxed, assigned)]
+    return pairs + _unboxed_pairs([u for u in unboxed if u], [t for t in leftover if t])
 
 
-def page_counts(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]]
-                ) -> CERCounts:
-    """Counts for one page. `ocr_lines`: (text, box) in reading order; `gt_lines`: (text, box or None)."""
+def page_counts(ocr_lines: list[tuple[str, list[float]]], gt_lines: list[tuple[str, list[float] | None]],
+                scorer: str = "v2") -> CERCounts:
+    """Counts for one page. `ocr_lines`: (text, box) in reading order; `gt_lines`: (text, box or None);
+    `scorer`: "v2" or the older "v1" (module docstring)."""
     counts = CERCounts()
-    for gt, hyp in line_pairs(ocr_lines, gt_lines):
+    for gt, hyp in line_pairs(ocr_lines, gt_lines, scorer):
         counts.errors += edit_distance(gt, hyp)
         counts.chars += len(gt)
         for number in LONG_DIGITS.findall(gt):
