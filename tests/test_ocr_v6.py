@@ -85,6 +85,49 @@ def test_charset_is_read_from_the_model_and_split_on_newlines_only():
         ocr_onnx.embedded_charset(Meta())  # type: ignore[arg-type]
 
 
+def test_concurrent_recognition_returns_each_crops_reading_widest_batches_first():
+    """A predictor that may run two calls at once gets batches from two threads, widest first, and every
+    crop still gets its own reading (a fake recogniser that 'reads' each crop's width as digits)."""
+    from models.ocr import rec as rec_mod
+    charset = ["<blank>"] + list("0123456789") + [" "]
+
+    class Fake:
+        parallel = 2
+
+        def __init__(self) -> None:
+            self.widths: list[int] = []
+            self.running = self.most = 0
+            self.lock = threading.Lock()
+            self.first_two = threading.Barrier(2, timeout=10)   # the first two calls must overlap
+
+        def __call__(self, x: np.ndarray) -> np.ndarray:
+            with self.lock:
+                self.running += 1
+                self.most = max(self.most, self.running)
+                self.widths.append(x.shape[3])
+                first = len(self.widths) <= 2
+            try:
+                if first:
+                    self.first_two.wait()
+                probs = np.zeros((x.shape[0], 8, len(charset)), dtype=np.float32)
+                probs[:, :, 0] = 1.0
+                for row in range(x.shape[0]):
+                    used = int((np.abs(x[row, 0, 0]) > 0).sum())      # columns the crop filled
+                    for t, digit in enumerate(str(used)):
+                        probs[row, 2 * t, 0], probs[row, 2 * t, 1 + int(digit)] = 0.0, 1.0
+                return probs
+            finally:
+                with self.lock:
+                    self.running -= 1
+    crops = [np.full((48, w, 3), 200, dtype=np.uint8) for w in (500, 96, 1000, 130, 700, 96, 300)]
+    fake = Fake()
+    got = rec_mod.recognise(crops, fake, charset, batch=2, max_columns=4000, min_width=96)
+    assert [text for text, _ in got] == [str(c.shape[1]) for c in crops]
+    # two workers take the two widest batches first (in either order), then the narrower ones
+    assert sorted(fake.widths[:2]) == sorted(fake.widths)[2:] and len(fake.widths) == 4
+    assert fake.most == 2
+
+
 # --- the engine --------------------------------------------------------------------------------------------
 
 @pytest.mark.heavy
@@ -120,19 +163,48 @@ def test_v6_rendered_page_turned_a_quarter_reads_in_order(v6):
 
 
 @pytest.mark.heavy
-def test_v6_sessions_run_on_the_model_thread(v6, monkeypatch):
-    """Whoever calls, the onnxruntime runs happen on the model thread (one mechanism for every backend)."""
-    seen: list[str] = []
+def test_v6_det_and_cls_run_on_the_model_thread_and_rec_batches_side_by_side(v6, monkeypatch):
+    """Whoever calls, detection and the angle classifier run on the model thread (one mechanism for every
+    backend); the recogniser, a concurrent session, runs its batches on the caller's or the pool's threads,
+    never more at once than it has cores."""
+    seen: dict[str, set[str]] = {}
+    running, most = [0], [0]
+    lock = threading.Lock()
     real = ocr_onnx.OnnxPredictor._run
+    names = {id(v6.det): "det", id(v6.cls): "cls", id(v6.rec): "rec"}
 
     def spy(self, batch):
-        seen.append(threading.current_thread().name)
-        return real(self, batch)
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        seen.setdefault(names[id(self)], set()).add(threading.current_thread().name)
+        try:
+            return real(self, batch)
+        finally:
+            with lock:
+                running[0] -= 1
     monkeypatch.setattr(ocr_onnx.OnnxPredictor, "_run", spy)
-    worker = threading.Thread(target=lambda: v6.read(_text_page(["发票号码：12345678"])), name="caller")
+    lines = [f"第{i}行：发票号码{12345678 + i}" + "金额" * (i % 7) for i in range(40)]
+    worker = threading.Thread(target=lambda: v6.read(_text_page(lines, size=16, width=700)), name="caller")
     worker.start()
     worker.join()
-    assert seen and set(seen) == {"models"}
+    assert seen["det"] == seen["cls"] == {"models"}
+    assert seen["rec"] and not seen["rec"] & {"models"}
+    assert v6.rec.parallel == ocr_onnx.allowed_cores() and most[0] <= v6.rec.parallel
+    if v6.rec.parallel > 1:
+        assert any(name.startswith("ocr-rec") for name in seen["rec"])
+
+
+@pytest.mark.heavy
+def test_v6_concurrent_recognition_reads_exactly_like_one_batch_at_a_time(v6):
+    """rec_parallel is speed only (it is left out of the settings tag): the same lines, texts and scores."""
+    lines = [f"第{i}行：发票号码{12345678 + i}" + "价税合计" * (i % 5) for i in range(30)]
+    page = _text_page(lines, size=18, width=800)
+    one_at_a_time = OCREngine(OCRSettings(model="v6", rec_parallel=False))
+    assert one_at_a_time.rec.parallel == 1
+    assert OCRSettings(model="v6", rec_parallel=False).tag() == v6.settings.tag()
+    assert [(ln.text, ln.score) for ln in one_at_a_time.read(page).lines] == \
+        [(ln.text, ln.score) for ln in v6.read(page).lines]
 
 
 def test_the_environment_picks_the_model_when_settings_name_none(monkeypatch):

@@ -125,6 +125,9 @@ class OCRSettings:
                                           # the real samples (bench/seal_bench.py, bench/README.md)
     seal_reread: bool = False             # lines over a found seal are read again from the red channel of their
                                           # original crop (seal ink light, print dark), the more confident kept
+    rec_parallel: bool = True             # onnxruntime (v6): recognition batches run side by side, one thread each,
+                                          # on the cpu_threads cores, not one at a time on cpu_threads intra-op
+                                          # threads: same readings, rec CPU and wall time lower (bench/README.md)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -143,6 +146,8 @@ class OCRSettings:
         settings or by the other model are stale."""
         text = repr(self)
         # settings from before these options keep their fingerprint (and their caches)
+        # speed only: the same readings either way (tests/test_ocr_v6.py), so caches stay valid
+        text = text.replace(f", rec_parallel={self.rec_parallel}", "")
         if not self.seal_reread:
             text = text.replace(", seal_reread=False", "")
         if not self.seal_aware:
@@ -208,7 +213,7 @@ class OCREngine:
             options = OnnxOptions(threads=s.threads or allowed_cores())
             self.det = OnnxPredictor(self.paths.det, options)
             self.cls = OnnxPredictor(self.paths.cls, options) if s.use_angle_cls else None
-            rec = OnnxPredictor(self.paths.rec, options)
+            rec = OnnxPredictor(self.paths.rec, options.concurrent() if s.rec_parallel else options)
             self.rec = rec
             self.charset = load_charset(self.paths.keys) if self.paths.keys else embedded_charset(rec)
         else:

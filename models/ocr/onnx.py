@@ -12,11 +12,20 @@ Session options (measured with bench/ocr_bench.py, see bench/README.md): all gra
 sequential execution (one inter-op thread: these graphs are chains), `intra_op_num_threads` from the
 settings capped by the cores this process may run on, and no spin-waiting of idle pool threads, which
 otherwise burns CPU that other work on shared cores (or the other pages in a batch) could use.
+
+Recognition runs as concurrent batches instead (`OnnxOptions.parallel`): a session with one intra-op
+thread, called from up to `parallel` threads at once, each batch computed whole on its caller's thread.
+A page's recognition is dozens of independent batches of small convolutions, which two intra-op threads
+split with poor efficiency (every op synchronises twice); two batches side by side keep both cores busy
+with no synchronisation. Such a predictor is called directly, not on the model thread: onnxruntime's
+`InferenceSession.run` is safe to call concurrently, and a semaphore bounds how many calls run at once
+(whatever threads call), so two pages read at once still share `parallel` cores.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,13 +76,22 @@ class OnnxOptions:
     threads: int = 1                 # intra-op threads; capped by allowed_cores()
     spin: bool = False               # let idle pool threads spin-wait for work (lower latency, more CPU)
     mem_arena: bool = True           # onnxruntime's CPU memory arena (reuses buffers between calls)
+    parallel: int = 1                # calls that may run at once, each on its caller's thread (> 1: called
+                                     # directly, not on the model thread; capped by allowed_cores())
+
+    def concurrent(self) -> "OnnxOptions":
+        """The same budget of cores spent as concurrent single-threaded calls (recognition batches)."""
+        return OnnxOptions(threads=1, spin=False, mem_arena=self.mem_arena, parallel=self.threads)
 
 
 class OnnxPredictor:
     """One onnxruntime CPU session; built and run on the model thread."""
 
     def __init__(self, model_path: Path, options: OnnxOptions | None = None) -> None:
-        on_model_thread(self._build, Path(model_path), options or OnnxOptions())
+        options = options or OnnxOptions()
+        self.parallel = max(1, min(options.parallel, allowed_cores()))
+        self._slots = threading.BoundedSemaphore(self.parallel)
+        on_model_thread(self._build, Path(model_path), options)
 
     def _build(self, model_path: Path, options: OnnxOptions) -> None:
         try:
@@ -98,8 +116,13 @@ class OnnxPredictor:
         self.metadata: dict[str, str] = dict(self._session.get_modelmeta().custom_metadata_map)
 
     def __call__(self, batch: np.ndarray) -> np.ndarray:
-        """Safe from any thread: the run happens on the model thread."""
-        return on_model_thread(self._run, np.ascontiguousarray(batch, dtype=np.float32))
+        """Safe from any thread: the run happens on the model thread, or, for a concurrent predictor
+        (`parallel` > 1), on the caller's thread with at most `parallel` runs at a time."""
+        batch = np.ascontiguousarray(batch, dtype=np.float32)
+        if self.parallel > 1:
+            with self._slots:
+                return self._run(batch)
+        return on_model_thread(self._run, batch)
 
     def _run(self, batch: np.ndarray) -> np.ndarray:
         return self._session.run([self._output], {self._input: batch})[0]

@@ -1,12 +1,16 @@
 """Line crops, the 0/180 angle classifier and CTC text recognition.
 
 Recognition is batched over lines sorted by aspect ratio, so a batch pads to a similar width and a
-wide line does not make every short line in its batch pay for its padding.
+wide line does not make every short line in its batch pay for its padding. A predictor that may run
+several calls at once (`parallel` > 1, models/ocr/onnx.py) gets that many batches side by side, widest
+first, so the cores finish together.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import cv2
 import numpy as np
@@ -87,11 +91,21 @@ def filter_crop(crop: np.ndarray, names: str) -> np.ndarray:
     return crop
 
 
-def _resize_pad(crop: np.ndarray, height: int, width: int, interp: int = cv2.INTER_LINEAR) -> np.ndarray:
+def _resize_into(out: np.ndarray, crop: np.ndarray, interp: int = cv2.INTER_LINEAR) -> None:
+    """Resize the crop to out's height (aspect kept, at most out's width) and normalise it into the left of
+    `out` (3 x H x W float32, zeros beyond: the padding), without an intermediate padded copy."""
+    height, width = out.shape[1:]
     h, w = crop.shape[:2]
     new_w = min(width, max(1, int(math.ceil(height * w / h))))
+    resized = cv2.resize(crop, (new_w, height), interpolation=interp)
+    view = out[:, :, :new_w]
+    np.multiply(resized.transpose(2, 0, 1), np.float32(2.0 / 255.0), out=view, casting="unsafe")
+    view -= 1.0
+
+
+def _resize_pad(crop: np.ndarray, height: int, width: int, interp: int = cv2.INTER_LINEAR) -> np.ndarray:
     out = np.zeros((3, height, width), dtype=np.float32)
-    out[:, :, :new_w] = _normalise(cv2.resize(crop, (new_w, height), interpolation=interp))
+    _resize_into(out, crop, interp)
     return out
 
 
@@ -112,7 +126,7 @@ def classify_angles(crops: list[np.ndarray], predictor: Callable[[np.ndarray], n
 def ctc_decode(probs: np.ndarray, charset: list[str]) -> list[tuple[str, float]]:
     """Greedy CTC: best class per step, merge repeats, drop blanks; score = mean of kept probabilities."""
     best = probs.argmax(axis=2)
-    best_p = probs.max(axis=2)
+    best_p = np.take_along_axis(probs, best[:, :, None], axis=2)[:, :, 0]   # one pass over the classes, not two
     results = []
     for ids, ps in zip(best, best_p):
         keep = np.ones(len(ids), dtype=bool)
@@ -152,9 +166,28 @@ def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndar
         widths.append(int(math.ceil(w / REC_WIDTH_STEP) * REC_WIDTH_STEP))
     order = np.argsort(widths, kind="stable")
     results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
-    for idx in _batches(widths, order, batch, max_columns):
-        width = widths[idx[-1]]
-        x = np.stack([_resize_pad(crops[i], REC_HEIGHT, width, interp) for i in idx])
+
+    def read_batch(idx: list[int]) -> None:
+        x = np.zeros((len(idx), 3, REC_HEIGHT, widths[idx[-1]]), dtype=np.float32)
+        for row, i in enumerate(idx):
+            _resize_into(x[row], crops[i], interp)
         for i, res in zip(idx, ctc_decode(predictor(x), charset)):
             results[i] = res
+
+    batches = _batches(widths, order, batch, max_columns)
+    parallel = int(getattr(predictor, "parallel", 1))
+    if parallel > 1 and len(batches) > 1:
+        # widest (costliest) batches first: the last ones to start are short, so the workers end together
+        for done in [_pool(parallel).submit(read_batch, idx) for idx in reversed(batches)]:
+            done.result()
+    else:
+        for idx in batches:
+            read_batch(idx)
     return results
+
+
+@functools.lru_cache(maxsize=4)
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """A process-wide pool per worker count (threads are made once, not per page). Its threads only prepare,
+    run and decode batches; the predictor bounds how many runs overlap, however many pages use the pool."""
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocr-rec")
