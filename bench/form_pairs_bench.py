@@ -28,21 +28,27 @@ from training.evaluate import Counts, fold_text, gold_of, score_pairs
 FORM = "generic_form"
 
 
-def _cached_pages(cache: Path) -> dict[str, Page]:
+def _cached_pages(cache: Path, tag: str | None = None) -> dict[str, Page]:
+    """Cached OCR pages by record id (`tag`: only those read with these OCR settings; else the first read)."""
     pages: dict[str, Page] = {}
     if cache.is_file():
         for raw in cache.read_text(encoding="utf-8").splitlines():
             if raw.strip():
                 row = json.loads(raw)
-                pages[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+                if (tag is None and row["id"] not in pages) or (tag is not None and row.get("ocr") == tag):
+                    pages[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
     return pages
 
 
-def load_set(folder: Path, only: set[str] | None = None) -> list[tuple[dict, Page]]:
+def load_set(folder: Path, only: set[str] | None = None, ocr_tag: str | None = None) -> list[tuple[dict, Page]]:
     """(record, OCR'd page) for every page of a generator folder (`only`: these record ids); OCRs what
-    the cache lacks."""
+    the cache lacks. `ocr_tag`: the pages read with those OCR settings (models.ocr.OCRSettings.tag), so
+    two runs compare decoders on the same reads after the OCR defaults changed."""
     from training.trainer import _rid, ocr_records
     recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM and (only is None or r["id"] in only)]
+    if ocr_tag is not None:
+        cached = _cached_pages(folder / "ocr_cache.jsonl", ocr_tag)
+        return [(r, cached[_rid(r)]) for r in recs if _rid(r) in cached]
     pages = ocr_records(recs, folder / "ocr_cache.jsonl", desc=f"real OCR {folder.name}")
     return [(r, pages[_rid(r)]) for r in recs if _rid(r) in pages]
 
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "directory's own (python -m training pair-scorer --out)")
     ap.add_argument("--compare-hand", action="store_true",
                     help="also score every set with the hand-weighted ranking (no learned scorer), side by side")
+    ap.add_argument("--ocr-tag", help="score only --sets pages cached with these OCR settings (a tag in "
+                                      "ocr_cache.jsonl), read nothing new: the same reads as an earlier run")
     ap.add_argument("--show", action="store_true", help="print missed and wrong pairs per page")
     ap.add_argument("--json", help="write the table as JSON here")
     args = ap.parse_args(argv)
@@ -155,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     learned = ex.pair_scorer
     groups: dict[str, list] = defaultdict(list)
     for folder in args.sets:
-        for rec, page in load_set(Path(folder)):
+        for rec, page in load_set(Path(folder), ocr_tag=args.ocr_tag):
             name = f"{rec.get('layout')} ({Path(folder).name})"
             groups[name].append((gold_of(rec, None)[2], page))
             if args.by_degrade:

@@ -142,16 +142,33 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
 
 def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
     """Printed choices starting at `first` along its row (□男 ☑女, one box a piece or all in one):
-    (whether `first` starts an option group, the piece holding the ticked option if any)."""
+    (whether `first` starts an option group, the piece holding the ticked option if any). A filled box
+    OCR lost leaves its option bare among the boxed ones (□身份证 □护照 其他): the one bare option in
+    the group, ending it or followed by more boxes, is the ticked one."""
     if not options(first.text):
         return False, None
     p: Piece | None = first
     seen = 0
-    while p is not None and options(p.text) and seen < 8:
-        if ticked(p.text):
-            return True, p
+    bare: list[Piece] = []
+    while p is not None and seen < 8:
+        if options(p.text):
+            if ticked(p.text):
+                return True, p
+        elif _bare_option(p):
+            nxt = geo.right_of(p)
+            if nxt is not None and not options(nxt.text):
+                break                   # □男 □女 出生年月 1990: the next field's label, not an option
+            bare.append(p)
+        else:
+            break
         p, seen = geo.right_of(p), seen + 1
-    return True, None
+    return True, (bare[0] if len(bare) == 1 else None)
+
+
+def _bare_option(p: Piece) -> bool:
+    t = p.text.strip()
+    return not p.colon_key and 1 <= len(t) <= 6 and not any(c.isdigit() for c in t) and not key_word(t) and \
+        not is_hint(t) and not t.endswith(KEY_ENDINGS)
 
 
 def continues_value(geo: Layout, v: Piece, w: Piece, key: Piece | None) -> bool:

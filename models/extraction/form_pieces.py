@@ -252,6 +252,20 @@ def is_hint(text: str) -> bool:
     return HINT.search(text.strip()) is not None
 
 
+FILL_HINT = re.compile(r"^(非?必填|选填|必选|可选|可多选|单选|多选|请勾选|请选择|请填写|如有|选择)$")   # not 小写, 部门
+KEY_HINT = re.compile(r"\s*([（(\[【〔][^（()）\[\]【】〔〕]*[)）\]】〕]|请勾选|请选择|可多选|请填写)$")
+
+
+def strip_key_hint(text: str) -> str:
+    """A key without the hint printed after it (手机（必填）, 领取方式（请勾选）, 领取方式请勾选): the field is
+    what the form asks, the hint how to answer. A bracket that qualifies the key (申报学院（部门）) stays."""
+    m = KEY_HINT.search(text)
+    if m is None or len(text[:m.start()].strip()) < 2:
+        return text
+    part = m.group(1)
+    return text[:m.start()].strip() if part[0] not in "（([【〔" or FILL_HINT.match(part[1:-1].strip()) else text
+
+
 def options(text: str) -> bool:
     """A run of printed choices with their boxes (□男 □女, 口是口否, ☑同意): one box at least."""
     return CHECK_BOXES.match(text) is not None or TICKED.search(text) is not None or \

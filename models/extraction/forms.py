@@ -14,9 +14,14 @@ and the model's evidence ranks what layout allows:
    row (the next table cell) and the line under it. Vetoed: keys, labels (an empty field does not take
    the next label), hints (（...填写）, 请勾选), headers, blanks; an option list gives its ticked option
    or nothing.
-4. Assignment. Each candidate's score is its layout prior (same line, right, below), how much more
+4. Assignment. Each candidate's hand score is its layout prior (same line, right, below), how much more
    key-like the key is than the value, and the link head's logit `pred.link(key, value)` (trained on
    question -> answer links); the best scores are taken first, one value per key and one key per value.
+   Where the model directory has a learned scorer (pair_scorer.json, models/extraction/pair_scorer.py,
+   fitted by `python -m training pair-scorer`), it weighs `_Decoder.features` (geometry in line heights,
+   text of key and value, tags, link logit, rank among the key's and the value's other candidates):
+   mode "rerank" adds weight x its logit to the hand score of the same candidates; mode "decide" proposes
+   more (the model-tag vetoes, furniture and header, become features) and keeps what it finds likely.
 5. Completion. A value that wraps takes its next lines; a key followed by several values in its row
    keeps them all (one pair each).
 
@@ -48,6 +53,7 @@ from models.extraction.form_pieces import (
     piece_tags,
     qualified_label,
     split_line,
+    strip_key_hint,
     ticked,
 )
 from models.extraction.form_pieces import is_value as text_is_value
@@ -66,7 +72,8 @@ FEATURES = (
     "hand_vs_value", "n_key", "n_value", "ks_key", "ks_value", "margin", "key_colon", "key_more", "value_more",
     "key_len", "value_len", "key_digits", "value_digits", "value_latin", "key_bracket", "value_bracket",
     "value_ticked", "value_options", "key_word", "value_word", "key_qualified", "value_qualified", "key_ending",
-    "value_ending", "value_sentence", "key_first", "key_q", "key_a", "key_o", "value_q", "value_a", "value_o", "ocr",
+    "value_ending", "value_sentence", "key_first", "key_q", "key_a", "key_h", "key_o", "value_q", "value_a",
+    "value_h", "value_o", "key_furniture", "value_furniture", "ocr",
 )
 
 
@@ -88,6 +95,8 @@ class FormCandidate:
     value: str
     where: str
     features: dict[str, float]
+    key_line: int = -1             # the OCR lines the key and the value start on
+    value_line: int = -1
 
 
 def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
@@ -98,11 +107,12 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
 
 
 def form_candidates(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
-                    off: frozenset[str] = frozenset()) -> list[FormCandidate]:
-    """Every candidate a learned scorer would rank on this page, with its features (training/pair_scorer.py)."""
+                    off: frozenset[str] = frozenset(), wide: bool = True) -> list[FormCandidate]:
+    """Every candidate a learned scorer would rank on this page, with its features (training/pair_scorer.py);
+    `wide`: as a deciding scorer sees them, else as a reranking one (the hand candidates)."""
     dec = _decoder(page, pred, tag_labels, st, off, None)
-    cands = dec.candidates(wide=True)
-    return [FormCandidate(c.k.text, ticked(c.v.text) or c.v.text, c.where, f)
+    cands = dec.candidates(wide=wide)
+    return [FormCandidate(strip_key_hint(c.k.text), ticked(c.v.text) or c.v.text, c.where, f, c.k.line, c.v.line)
             for c, f in zip(cands, dec.features(cands))]
 
 
@@ -121,6 +131,7 @@ class _Decoder:
     def __init__(self, page: Page, pred: PagePrediction, masses: list[np.ndarray], pieces: list[Piece],
                  st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None):
         self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
+        self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
         self.geo = Layout(page, pieces, st)
         # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
@@ -152,8 +163,11 @@ class _Decoder:
         stands right of a label everybody knows (the model's tags mislead it on a layout it never saw)."""
         furniture = v.line in self.furniture and not (of is not None and key_word(of.text) and
                                                       self.geo.right_of(of) is v)
+        mass = self.masses[v.line]
+        if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
+            furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
         return not v.colon_key and not furniture and \
-            text_is_value(v, self.masses[v.line], hints="form_hints" not in self.off,
+            text_is_value(v, mass, hints="form_hints" not in self.off,
                           sentences=of is not None and qualified_label(of.text))
 
     def is_label(self, v: Piece) -> bool:
@@ -164,6 +178,9 @@ class _Decoder:
         if key_word(v.text):
             return True
         w = self.geo.right_of(v)
+        if w is not None and not options(v.text) and "form_check_groups" not in self.off and \
+                option_group(self.geo, w)[0] and self.ks(v) >= self.st.form_key_min:
+            return True                 # 证件类型 □身份证 □护照: a question with its own choices
         return w is not None and self.is_value(w) and not key_word(w.text) and \
             self.ks(v) >= self.st.form_key_min and self.ks(v) - self.ks(w) >= self.st.form_key_margin
 
@@ -173,6 +190,8 @@ class _Decoder:
         if TICKED.search(v.text) or "form_options_row" in self.off:
             return False
         nxt = self.geo.right_of(v)
+        if nxt is not None and options(nxt.text) and not options(v.text):
+            return False                # 男 □女: the one option whose box OCR lost is the ticked one
         return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
                 and nxt.box[0] - v.box[2] <= 3 * self.geo.height(v) and self.ks(nxt) < self.st.form_key_min)
 
@@ -184,8 +203,8 @@ class _Decoder:
         return self.st.form_link_weight * float(np.clip(s / self.st.form_link_scale, -1.0, 1.0))
 
     def can_key(self, k: Piece, key_min: float | None = None) -> bool:
-        if is_header(k, self.masses[k.line]) or SENTENCE.search(k.text) or \
-                (k.line in self.furniture and not key_word(k.text)):
+        if SENTENCE.search(k.text) or (not self.soft and (is_header(k, self.masses[k.line]) or
+                                                          (k.line in self.furniture and not key_word(k.text)))):
             return False
         if ("form_check_groups" not in self.off and options(k.text)) or \
                 ("form_hints" not in self.off and is_hint(k.text)):
@@ -199,6 +218,13 @@ class _Decoder:
         keys and values the key-score margin would drop are proposed too; vetoes stay."""
         key_min = self.st.form_key_min - (WIDE_SLACK if wide else 0.0)
         margin_min = self.st.form_key_margin - (WIDE_SLACK if wide else 0.0)
+        self.soft = wide
+        try:
+            return self._candidates(key_min, margin_min)
+        finally:
+            self.soft = False
+
+    def _candidates(self, key_min: float, margin_min: float) -> list[Cand]:
         out: list[Cand] = []
         for k in self.pieces:
             if not self.can_key(k, key_min):
@@ -290,8 +316,9 @@ class _Decoder:
                 "key_ending": float(k.text.endswith(KEY_ENDINGS)), "value_ending": float(v.text.endswith(KEY_ENDINGS)),
                 "value_sentence": float(SENTENCE.search(v.text) is not None),
                 "key_first": float(self.geo.first_in_row(k)),
-                "key_q": float(kt[0]), "key_a": float(kt[1]), "key_o": float(kt[3]),
-                "value_q": float(vt[0]), "value_a": float(vt[1]), "value_o": float(vt[3]),
+                "key_q": float(kt[0]), "key_a": float(kt[1]), "key_h": float(kt[2]), "key_o": float(kt[3]),
+                "value_q": float(vt[0]), "value_a": float(vt[1]), "value_h": float(vt[2]), "value_o": float(vt[3]),
+                "key_furniture": float(k.line in self.furniture), "value_furniture": float(v.line in self.furniture),
                 "ocr": float(ocr),
             }
             out.append(f)
@@ -303,6 +330,11 @@ class _Decoder:
         one (strength: its logit + 1, so a pair's confidence is its probability), else by hand weights."""
         if self.scorer is None:
             return sorted(((c.hand, c.k, c.v, c.where) for c in self.candidates()), key=lambda c: -c[0])
+        if self.scorer.mode == "rerank":     # the hand candidates, all kept, ordered by hand + learned logit
+            cands = self.candidates()
+            z = self.scorer.logits(self.scorer.rows(self.features(cands))) if cands else np.zeros(0)
+            return sorted(((c.hand + self.scorer.weight * float(np.clip(q, -5, 5)), c.k, c.v, c.where)
+                           for q, c in zip(z, cands)), key=lambda c: -c[0])
         cands = self.candidates(wide=True)
         p = self.scorer.predict(self.scorer.rows(self.features(cands)))
         keep = [(float(np.log(q / (1 - q + 1e-9) + 1e-9)) + 1.0, c.k, c.v, c.where)
@@ -394,7 +426,7 @@ class _Decoder:
         if (ocr < self.st.form_ocr_min and "form_ocr_min" not in self.off) or len(k.text) < 2:
             return None
         conf = 1 / (1 + np.exp(-(strength - 1.0)))
-        return Pair(key=k.text, value=ticked(v.text) or v.text, key_box=k.box, value_box=v.box,
+        return Pair(key=strip_key_hint(k.text), value=ticked(v.text) or v.text, key_box=k.box, value_box=v.box,
                     score=round(float(conf * ocr), 4), page=self.page.index)
 
 

@@ -41,6 +41,8 @@ class PairScorer:
     w2: np.ndarray | None = None                # (hidden, 1): None for a linear model
     b2: float = 0.0
     threshold: float = 0.5                      # a candidate below this is no pair
+    mode: str = "decide"                        # decide: it proposes wide and keeps p >= threshold; rerank: it
+    weight: float = 1.0                         # reorders the hand candidates by hand score + weight * logit
     about: dict[str, Any] = field(default_factory=dict)   # what it was trained on, how it scored
 
     def logits(self, x: np.ndarray) -> np.ndarray:
@@ -64,7 +66,8 @@ class PairScorer:
         return {"format": FORMAT, "kind": "linear" if self.w2 is None else "mlp", "features": self.names,
                 "mean": _r(self.mean), "scale": _r(self.scale), "w1": _r(self.w1), "b1": _r(self.b1),
                 "w2": None if self.w2 is None else _r(self.w2), "b2": round(float(self.b2), 6),
-                "threshold": round(float(self.threshold), 4), "about": self.about}
+                "threshold": round(float(self.threshold), 4), "mode": self.mode, "weight": round(float(self.weight), 4),
+                "about": self.about}
 
     def save(self, path: str | Path) -> None:
         from data.atomic import write_text_atomic
@@ -88,8 +91,11 @@ class PairScorer:
                     b1.shape != (w1.shape[1],) or (w2 is None and w1.shape[1] != 1) or \
                     (w2 is not None and w2.shape != (w1.shape[1], 1)) or np.any(scale <= 0):
                 raise PairScorerError(f"{where}: weight shapes do not fit its {n} features")
+            mode = str(raw.get("mode", "decide"))
+            if mode not in ("decide", "rerank"):
+                raise PairScorerError(f"{where}: mode {mode!r} is neither decide nor rerank")
             return cls(names, mean, scale, w1, b1, w2, float(raw.get("b2", 0.0)), float(raw.get("threshold", 0.5)),
-                       dict(raw.get("about") or {}))
+                       mode, float(raw.get("weight", 1.0)), dict(raw.get("about") or {}))
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PairScorerError):
                 raise
