@@ -205,6 +205,14 @@ def test_a_filled_box_ocr_lost_leaves_the_ticked_option_bare_among_the_boxed_one
     assert _pairs(lines) == [("证件类型", "其他"), ("性别", "女"), ("出生年月", "1990.01")]
 
 
+def test_two_touching_fragments_that_only_together_make_a_label_are_one_key():
+    # OCR reads a cell's label as two lines printed close together (家庭 / 住址, 紧急联 / 系人)
+    lines = [("家庭", [95, 583, 146, 615]), ("大连市中山区民主路725号", [556, 588, 800, 614]),
+             ("住址", [96, 610, 146, 644]),
+             ("紧急联", [600, 782, 673, 814]), ("张平涵", [698, 792, 765, 820]), ("系人", [608, 808, 664, 842])]
+    assert _pairs(lines) == [("家庭住址", "大连市中山区民主路725号"), ("紧急联系人", "张平涵")]
+
+
 def test_a_fill_hint_after_a_key_is_no_part_of_it():
     lines = [("手机（必填）", [100, 100, 220, 124]), ("13800138000", [300, 100, 440, 124]),
              ("领取方式（请勾选）", [100, 160, 290, 184]), ("☑自取", [320, 160, 380, 184]),

@@ -13,10 +13,11 @@ from typing import Callable
 
 from data import geometry
 from data.document import Page
-from models.extraction.form_pieces import KEY_ENDINGS, Piece, is_hint, key_word, options, ticked
+from models.extraction.form_pieces import KEY_ENDINGS, Piece, is_hint, key_word, options, qualified_label, ticked
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 OPEN_BRACKET = "（(〔【["
+TIGHT_GAP = 0.3      # x line height: the two lines of one label touch; two rows of a table stand further apart
 SECTION = re.compile(r"^([一二三四五六七八九十]+[、.．]|\d+[、.．]\D|第.{1,3}[部章节条])")   # 一、基本信息: a heading
 
 
@@ -118,8 +119,14 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
             continue
         ends_key = b.colon_key and (b.value is None or is_value(b.value))
         bracket = b.text[0] in OPEN_BRACKET and not is_hint(b.text)
-        between = False
-        if not ends_key and not bracket and not b.colon_key:
+        # two fragments printed touching in one cell that only together make a label (家庭 / 住址, 紧急联 / 系人,
+        # 论文 / 题目): the first no label on its own, the whole one ending as labels end
+        whole = re.sub(r"\s+", "", a.text + b.text)
+        tight = not b.colon_key and len(a.text) <= 3 and len(b.text) <= 3 and not key_word(a.text) and \
+            not a.text.endswith(KEY_ENDINGS) and (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
+            b.box[1] - a.box[3] <= TIGHT_GAP * geo.line_height(a)
+        between = tight
+        if not ends_key and not bracket and not b.colon_key and not tight:
             ra, rb = geo.right_of(a), geo.right_of(b)
             union = Piece(a.line, a.start, a.end, a.text + b.text, [min(a.box[0], b.box[0]), a.box[1],
                           max(a.box[2], b.box[2]), b.box[3]], more=[b])
