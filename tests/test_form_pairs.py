@@ -314,3 +314,38 @@ def test_a_value_does_not_run_on_into_the_next_label_below_it():
     lines = [("姓名", [66, 110, 92, 126]), ("吕婷涵", [70, 130, 124, 149]), ("所在学院", [66, 152, 122, 168]),
              ("法学院", [68, 172, 125, 191])]
     assert ("姓名", "吕婷涵") in _pairs(lines)
+
+
+def test_values_aligned_in_a_far_column_of_a_grid_pair_with_their_labels():
+    # label cells at the left, wide value cells far right (over 20 line heights): the column they share on
+    # several rows is the grid's structure, so each label takes the value on its row
+    rows = [("学号", "202328359764"), ("所在学院", "经济管理学院"), ("入学日期", "2018-04-30"), ("辅导员", "陶玉国")]
+    lines = []
+    for i, (k, v) in enumerate(rows):
+        y = 100 + 50 * i
+        lines += [(k, [60, y, 60 + 24 * len(k), y + 24]), (v, [700 - 6 * len(v), y + 3, 700 + 6 * len(v), y + 27])]
+    tags = [("Q" if i % 2 == 0 else "A") * len(t) for i, (t, _) in enumerate(lines)]
+    assert _pairs(lines, tags) == rows
+    # one label with one piece far out on its row is no grid: nothing says that piece answers it
+    assert _pairs(lines[2:4], tags[2:4]) == []
+    # the column rule switched off by name: the far values are out of reach again
+    page, pred = _page(lines, tags)
+    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=frozenset({"form_value_column"}))] == []
+
+
+def test_a_known_word_opening_a_longer_label_read_with_its_value_cuts_where_the_label_ends():
+    lines = [("学位类别博士", [100, 100, 220, 124]), ("指导教师姓名、职称魏彬副教授", [100, 160, 400, 184])]
+    assert _pairs(lines, ["QQQQAA", "QQQQQQQQQAAAAA"]) == [("学位类别", "博士"), ("指导教师姓名、职称", "魏彬副教授")]
+    # the characters after the known word that the model reads as an answer stay the value's
+    assert _pairs([("学位类别博士", [100, 100, 220, 124])], ["QQAAAA"]) == [("学位", "类别博士")]
+
+
+def test_a_short_label_with_its_value_beside_it_is_a_field_though_the_model_calls_the_value_furniture():
+    lines = [("学校代码", [690, 74, 770, 98]), ("10279", [778, 76, 826, 94]),
+             ("姓名：", [100, 200, 160, 224]), ("张三", [180, 200, 230, 224]),
+             ("部门：", [600, 200, 660, 224]), ("财务部", [680, 200, 740, 224])]
+    known = ["QQQQ", "OOOOO", "QQQ", "AA", "QQQ", "AAA"]
+    assert ("学校代码", "10279") in _pairs(lines, known)
+    page, pred = _page(lines, known)
+    off = frozenset({"form_plain_fields"})
+    assert ("学校代码", "10279") not in [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)]

@@ -339,6 +339,17 @@ def test_form_layout_rules():
     boxes = [("性别", [100, 100, 148, 124]), ("□男", [200, 100, 250, 124]), ("☑女", [280, 100, 330, 124])]
     assert _pairs(boxes) == [("性别", "女")]
     assert _pairs(boxes, off=frozenset(["form_check_groups"])) != [("性别", "女")]
+    grid = [(t, [60, 100 + 50 * (i // 2), 108, 124 + 50 * (i // 2)] if i % 2 == 0 else
+             [640, 103 + 50 * (i // 2), 760, 127 + 50 * (i // 2)])
+            for i, t in enumerate(["学号", "2023283597", "院系", "经济管理系", "班级", "机械2002班"])]
+    grid_tags = ["QQ", "AAAAAAAAAA", "QQ", "AAAAA", "QQ", "AAAAAAA"]
+    assert _pairs(grid, grid_tags) == [("学号", "2023283597"), ("院系", "经济管理系"), ("班级", "机械2002班")]
+    assert _pairs(grid, grid_tags, off=frozenset(["form_value_column"])) == []
+    corner = [("学校代码", [690, 74, 770, 98]), ("10279", [778, 76, 826, 94]), ("姓名：", [100, 200, 160, 224]),
+              ("张三", [180, 200, 230, 224])]
+    corner_tags = ["QQQQ", "OOOOO", "QQQ", "AA"]       # the model knows the page and calls 10279 furniture
+    assert ("学校代码", "10279") in _pairs(corner, corner_tags)
+    assert ("学校代码", "10279") not in _pairs(corner, corner_tags, off=frozenset(["form_plain_fields"]))
     # form_link: the head's logit picks the line below over the name right of the key
     rows = [("负责人", [100, 100, 172, 124]), ("王五", [300, 100, 350, 124]), ("赵六", [100, 130, 150, 154])]
     page = Page(index=0, width=1200, height=1600, lines=[Line(t, box_to_quad(b)) for t, b in rows])

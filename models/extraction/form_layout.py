@@ -18,6 +18,7 @@ from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 OPEN_BRACKET = "（(〔【["
 TIGHT_GAP = 0.3      # x line height: the two lines of one label touch; two rows of a table stand further apart
+COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
 SECTION = re.compile(r"^([一二三四五六七八九十]+[、.．]|\d+[、.．]\D|第.{1,3}[部章节条])")   # 一、基本信息: a heading
 
 
@@ -59,6 +60,29 @@ class Layout:
             if i is not None:
                 return others[i]
         return None
+
+    def column_values(self, keys: list[Piece]) -> dict[int, Piece]:
+        """id(key) -> its value across a wide gap, where the gap is the page's table structure: keys that
+        start their rows with nothing within form_right_gap, whose nearest pieces further right stand in one
+        column (same centre or same left edge within a line height) on at least COLUMN_ROWS rows. A grid
+        with wide value cells (label | ......张三......) leaves every value far from its label; a lone far
+        piece on one row says nothing."""
+        far: list[tuple[Piece, Piece]] = []
+        for k in keys:
+            if not self.first_in_row(k) or self.right_of(k) is not None:
+                continue
+            others = [p for p in self.pieces if p is not k and not (p.lines & k.lines)]
+            i = geometry.right_of(k.box, [p.box for p in others], self.slope, float("inf"), self.st.form_row_tol)
+            if i is not None:
+                far.append((k, others[i]))
+        out: dict[int, Piece] = {}
+        for k, v in far:
+            h = self.line_height(k)
+            mid = (v.box[0] + v.box[2]) / 2
+            rows = sum(abs((w.box[0] + w.box[2]) / 2 - mid) <= h or abs(w.box[0] - v.box[0]) <= h for _, w in far)
+            if rows >= COLUMN_ROWS:
+                out[id(k)] = v
+        return out
 
     def left_of(self, k: Piece) -> Piece | None:
         """The nearest piece left of `k` on its row, if any."""

@@ -17,6 +17,7 @@ from data.document import Page
 from models.extraction.base import COLONS, char_box
 
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别, 面貌, 情况, 专业, 时间 ...)
+LABEL_TAIL = 6        # a known word opening a label runs on for at most this many characters (_extend_label)
 KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级貌况业间点见目系式容因码")
 # whole labels of personal, company, application, HR, medical and school forms: a line reading exactly
 # one of these is a label, never somebody's answer (an empty field does not take the next label)
@@ -160,6 +161,7 @@ def inline_label(text: str, mass: np.ndarray) -> int | None:
                 best = (m.start(), m.end())
     if best is None:
         return None
+    best = (best[0], _extend_label(text, best[1], mass))
     rest = text[best[1]:]
     value = rest.strip()
     start = best[1] + len(rest) - len(rest.lstrip())
@@ -168,6 +170,23 @@ def inline_label(text: str, mass: np.ndarray) -> int | None:
         return None
     tags = mean_mass(mass, start, len(text)) if len(mass) else np.zeros(4)
     return None if tags[0] > tags[1] + 0.2 else start
+
+
+def _extend_label(text: str, end: int, mass: np.ndarray) -> int:
+    """Where a label that starts with a known word really ends (学位 | 类别博士 is 学位类别 | 博士, 指导教师 |
+    姓名、职称魏彬 is 指导教师姓名、职称 | 魏彬): the longest run of up to LABEL_TAIL more Chinese characters
+    (or 、) that ends as labels end, leaves a value, and each of whose characters the model tags no less a
+    question than an answer (性别男民族 | 汉 is no label: 男 is an answer)."""
+    best = end
+    for j in range(end + 2, min(len(text) - 1, end + LABEL_TAIL) + 1):
+        tail = text[end:j]
+        if not all("\u4e00" <= c <= "\u9fff" or c == "、" for c in tail):
+            break
+        if not tail.endswith(KEY_ENDINGS):
+            continue
+        if not len(mass) or all(t[0] >= t[1] for t in (mean_mass(mass, i, i + 1) for i in range(end, j))):
+            best = j
+    return best
 
 
 def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list[Piece]:

@@ -27,7 +27,8 @@ and the model's evidence ranks what layout allows:
 
 Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_furniture,
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
-form_label_not_value, form_hints, form_check_groups. Thresholds: DecodeSettings.form_*.
+form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields.
+Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
 
@@ -132,6 +133,7 @@ class _Decoder:
                  st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None):
         self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
         self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
+        self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
         self.geo = Layout(page, pieces, st)
         # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
@@ -160,15 +162,27 @@ class _Decoder:
 
     def is_value(self, v: Piece, of: Piece | None = None) -> bool:
         """Could `v` answer a question (`of`: this one)? A line the model calls furniture cannot, unless it
-        stands right of a label everybody knows (the model's tags mislead it on a layout it never saw)."""
-        furniture = v.line in self.furniture and not (of is not None and key_word(of.text) and
-                                                      self.geo.right_of(of) is v)
+        stands right of a plain label (`plain_field`: the model's tags mislead it on a layout it never saw)."""
+        furniture = v.line in self.furniture and not (of is not None and self.plain_field(of, v))
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
         return not v.colon_key and not furniture and \
             text_is_value(v, mass, hints="form_hints" not in self.off,
                           sentences=of is not None and qualified_label(of.text))
+
+    def plain_field(self, k: Piece, v: Piece) -> bool:
+        """`k` -> `v` is a field whatever the model's furniture tag on `v` says (学校代码 10279 in a cover's
+        corner): `v` right after a known label or a clearly key-like colon-less label of at most 8
+        characters, and no sentence. A colon key's furniture line (编号：76102358 over a form) stays the
+        model's call: forms differ on whether that is a field."""
+        if self.geo.right_of(k) is not v:
+            return False
+        if key_word(k.text):
+            return True
+        if "form_plain_fields" in self.off or SENTENCE.search(v.text) or len(k.text) > 8 or k.colon_key:
+            return False
+        return self.own.get(id(k), 0.0) >= self.st.form_key_min + self.st.form_key_margin
 
     def is_label(self, v: Piece) -> bool:
         """A label standing where a value could be (the next field's 姓名 under an empty 申报学院（部门）):
@@ -226,6 +240,8 @@ class _Decoder:
 
     def _candidates(self, key_min: float, margin_min: float) -> list[Cand]:
         out: list[Cand] = []
+        self.column = self.geo.column_values([k for k in self.pieces if self.can_key(k, key_min)]) \
+            if "form_value_column" not in self.off else {}
         for k in self.pieces:
             if not self.can_key(k, key_min):
                 continue
@@ -237,6 +253,9 @@ class _Decoder:
             far = False
             if right is None and (k.colon_key or qualified_label(k.text)) and self.geo.first_in_row(k):
                 right = self.geo.right_of(k, far=True)            # a cover's value far out on its underline
+                far = right is not None
+            if right is None and "form_value_column" not in self.off:
+                right = self.column.get(id(k))                    # a wide value cell of the page's grid
                 far = right is not None
             looks: list[tuple[str, Piece | None]] = [("right", right)]
             if len(k.text) <= self.st.form_long_key and "form_below" not in self.off:

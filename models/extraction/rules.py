@@ -106,6 +106,10 @@ RULES: list[Rule] = [
     Rule("form_hints", "forms", decode_form, about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
     Rule("form_check_groups", "forms", decode_form,
          about="a box list answers with its ticked option, or not at all; options are no keys"),
+    Rule("form_value_column", "forms", decode_form,
+         about="values far right of their labels, aligned in one column on several rows, are a grid's value cells"),
+    Rule("form_plain_fields", "forms", decode_form,
+         about="a short key with its value right after it is a field even where the model tags the line furniture"),
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 
