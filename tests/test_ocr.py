@@ -123,7 +123,7 @@ def test_small_print_is_detected_again_scaled_up_and_the_v6_fingerprint_says_so(
     assert small_text_zoom(lines(10, n=3), 1.0, 1280, p) == 1.0                      # too few lines to judge
     assert small_text_zoom(lines(10), 1.0, 1280, DetParams(small_text_px=0)) == 1.0  # off
     v6, v4 = OCRSettings(model="v6"), OCRSettings(model="v4")
-    assert (v6.det_small_text_px, v6.det_dilate, v6.det_unclip_ratio, v6.det_box_thresh) == (14, True, 1.6, 0.5)
+    assert (v6.det_small_text_px, v6.det_dilate, v6.det_unclip_ratio, v6.det_box_thresh) == (14, False, 1.5, 0.6)
     assert (v4.det_small_text_px, v4.det_dilate, v4.det_unclip_ratio, v4.det_box_thresh) == (0, False, 1.5, 0.6)
     before = OCRSettings(model="v6", det_small_text_px=0, det_dilate=False, det_unclip_ratio=1.5, det_box_thresh=0.6)
     assert v6.tag() != before.tag()                  # cached v6 readings made with the old detector are stale

@@ -60,14 +60,17 @@ SEAL_MODES = ("", "det", "page")
 # 0.0139 -> 0.0129 and is equal elsewhere; padding short line crops only to 96 columns instead of 320 cut
 # recognition CPU 18% at equal CER (bench/results/ocr_bench_v6_minwidth.json). v6 threads = the cores in
 # the affinity mask (batch workers pin theirs to a share): on 2 idle cores 0.243 -> 0.415 pages/s for 9%
-# more CPU; under load 7-11 equal pages/s for 14% more CPU (ocr_bench_v6_threads*.json).
+# more CPU; under load 7-11 equal pages/s for 14% more CPU (ocr_bench_v6_threads*.json). Small print
+# re-detected scaled up (det_small_text_px 14: only pages whose median line is under 14 detector pixels, on
+# the samples the newspaper): real pages 0.0771 -> 0.0642 (scorer v2), generated sets unchanged
+# (bench/results/ocr_bench_v6_accuracy.json).
 TUNED: dict[str, dict[str, float | int | bool]] = {
     "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1,
            "rec_min_width": 320, "det_small_text_px": 0, "det_box_thresh": 0.6, "det_unclip_ratio": 1.5,
            "det_dilate": False},
     "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.3, "cpu_threads": 0,
-           "rec_min_width": 96, "det_small_text_px": 14, "det_box_thresh": 0.5, "det_unclip_ratio": 1.6,
-           "det_dilate": True},
+           "rec_min_width": 96, "det_small_text_px": 14, "det_box_thresh": 0.6, "det_unclip_ratio": 1.5,
+           "det_dilate": False},
 }
 # Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 reads
 # better with (x - 0.5) / 0.5, as rapidocr feeds it (bench/README.md: clean CER 0.0258 -> 0.0139, real
@@ -93,9 +96,9 @@ class OCRSettings:
     det_limit_side_len: int | None = None  # longer page side given to the detector (PaddleOCR: 960). v4 1280
                                           # read CER clean 0.0167 -> 0.0124, phone photos 0.0388 -> 0.0349, the
                                           # real samples 0.302 -> 0.203, for 1.17x the CPU (bench/README.md)
-    det_box_thresh: float | None = None   # mean text probability in a box to keep it (v4 0.6; v6 0.5, with
-    det_unclip_ratio: float | None = None  # boxes grown 1.6 instead of 1.5 from a dilated mask, as rapidocr feeds
-                                          # these files: taller crops read small print better, bench/README.md)
+    det_box_thresh: float | None = None   # mean text probability in a box to keep it (0.6 both). v6 with
+    det_unclip_ratio: float | None = None  # rapidocr's 0.5 / 1.6 / dilated mask: taller crops, real pages 0.0642
+                                          # -> 0.0573 but generated clean and heavy pages worse (bench/README.md)
     rec_batch_num: int = 16               # most lines per recognition batch (sorted by width first)
     rec_batch_columns: int = 16 * 320     # most padded input columns per batch: bounds memory on long lines
     rec_min_width: int | None = None      # narrower line crops are padded up to this many columns (v4 320,
