@@ -349,3 +349,33 @@ def test_a_short_label_with_its_value_beside_it_is_a_field_though_the_model_call
     page, pred = _page(lines, known)
     off = frozenset({"form_plain_fields"})
     assert ("学校代码", "10279") not in [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)]
+
+
+def test_a_value_of_two_lines_centred_on_its_label_takes_its_first_line_too():
+    # the cell's two lines straddle the label's row: layout finds the second line beside the label; the
+    # first, right above it and reaching into the label's row, is the value's start
+    lines = [("联系电话", [63, 592, 150, 622]), ("17489054202", [180, 592, 300, 615]),
+             ("郑州市金水区东风路95", [180, 637, 380, 659]), ("家庭住址", [64, 651, 149, 678]),
+             ("号A座2208室", [180, 661, 300, 687])]
+    tags = ["QQQQ", "A" * 11, "A" * 11, "QQQQ", "A" * 8]
+    assert _pairs(lines, tags) == [("联系电话", "17489054202"), ("家庭住址", "郑州市金水区东风路95号A座2208室")]
+    # the previous row's value above is no part of it: it does not reach into the label's row
+    keep = (0, 1, 3, 4)
+    assert ("家庭住址", "号A座2208室") in _pairs([lines[i] for i in keep], [tags[i] for i in keep])
+
+
+def test_a_data_table_inside_a_form_gives_no_pairs_but_labels_above_values_do():
+    heads = [("起止时间", [212, 498, 289, 525]), ("学校", [442, 497, 489, 527]), ("专业", [656, 497, 702, 527])]
+    row1 = [("2007.09-2009.06", [187, 537, 316, 556]), ("郑州大学", [428, 535, 501, 560]),
+            ("工商管理", [643, 535, 716, 560])]
+    row2 = [("2018.09-2022.06", [186, 573, 317, 594]), ("山东大学", [429, 571, 501, 596]),
+            ("汉语言文学", [634, 571, 723, 596])]
+    tags = ["QQQQ", "QQ", "QQ", "A" * 15, "AAAA", "AAAA", "A" * 15, "AAAA", "AAAAA"]
+    table = heads + row1 + row2
+    assert _pairs(table, tags) == []
+    page, pred = _page(table, tags)
+    assert ("学校", "郑州大学") in [(p.key, p.value) for p in decode_form(page, pred, LABELS,
+                                                                  off=frozenset({"form_data_tables"}))]
+    # one row of answers under a row of labels: labels printed above their values, each a pair
+    assert sorted(_pairs(heads + row1, tags[:6])) == \
+        [("专业", "工商管理"), ("学校", "郑州大学"), ("起止时间", "2007.09-2009.06")]

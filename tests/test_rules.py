@@ -350,6 +350,12 @@ def test_form_layout_rules():
     corner_tags = ["QQQQ", "OOOOO", "QQQ", "AA"]       # the model knows the page and calls 10279 furniture
     assert ("学校代码", "10279") in _pairs(corner, corner_tags)
     assert ("学校代码", "10279") not in _pairs(corner, corner_tags, off=frozenset(["form_plain_fields"]))
+    table = [("姓名", [100, 300, 148, 324]), ("关系", [300, 300, 348, 324]), ("单位", [500, 300, 548, 324]),
+             ("李明", [100, 340, 150, 364]), ("父子", [300, 340, 348, 364]), ("华为", [500, 340, 548, 364]),
+             ("王芳", [100, 380, 150, 404]), ("母子", [300, 380, 348, 404]), ("腾讯", [500, 380, 548, 404])]
+    table_tags = ["QQ"] * 3 + ["AA"] * 6
+    assert _pairs(table, table_tags) == []
+    assert ("关系", "父子") in _pairs(table, table_tags, off=frozenset(["form_data_tables"]))
     # form_link: the head's logit picks the line below over the name right of the key
     rows = [("负责人", [100, 100, 172, 124]), ("王五", [300, 100, 350, 124]), ("赵六", [100, 130, 150, 154])]
     page = Page(index=0, width=1200, height=1600, lines=[Line(t, box_to_quad(b)) for t, b in rows])

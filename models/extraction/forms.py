@@ -27,7 +27,8 @@ and the model's evidence ranks what layout allows:
 
 Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_furniture,
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
-form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields.
+form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
+form_data_tables.
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -134,6 +135,7 @@ class _Decoder:
         self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
         self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
         self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
+        self.table: set[int] = set()           # ids of a data table's headings and cells (Layout.data_table)
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
         self.geo = Layout(page, pieces, st)
         # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
@@ -154,6 +156,11 @@ class _Decoder:
         for p in pieces:
             if p.value is not None:
                 self.own[id(p.value)] = float(np.clip(key_score(p.value.text, piece_tags(p.value, masses)), -3, 3))
+        # a data table inside the form (headings over rows of answers): neither keys nor values
+        if "form_data_tables" not in off:
+            self.table = self.geo.data_table(
+                lambda p: not p.colon_key and not options(p.text) and self.ks(p) >= st.form_key_min,
+                lambda p: self.ks(p) < st.form_key_min)
 
     # --- evidence ------------------------------------------------------------------------------------
     def ks(self, p: Piece) -> float:
@@ -167,7 +174,7 @@ class _Decoder:
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
-        return not v.colon_key and not furniture and \
+        return not v.colon_key and not furniture and id(v) not in self.table and \
             text_is_value(v, mass, hints="form_hints" not in self.off,
                           sentences=of is not None and qualified_label(of.text))
 
@@ -220,6 +227,8 @@ class _Decoder:
         if SENTENCE.search(k.text) or (not self.soft and (is_header(k, self.masses[k.line]) or
                                                           (k.line in self.furniture and not key_word(k.text)))):
             return False
+        if id(k) in self.table:
+            return False                          # a data table's column heading
         if ("form_check_groups" not in self.off and options(k.text)) or \
                 ("form_hints" not in self.off and is_hint(k.text)):
             return False                          # □男 is nobody's key; neither is （请勾选）
@@ -374,6 +383,7 @@ class _Decoder:
             if where in ("colon", "right") and "form_row_values" not in self.off:
                 out += [(strength, k, w) for w in self.row_values(k, v)]
         if "form_join_values" not in self.off:
+            out = [(s, k, self.lead_line(k, v)) for s, k, v in out]
             for _, k, v in out:
                 if not k.absorbed:
                     self.wrap(k, v)
@@ -406,6 +416,26 @@ class _Decoder:
                 out.append(n)
                 last = n
         return out if len(out) <= self.st.form_row_max else []     # more: a row of a data table
+
+    def lead_line(self, k: Piece, v: Piece) -> Piece:
+        """The value with its first line, where a value of two lines stands centred on its label's row in
+        one cell (郑州市金水区东风路95 / 号A座2208室 beside 家庭住址) and layout found the second: a free value
+        line right of the key, right above `v` as its previous line, reaching into the key's row and
+        with no other label left of it."""
+        if v.used is False or v.more or v.box[0] < k.box[2]:
+            return v
+        for u in self.pieces:
+            if u.used or u.absorbed or u is v or u is k or u.colon_key or u.box[0] < k.box[2] or \
+                    u.box[3] <= k.box[1] or u.box[1] >= v.box[1]:
+                continue
+            left = self.geo.left_of(u)
+            if left not in (None, k) or not continues_value(self.geo, u, v, None) or not self.is_value(u, k) or \
+                    self.is_label(u) or options(u.text) or self.ks(u) >= self.st.form_key_min:
+                continue
+            u.used = True
+            u.join(v, _sep(u.text, v.text))
+            return u
+        return v
 
     def wrap(self, k: Piece, v: Piece) -> None:
         """A value that runs over several lines takes its next lines: right under it, same type size,

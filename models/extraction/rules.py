@@ -110,6 +110,8 @@ RULES: list[Rule] = [
          about="values far right of their labels, aligned in one column on several rows, are a grid's value cells"),
     Rule("form_plain_fields", "forms", decode_form,
          about="a short key with its value right after it is a field even where the model tags the line furniture"),
+    Rule("form_data_tables", "forms", decode_form,
+         about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 
