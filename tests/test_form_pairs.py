@@ -379,3 +379,19 @@ def test_a_data_table_inside_a_form_gives_no_pairs_but_labels_above_values_do():
     # one row of answers under a row of labels: labels printed above their values, each a pair
     assert sorted(_pairs(heads + row1, tags[:6])) == \
         [("专业", "工商管理"), ("学校", "郑州大学"), ("起止时间", "2007.09-2009.06")]
+
+
+def test_the_grid_value_column_outweighs_the_model_calling_a_row_furniture():
+    rows = [("企业名称", "大连创航信息技术有限公司"), ("注册资本", "壹佰万元整"), ("手机号码", "19565430996"),
+            ("银行账号", "5071675068213171419")]
+    lines = []
+    for i, (k, v) in enumerate(rows):
+        y = 100 + 50 * i
+        lines += [(k, [78, y, 164, y + 28]), (v, [620 - 8 * len(v), y + 3, 620 + 8 * len(v), y + 25])]
+    # the model knows the page (most lines question/answer) and calls the first two rows furniture
+    tags = ["O" * len(t) if i < 4 else ("Q" if i % 2 == 0 else "A") * len(t) for i, (t, _) in enumerate(lines)]
+    assert _pairs(lines, tags) == rows
+    page, pred = _page(lines, tags)
+    # without the column the furniture tags win: only the rows the model reads as fields pair
+    off = frozenset({"form_value_column"})
+    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)] == rows[2:]

@@ -170,7 +170,8 @@ class _Decoder:
     def is_value(self, v: Piece, of: Piece | None = None) -> bool:
         """Could `v` answer a question (`of`: this one)? A line the model calls furniture cannot, unless it
         stands right of a plain label (`plain_field`: the model's tags mislead it on a layout it never saw)."""
-        furniture = v.line in self.furniture and not (of is not None and self.plain_field(of, v))
+        furniture = v.line in self.furniture and not (of is not None and (self.plain_field(of, v) or
+                                                                          self.column.get(id(of)) is v))
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
@@ -223,9 +224,11 @@ class _Decoder:
             return 0.0
         return self.st.form_link_weight * float(np.clip(s / self.st.form_link_scale, -1.0, 1.0))
 
-    def can_key(self, k: Piece, key_min: float | None = None) -> bool:
-        if SENTENCE.search(k.text) or (not self.soft and (is_header(k, self.masses[k.line]) or
-                                                          (k.line in self.furniture and not key_word(k.text)))):
+    def can_key(self, k: Piece, key_min: float | None = None, grid: bool = False) -> bool:
+        """Could `k` be a key? `grid`: the model's furniture tag aside (its value may stand in the page's
+        value column, which outweighs a tag on a layout the model never saw)."""
+        furniture = k.line in self.furniture and not key_word(k.text) and not (grid or id(k) in self.column)
+        if SENTENCE.search(k.text) or (not self.soft and (is_header(k, self.masses[k.line]) or furniture)):
             return False
         if id(k) in self.table:
             return False                          # a data table's column heading
@@ -249,8 +252,9 @@ class _Decoder:
 
     def _candidates(self, key_min: float, margin_min: float) -> list[Cand]:
         out: list[Cand] = []
-        self.column = self.geo.column_values([k for k in self.pieces if self.can_key(k, key_min)]) \
-            if "form_value_column" not in self.off else {}
+        self.column = {}
+        if "form_value_column" not in self.off:
+            self.column = self.geo.column_values([k for k in self.pieces if self.can_key(k, key_min, grid=True)])
         for k in self.pieces:
             if not self.can_key(k, key_min):
                 continue
