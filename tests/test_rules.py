@@ -647,3 +647,24 @@ def test_star_name_reads_a_quote_before_the_category_as_its_star():
     rows, spans = _goods("“餐饮服务*餐饮服务")
     spans[0] = Span("items.name", 0, 0, 10, 0.9)
     assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*餐饮服务*餐饮服务"
+
+
+def test_type_by_key_phrases_keeps_an_invoice_whose_title_is_lost_under_its_seal():
+    """A VAT invoice whose title the seal hid (OCR read only the seal's 甘肃税务局) still prints its keys
+    (发票代码, 开票日期, 校验码, 机器编号, 纳税人识别号 ...): it stays a VAT invoice. A form the classifier
+    leaned the same way prints none of them and stays a form; with the rule off the invoice is a form too."""
+    types = ["vat_invoice", "e_invoice", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    lean_vat = np.array([0.8, 0.1, 0.1])
+    sealed = ["发票代码：062012151100", "发票号码：73256142", "甘肃税务局", "开票日期：2021年08月20日",
+              "校验码：33093473469410784182", "机器编号：603653488843", "名称：鼎朗锦餐饮管理有限公司",
+              "纳税人识别号：91130102XU27316159", "地址、电话：上海市浦东新区天府大道104号", "开户行及账号：中信银行",
+              "价税合计（大写）", "（小写）¥23570.06", "收款人：江远勇", "复核：王芳", "开票人：钟伟"]
+    assert types[pick_type(lean_vat, types, schemas, sealed)] == "vat_invoice"
+    assert types[pick_type(lean_vat, types, schemas, sealed, off=frozenset(["type_by_key_phrases"]))] \
+        == "generic_form"
+    form = ["个人信息登记表", "姓名：张三", "现住址：北京市", "联系电话：13800001111", "填表日期：2024年5月1日"]
+    assert types[pick_type(lean_vat, types, schemas, form)] == "generic_form"
+    # three keys are not yet an invoice's: a form asking for a tax ID, a name and a date stays a form
+    few = ["供应商登记表", "纳税人识别号：", "开票日期：", "名称："]
+    assert types[pick_type(lean_vat, types, schemas, few)] == "generic_form"

@@ -52,6 +52,8 @@ RULES: list[Rule] = [
          about="key-colon lines and no money wording of a title-less type (receipt): a generic form"),
     Rule("type_needs_title", "type", pick_type,
          about="a type whose pages all print a title is passed over when the page shows too little of it"),
+    Rule("type_by_key_phrases", "type", pick_type,
+         about="a titled type whose title is not shown is kept when the page prints most of its fields' keys"),
     Rule("field_candidates", "fields", field_rules.field_candidates, core=True),
     Rule("rekey_after_key_phrase", "fields", field_rules.rekey_after_key_phrase),
     Rule("rekey_by_row_key", "fields", field_rules.rekey_by_row_key),

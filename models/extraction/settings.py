@@ -23,6 +23,8 @@ class DecodeSettings:
                                        # receipts score >= 0.9999, the OmniDoc pages taken for receipts <= 0.05
     type_form_keys: int = 4            # a page with this many key-colon lines and no money wording of a title-less
                                        # type (合计, 实收 ...) is a form: receipts print their sums
+    type_key_evidence: float = 0.6     # ... or prints this share of its fields' own keys (发票代码, 开票日期 ...): a
+                                       # title under a seal is lost, the keys are not (doctype.key_evidence)
     title_line_edits: int = 1          # a title line misread in this many characters per 6 still names its type
     title_extra: int = 4               # characters a title line may hold besides the title (a province)
     # a title is printed as a unit, on a line of its own or beside a number or date on its row; in a long line
