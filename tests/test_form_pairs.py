@@ -395,3 +395,18 @@ def test_the_grid_value_column_outweighs_the_model_calling_a_row_furniture():
     # without the column the furniture tags win: only the rows the model reads as fields pair
     off = frozenset({"form_value_column"})
     assert [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)] == rows[2:]
+
+
+def test_a_title_in_large_type_opens_no_label_though_a_known_word_is_inside_it():
+    # (所在学院 | 文学院: a value naming one of its label's kind; 学科、专业名称: an enumerated label)
+    fields = [("所在学院文学院", [444, 665, 600, 687]), ("学科、专业名称应用数学", [444, 765, 680, 787])]
+    title = ("硕士学位论文", [430, 300, 640, 345])
+    assert _pairs([title] + fields) == [("所在学院", "文学院"), ("学科、专业名称", "应用数学")]
+    # the same words in the fields' type size, beside another line, do split (学位 | 论文): size tells titles
+    assert ("硕士学位", "论文") in _pairs([("硕士学位论文", [430, 300, 560, 322]), ("二〇二四年", [700, 300, 800, 322])]
+                                        + fields)
+
+
+def test_a_longer_label_runs_on_to_a_known_label_at_its_end_whatever_the_tags():
+    assert _pairs([("指导教师姓名、职称魏彬副教授", [100, 160, 400, 184])], ["QQQQQQAAAAAAAA"]) == \
+        [("指导教师姓名、职称", "魏彬副教授")]

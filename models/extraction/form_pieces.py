@@ -17,6 +17,7 @@ from data.document import Page
 from models.extraction.base import COLONS, char_box
 
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别, 面貌, 情况, 专业, 时间 ...)
+TITLE_SIZE = 1.25    # a line this much taller than the page's median, alone on its row, is a title (title_line)
 LABEL_TAIL = 6        # a known word opening a label runs on for at most this many characters (_extend_label)
 KEY_ENDINGS = tuple("名址号码期话别型数额行位门历校由称人件箱编龄族贯职务类级貌况业间点见目系式容因码")
 # whole labels of personal, company, application, HR, medical and school forms: a line reading exactly
@@ -155,7 +156,9 @@ def inline_label(text: str, mass: np.ndarray) -> int | None:
     for word in KEY_WORDS:
         for m in re.finditer(r"\s*".join(map(re.escape, word)), text[:12]):
             lead = text[:m.start()]
-            if len(lead.strip()) > 3 or not all("\u4e00" <= c <= "\u9fff" or c.isspace() for c in lead):
+            # up to three characters qualify the label (所学专业); an enumeration may run longer (学科、专业名称)
+            if len(lead.strip()) > (5 if "、" in lead else 3) or \
+                    not all("\u4e00" <= c <= "\u9fff" or c.isspace() or c == "、" for c in lead):
                 continue
             if best is None or m.end() > best[1]:
                 best = (m.start(), m.end())
@@ -165,8 +168,12 @@ def inline_label(text: str, mass: np.ndarray) -> int | None:
     rest = text[best[1]:]
     value = rest.strip()
     start = best[1] + len(rest) - len(rest.lstrip())
+    label = re.sub(r"\s+", "", text[:best[1]])
+    same = next((w for w in KEY_WORDS if label.endswith(w)), None)
+    folded = re.sub(r"\s+", "", value)
+    # 申请人的姓名, 联系人电话: one label; but a value naming one of its label's kind (所在学院 | 文学院) is a value
     if not value or value[0] in "（(：:的之及和或与" or SENTENCE.search(value) or \
-            re.sub(r"\s+", "", value).endswith(KEY_WORDS):      # 申请人的姓名, 联系人电话: one label
+            (folded.endswith(KEY_WORDS) and not (same is not None and folded.endswith(same) and folded != same)):
         return None
     tags = mean_mass(mass, start, len(text)) if len(mass) else np.zeros(4)
     return None if tags[0] > tags[1] + 0.2 else start
@@ -175,8 +182,9 @@ def inline_label(text: str, mass: np.ndarray) -> int | None:
 def _extend_label(text: str, end: int, mass: np.ndarray) -> int:
     """Where a label that starts with a known word really ends (学位 | 类别博士 is 学位类别 | 博士, 指导教师 |
     姓名、职称魏彬 is 指导教师姓名、职称 | 魏彬): the longest run of up to LABEL_TAIL more Chinese characters
-    (or 、) that ends as labels end, leaves a value, and each of whose characters the model tags no less a
-    question than an answer (性别男民族 | 汉 is no label: 男 is an answer)."""
+    (or 、) that ends as labels end, leaves a value, and either ends in a known label (姓名、职称) or each of
+    whose characters the model tags clearly more a question than an answer (学位类别博士 with 类别 read as an
+    answer, or by a model that knows nothing of the page, stays 学位 | 类别博士)."""
     best = end
     for j in range(end + 2, min(len(text) - 1, end + LABEL_TAIL) + 1):
         tail = text[end:j]
@@ -184,16 +192,30 @@ def _extend_label(text: str, end: int, mass: np.ndarray) -> int:
             break
         if not tail.endswith(KEY_ENDINGS):
             continue
-        if not len(mass) or all(t[0] >= t[1] for t in (mean_mass(mass, i, i + 1) for i in range(end, j))):
+        if tail.endswith(KEY_WORDS) or (len(mass) > 0 and
+                                        all(t[0] > t[1] + 0.2 for t in (mean_mass(mass, i, i + 1)
+                                                                        for i in range(end, j)))):
             best = j
     return best
+
+
+def title_line(page: Page, li: int) -> bool:
+    """A line printed as a title (硕士学位论文, 专业学位硕士论文 on a cover): in larger type than TITLE_SIZE x the
+    page's median line and alone on its row. A known word inside it (学位) opens no label."""
+    heights = sorted(ln.box[3] - ln.box[1] for ln in page.lines)
+    box = page.lines[li].box
+    h = box[3] - box[1]
+    if not heights or h < TITLE_SIZE * heights[len(heights) // 2]:
+        return False
+    mid = (box[1] + box[3]) / 2
+    return not any(i != li and ln.box[1] < mid < ln.box[3] for i, ln in enumerate(page.lines))
 
 
 def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list[Piece]:
     line = page.lines[li]
     text = line.text
     colons = _key_colons(text, key_max)
-    if not colons:
+    if not colons and not title_line(page, li):
         cut = inline_label(text, mass)
         if cut is not None:
             colons = [cut - 1] if text[cut - 1].isspace() else []
