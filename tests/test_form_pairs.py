@@ -410,3 +410,11 @@ def test_a_title_in_large_type_opens_no_label_though_a_known_word_is_inside_it()
 def test_a_longer_label_runs_on_to_a_known_label_at_its_end_whatever_the_tags():
     assert _pairs([("指导教师姓名、职称魏彬副教授", [100, 160, 400, 184])], ["QQQQQQAAAAAAAA"]) == \
         [("指导教师姓名、职称", "魏彬副教授")]
+
+
+def test_label_lines_packed_into_one_cell_with_overlapping_boxes_are_one_key():
+    # OCR boxes of a three-line cell overlap by a third of a line; the first fragment may have four characters
+    lines = [("法定代", [109, 226, 169, 255]), ("黄婷", [182, 233, 226, 264]), ("表人", [116, 246, 164, 275]),
+             ("是否一般", [107, 350, 178, 377]), ("纳税人", [113, 371, 173, 397]), ("否", [248, 369, 289, 393])]
+    tags = ["QQQ", "AA", "QQ", "QQQQ", "QQQ", "A"]
+    assert _pairs(lines, tags) == [("法定代表人", "黄婷"), ("是否一般纳税人", "否")]

@@ -18,6 +18,9 @@ from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 OPEN_BRACKET = "（(〔【["
 TIGHT_GAP = 0.3      # x line height: the two lines of one label touch; two rows of a table stand further apart
+TIGHT_CHARS = 4      # ... the first of at most this many characters, the second of three (是否一般 / 纳税人; a
+                     # four-character second line is a label of its own: 本科 / 入职日期 is a value over a label)
+TOUCH_OVERLAP = 0.5  # the OCR boxes of two lines of a packed cell may overlap by this x line height
 TABLE_COLUMNS = 3    # a data table in a form: this many column headings in a row (Layout.data_table) ...
 TABLE_ROWS = 2       # ... over this many rows of answers
 COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
@@ -168,6 +171,18 @@ def _alone(p: Piece, pieces: list[Piece]) -> bool:
     return sum(q.line == p.line for q in pieces) == 1
 
 
+def _touching_below(geo: Layout, a: Piece, pieces: list[Piece]) -> Piece | None:
+    """The next line of a label whose OCR box overlaps `a`'s by up to TOUCH_OVERLAP of a line height (three
+    lines packed into one cell: 法定代 / 表人): under `a`, overlapping it across, starting within a line
+    height of its left edge, of the same type size."""
+    h = geo.line_height(a)
+    near = [p for p in pieces if p is not a and not (p.lines & a.lines) and
+            a.box[3] - TOUCH_OVERLAP * h <= p.box[1] <= a.box[3] + TIGHT_GAP * h and p.box[1] > a.box[1] + h / 2 and
+            min(a.box[2], p.box[2]) > max(a.box[0], p.box[0]) and abs(p.box[0] - a.box[0]) <= h and
+            min(geo.line_height(p), h) / max(geo.line_height(p), h) >= geo.st.form_same_size]
+    return min(near, key=lambda p: p.box[1]) if near else None
+
+
 def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bool],
                 is_label_part: Callable[[Piece], bool]) -> list[Piece]:
     """A label printed over two lines of one cell (政治 / 面貌, 提交证件 / 情况：, 申报学院 / （部门）) is one
@@ -179,7 +194,9 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                 or options(a.text) or is_hint(a.text) or SECTION.match(a.text) or not is_label_part(a):
             continue
         below = geo.below(a, [p for p in out if not p.used])
-        if below is None or not _first_of_line(below, pieces) or not geo.stacked(a, below):
+        if below is None or not geo.stacked(a, below):
+            below = _touching_below(geo, a, [p for p in out if not p.used])     # OCR boxes of a packed cell
+        if below is None or not _first_of_line(below, pieces):
             continue
         b = below
         if len(b.text) > 6 or any(c.isdigit() for c in b.text) or options(b.text) or \
@@ -188,9 +205,10 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
         ends_key = b.colon_key and (b.value is None or is_value(b.value))
         bracket = b.text[0] in OPEN_BRACKET and not is_hint(b.text)
         # two fragments printed touching in one cell that only together make a label (家庭 / 住址, 紧急联 / 系人,
-        # 论文 / 题目): the first no label on its own, the whole one ending as labels end
+        # 论文 / 题目, 是否一般 / 纳税人): the first no label on its own, the whole one ending as labels end
         whole = re.sub(r"\s+", "", a.text + b.text)
-        tight = not b.colon_key and len(a.text) <= 3 and len(b.text) <= 3 and not key_word(a.text) and \
+        tight = not b.colon_key and len(a.text) <= TIGHT_CHARS and len(b.text) <= 3 and \
+            not key_word(a.text) and \
             not a.text.endswith(KEY_ENDINGS) and (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
             b.box[1] - a.box[3] <= TIGHT_GAP * geo.line_height(a)
         between = tight
