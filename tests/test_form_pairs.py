@@ -418,3 +418,11 @@ def test_label_lines_packed_into_one_cell_with_overlapping_boxes_are_one_key():
              ("是否一般", [107, 350, 178, 377]), ("纳税人", [113, 371, 173, 397]), ("否", [248, 369, 289, 393])]
     tags = ["QQQ", "AA", "QQ", "QQQQ", "QQQ", "A"]
     assert _pairs(lines, tags) == [("法定代表人", "黄婷"), ("是否一般纳税人", "否")]
+
+
+def test_a_numbered_section_heading_is_neither_key_nor_value():
+    lines = [("七、审核意见", [590, 700, 712, 726]), ("2022.10.27", [760, 700, 870, 726]),
+             ("专业", [80, 800, 130, 826]), ("一、承诺声明", [160, 800, 290, 826])]
+    assert _pairs(lines, ["QQQQQQ", "A" * 10, "QQ", "QQQQQQ"]) == []
+    # the same words without the numbering are a label and its value
+    assert ("审核意见", "2022.10.27") in _pairs([("审核意见", [590, 700, 680, 726]), lines[1]], ["QQQQ", "A" * 10])

@@ -40,6 +40,7 @@ import numpy as np
 
 from data.document import Page, Pair
 from models.extraction.base import PagePrediction
+from models.extraction.form_layout import SECTION as SECTION_HEAD
 from models.extraction.form_layout import Layout, continues_value, join_labels, option_group
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
@@ -175,7 +176,7 @@ class _Decoder:
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
-        return not v.colon_key and not furniture and id(v) not in self.table and \
+        return not v.colon_key and not furniture and id(v) not in self.table and not SECTION_HEAD.match(v.text) and \
             text_is_value(v, mass, hints="form_hints" not in self.off,
                           sentences=of is not None and qualified_label(of.text))
 
@@ -230,8 +231,8 @@ class _Decoder:
         furniture = k.line in self.furniture and not key_word(k.text) and not (grid or id(k) in self.column)
         if SENTENCE.search(k.text) or (not self.soft and (is_header(k, self.masses[k.line]) or furniture)):
             return False
-        if id(k) in self.table:
-            return False                          # a data table's column heading
+        if id(k) in self.table or (not k.colon_key and SECTION_HEAD.match(k.text)):
+            return False                          # a data table's column heading; a section's (四、审核意见)
         if ("form_check_groups" not in self.off and options(k.text)) or \
                 ("form_hints" not in self.off and is_hint(k.text)):
             return False                          # □男 is nobody's key; neither is （请勾选）
