@@ -45,6 +45,7 @@ from models.ocr.det import (
 )
 from models.ocr.rec import classify_angles, crop_line, filter_crop, recognise
 from models.ocr.runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
+from models.ocr.seal import VERSION as SEAL_VERSION
 from models.ocr.seal import unseal
 from models.runtime import on_model_thread
 
@@ -155,6 +156,8 @@ class OCRSettings:
             text = text.replace(", seal_reread=False", "")
         if not self.seal_aware:
             text = text.replace(", seal_aware=''", "")
+        elif SEAL_VERSION > 1:  # the seal finder's version: seals found where none were change the readings
+            text += f", seal_finder={SEAL_VERSION}"
         if not self.det_small_text_px:
             text = text.replace(", det_small_text_px=0", "")
         return hashlib.sha1(text.encode()).hexdigest()[:12]
