@@ -11,6 +11,7 @@ from typing import Any
 
 from data.document import Field
 from data.normalize import format_amount, format_amount_words, normalize_code, parse_amount, parse_amount_words
+from data.text_distance import lcs_length
 from data.validate import is_valid_id_number
 from models.extraction.base import TYPE_SHAPES, PageContext, Span
 from models.extraction.items import complete_item_rows
@@ -142,17 +143,6 @@ def _page_figures(ctx: PageContext) -> dict[Any, list[tuple[int, int, int]]]:
     return out
 
 
-def _lcs(a: str, b: str) -> int:
-    """Length of the longest common subsequence of two strings."""
-    prev = [0] * (len(b) + 1)
-    for ch in a:
-        cur = [0]
-        for j, c in enumerate(b):
-            cur.append(prev[j] + 1 if ch == c else max(prev[j + 1], cur[j]))
-        prev = cur
-    return prev[-1]
-
-
 def words_line(ctx: PageContext, value: Any) -> tuple[float, int]:
     """The OCR line that reads most like `value` written in 大写 words: (share of the words' characters
     found in order in it, line index); (0.0, -1) when no line has any. Independent evidence of a figure:
@@ -162,7 +152,7 @@ def words_line(ctx: PageContext, value: Any) -> tuple[float, int]:
     for li, ln in enumerate(ctx.page.lines):
         body = "".join(ch for ch in ln.text if ch in WORD_CHARS)
         if body:
-            share = _lcs(words, body) / len(words)
+            share = lcs_length(words, body) / len(words)
             if share > best:
                 best, at = share, li
     return best, at

@@ -14,6 +14,7 @@ import numpy as np
 from data.document import Field, Line, Page
 from data.geometry import same_row
 from data.normalize import to_halfwidth
+from data.text_distance import lcs_length
 from models.extraction.base import line_of, line_starts
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
@@ -29,14 +30,9 @@ def title_evidence(phrases: list[str], lines: list[str], max_extra: int | None =
         for ln in lines:
             if max_extra is not None and len(ln) > len(ph) + max_extra:
                 continue
-            prev = [0] * (len(ln) + 1)
-            for ch in ph:
-                cur = [0]
-                for j, c in enumerate(ln):
-                    cur.append(prev[j] + 1 if ch == c else max(prev[j + 1], cur[j]))
-                prev = cur
-            if prev[-1] >= min(min_chars, len(ph)):
-                best = max(best, prev[-1] / len(ph))
+            found = lcs_length(ph, ln)
+            if found >= min(min_chars, len(ph)):
+                best = max(best, found / len(ph))
     return best
 
 

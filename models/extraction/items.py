@@ -13,6 +13,7 @@ from data.document import Document, Field, Page
 from data.geometry import cluster_rows, page_slope
 from data.labels import ITEM_PREFIX
 from data.normalize import normalize_value, parse_amount
+from data.text_distance import edit_distance
 from models.extraction.base import PageContext, Span, line_starts
 
 
@@ -125,17 +126,6 @@ def complete_item_rows(ctx: PageContext) -> None:
 RATES = (0, 1, 1.5, 3, 5, 6, 9, 10, 11, 13, 16, 17)
 
 
-def _edits(a: str, b: str) -> int:
-    """Levenshtein distance of two short strings."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
-
 def _digits(text: str) -> str:
     return re.sub(r"\D", "", text or "")
 
@@ -155,7 +145,7 @@ def repair_item_figures(ctx: PageContext) -> None:
 
         def fix(key: str, value: str, row: dict[str, Field] = row, i: int = i) -> None:
             f = row[key]
-            if f.value != value and _edits(_digits(f.raw), _digits(value)) <= 1:
+            if f.value != value and edit_distance(_digits(f.raw), _digits(value)) <= 1:
                 ctx.doc.warnings.append(f"items[{i}].{key}: read {f.raw!r}, taken as {value} by the row's arithmetic")
                 f.value = value
         t = parse_amount(row["tax"].value) if "tax" in row else None

@@ -28,6 +28,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from data.text_distance import edit_distance
+
 LONG_DIGITS = re.compile(r"\d{8,}")
 MATCH_MARGIN_PX = 15.0
 MIN_OVERLAP = 0.3          # share of an OCR line's area that must fall in the (widened) GT box
@@ -62,28 +64,21 @@ def plain_text(text: str) -> str:
     return _MATH.sub(_plain_math, text)
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (insert, delete, substitute all cost 1)."""
-    if len(a) < len(b):
-        a, b = b, a
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
-
-def substring_distance(needle: str, hay: str) -> int:
-    """Smallest edit distance between `needle` and any substring of `hay` (free start and end in hay)."""
+def _free_end_row(needle: str, hay: str) -> list[int]:
+    """Last row of the alignment of `needle` against `hay` with a free start in hay: entry j is the fewest
+    edits that turn `needle` into some substring of hay ending at j."""
     prev = [0] * (len(hay) + 1)
     for i, cn in enumerate(needle, 1):
         cur = [i]
         for j, ch in enumerate(hay, 1):
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
         prev = cur
-    return min(prev)
+    return prev
+
+
+def substring_distance(needle: str, hay: str) -> int:
+    """Smallest edit distance between `needle` and any substring of `hay` (free start and end in hay)."""
+    return min(_free_end_row(needle, hay))
 
 
 def best_span(needle: str, hay: str) -> tuple[int, int, int]:
@@ -92,22 +87,12 @@ def best_span(needle: str, hay: str) -> tuple[int, int, int]:
     is shown as read, not as dropped)."""
     if not needle:
         return 0, 0, 0
-    prev = [0] * (len(hay) + 1)
-    for i, cn in enumerate(needle, 1):
-        cur = [i]
-        for j, ch in enumerate(hay, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
-        prev = cur
+    prev = _free_end_row(needle, hay)
     dist = min(prev)
     end = len(prev) - 1 - prev[::-1].index(dist)
     # the start: the same alignment run backwards from `end` (free end in the reversed hay)
-    rn, rh = needle[::-1], hay[:end][::-1]
-    prev = [0] * (len(rh) + 1)
-    for i, cn in enumerate(rn, 1):
-        cur = [i]
-        for j, ch in enumerate(rh, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
-        prev = cur
+    rh = hay[:end][::-1]
+    prev = _free_end_row(needle[::-1], rh)
     back = max(j for j, v in enumerate(prev) if v == dist) if dist in prev else len(rh)
     return dist, end - back, end
 
