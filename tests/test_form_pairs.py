@@ -426,3 +426,14 @@ def test_a_numbered_section_heading_is_neither_key_nor_value():
     assert _pairs(lines, ["QQQQQQ", "A" * 10, "QQ", "QQQQQQ"]) == []
     # the same words without the numbering are a label and its value
     assert ("审核意见", "2022.10.27") in _pairs([("审核意见", [590, 700, 680, 726]), lines[1]], ["QQQQ", "A" * 10])
+
+
+def test_pairs_of_one_row_come_left_to_right_whatever_their_top_edges():
+    """开始日期 | 结束日期 on one printed row: the right key's box starts 3 px higher (a tilt, a taller glyph),
+    yet the left pair is listed first; the next row comes after both."""
+    from data.document import Pair
+    from models.extraction.forms import reading_order
+    left = Pair(key="开始日期", value="2019年1月3日", key_box=[60, 103, 140, 123], value_box=[150, 103, 260, 123])
+    right = Pair(key="结束日期", value="2020-11-23", key_box=[300, 100, 380, 120], value_box=[390, 100, 480, 120])
+    below = Pair(key="请假天数", value="6天", key_box=[60, 140, 140, 160], value_box=[150, 140, 200, 160])
+    assert [p.key for p in reading_order([below, right, left])] == ["开始日期", "结束日期", "请假天数"]

@@ -38,6 +38,7 @@ from typing import Callable
 
 import numpy as np
 
+from data import geometry
 from data.document import Page, Pair
 from models.extraction.base import PagePrediction
 from models.extraction.form_layout import SECTION as SECTION_HEAD
@@ -393,8 +394,7 @@ class _Decoder:
                 if not k.absorbed:
                     self.wrap(k, v)
         pairs = [p for p in (self.make_pair(s, k, v) for s, k, v in out if not k.absorbed) if p is not None]
-        pairs.sort(key=lambda p: (p.key_box[1], p.key_box[0]) if p.key_box else (0.0, 0.0))
-        return pairs
+        return reading_order(pairs, self.geo.slope)
 
     def row_values(self, k: Piece, v: Piece) -> list[Piece]:
         """Further values of `k` along its row (a label followed by several values in a table row):
@@ -482,6 +482,19 @@ class _Decoder:
         conf = 1 / (1 + np.exp(-(strength - 1.0)))
         return Pair(key=strip_key_hint(k.text), value=ticked(v.text) or v.text, key_box=k.box, value_box=v.box,
                     score=round(float(conf * ocr), 4), page=self.page.index)
+
+
+def reading_order(pairs: list[Pair], slope: float = 0.0) -> list[Pair]:
+    """Pairs row by row, top to bottom, and left to right within a row (by their keys' boxes, deskewed):
+    two pairs of one printed row (开始日期 | 结束日期) come in the order they are read, however a tilt or
+    a taller box puts one key's top edge above the other's. Pairs without a key box come first."""
+    boxed = [p for p in pairs if p.key_box]
+    boxes = [p.key_box for p in boxed if p.key_box]
+    if len(boxed) < 2:
+        return [p for p in pairs if not p.key_box] + boxed
+    heights = sorted(b[3] - b[1] for b in boxes)
+    rows = geometry.cluster_rows([(str(i), b) for i, b in enumerate(boxes)], heights[len(heights) // 2], slope)
+    return [p for p in pairs if not p.key_box] + [boxed[i] for row in rows for i in row]
 
 
 def _sep(a: str, b: str) -> str:
