@@ -103,8 +103,6 @@ def _seal_boxes(image: np.ndarray, ink: np.ndarray, paper: np.ndarray) -> list[t
         return []
     level = paper.max(axis=2)
     page_paper = float(np.percentile(level[::4, ::4], 95))
-    fi = image.astype(np.float32)
-    tint = (fi[..., 2] - np.maximum(fi[..., 0], fi[..., 1])) / np.maximum(fi[..., 2], 1.0)
     short = min(image.shape[:2])
     k = max(5, (short // 40) | 1)
     closed = cv2.morphologyEx(ink.astype(np.uint8), cv2.MORPH_CLOSE,
@@ -123,7 +121,7 @@ def _seal_boxes(image: np.ndarray, ink: np.ndarray, paper: np.ndarray) -> list[t
             return False
         # a seal is sparse ink on the paper: most of its box is not red, where a red disc (a national
         # emblem) is its own local "paper" and its rim alone shows as ink at a stricter pass
-        if np.median(tint[y0:y1, x0:x1]) > PAPER_TINT:
+        if np.median(_tint(image[y0:y1, x0:x1])) > PAPER_TINT:
             return False
         return _ring_like(ink, box)
 
@@ -145,6 +143,13 @@ def _seal_boxes(image: np.ndarray, ink: np.ndarray, paper: np.ndarray) -> list[t
         boxes.append(union)
         rest = [b for i, b in enumerate(rest) if i not in group]
     return boxes
+
+
+def _tint(crop: np.ndarray) -> np.ndarray:
+    """How far each pixel's red exceeds its green and blue, as a share of its red (computed per candidate
+    box, not over the whole page at every pass)."""
+    fi = crop.astype(np.float32)
+    return (fi[..., 2] - np.maximum(fi[..., 0], fi[..., 1])) / np.maximum(fi[..., 2], 1.0)
 
 
 def _gap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
