@@ -8,8 +8,9 @@ The bundled models/default is the reference of the format:
     labels.json           {"tags", "doc_types"}: the label maps, for tools that read no config
     schemas/<type>.yaml   the schema of each document type the head was trained on
     metrics.json, provenance.json, loss.png, README.md    optional, written by training
-    pair_scorer.json      optional: the learned scorer of form key-value candidates, fitted on these
-                          weights (`python -m training pair-scorer --model DIR`; read by `read_pair_scorer`)
+    pair_scorer.json      optional: the learned scorer of form key-value candidates and the learned piece
+                          roles ("roles", models/extraction/form_roles.py), fitted on these weights
+                          (`python -m training pair-scorer --model DIR`; read by `read_pair_scorer`)
 
 `write_model_dir` writes it (each file atomically, config.json last, so a directory whose write was
 killed has no config.json and is never taken for a model), `read_model_dir` builds the model from it

@@ -50,7 +50,14 @@ def test_decode_form_ranks_by_the_scorer_when_the_prediction_carries_one():
     rerank = _scorer({"where_below": 4.0, "where_right": -4.0}, threshold=0.999)
     rerank.mode, rerank.weight = "rerank", 1.0             # reorders the hand candidates, keeps them all
     pred.pair_scorer = rerank
-    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS)] == [("申请人", "李四")]
+    pairs = decode_form(page, pred, LABELS)
+    assert [(p.key, p.value) for p in pairs] == [("申请人", "李四")]
+    # its confidence is the scorer's probability of the pair it ranked first (x the OCR score), not the
+    # squashed hand strength, which saturates near 1 on every clean page
+    assert pairs[0].score == pytest.approx(0.99 / (1 + np.exp(-4.0)), abs=1e-3)
+    pred.pair_scorer = _scorer({"where_below": 0.5, "where_right": -4.0})
+    pred.pair_scorer.mode, pred.pair_scorer.weight = "rerank", 1.0
+    assert decode_form(page, pred, LABELS)[0].score == pytest.approx(0.99 / (1 + np.exp(-0.5)), abs=1e-3)
 
 
 def test_form_candidates_name_every_feature_and_keep_the_vetoes():

@@ -300,6 +300,13 @@ def test_form_rules():
     assert _pairs(unsure, scores={1: 0.5}, off=frozenset(["form_ocr_min"])) == [("部门", "采购部")]
 
 
+def test_the_learned_roles_rule_is_switched_off_in_its_own_tests():
+    # "form_roles" needs a role model (tests/test_form_roles.py builds one and decodes with it on and off)
+    from pathlib import Path
+    text = Path(__file__).with_name("test_form_roles.py").read_text(encoding="utf-8")
+    assert 'off=frozenset({"form_roles"})' in text or 'frozenset({"form_roles"})' in text
+
+
 def test_every_rule_that_can_be_switched_off_has_a_test_here():
     import inspect
     import sys

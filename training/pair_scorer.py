@@ -23,7 +23,7 @@ import json
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class FormPage:
     gold: list[tuple[str, str]]
     x: np.ndarray
     y: np.ndarray
+    truth: list[tuple[str, str, list[float]]] = field(default_factory=list)   # printed lines: text, label, box
+    by: Any = None                               # labels candidates by line ids (generated pages), else by text
 
 
 def _fold(text: str) -> str:
@@ -92,6 +94,17 @@ def train_layouts(model_dir: Path, wanted: list[str] | None) -> list[str]:
     return layouts
 
 
+def truth_lines(gt: dict) -> list[tuple[str, str, list[float]]]:
+    """The ground truth's printed lines as (text, question/answer/header/other, box): what the role model
+    (models/extraction/form_roles.py) learns each piece's role from."""
+    out = []
+    for ln in gt.get("lines") or []:
+        box = ln.get("box") or [min(x for x, _ in ln["quad"]), min(y for _, y in ln["quad"]),
+                                max(x for x, _ in ln["quad"]), max(y for _, y in ln["quad"])]
+        out.append((str(ln.get("text") or ""), str(ln.get("label") or "other"), [float(v) for v in box]))
+    return out
+
+
 def generated_page(layout: str, level: str, seed: int) -> tuple[Any, list[tuple[str, str]], Any]:
     """A generator page as the decoder meets it without OCR: its lines with the training noise. Also a
     labeller that knows the truth by line ids (the noise misreads characters, so texts may not match)."""
@@ -113,26 +126,35 @@ def generated_page(layout: str, level: str, seed: int) -> tuple[Any, list[tuple[
     def by_lines(c: Any) -> bool:
         kid, vid = kept[c.key_line].id, kept[c.value_line].id
         return any(kid in kl and vid in vl for kl, vl in truth)
+    by_lines.truth = truth_lines(gt)        # type: ignore[attr-defined]
     return page, gold_of(rec, None)[2], by_lines
+
+
+def label_candidates(ex: Any, fp: FormPage, wide: bool, roles: Any = None) -> None:
+    """Fill `fp.x`, `fp.y`: the page's candidates as the decoder proposes them (with `roles`, the learned
+    piece roles, in effect), their features and whether each is a true pair."""
+    from models.extraction.forms import FEATURES, form_candidates
+    cands = form_candidates(fp.page, fp.pred, ex.tag_labels, wide=wide, roles=roles)
+    fp.x = np.array([[c.features[n] for n in FEATURES] for c in cands], float).reshape(len(cands), len(FEATURES))
+    fp.y = np.array([fp.by(c) if fp.by is not None else label(c.key, c.value, fp.gold) for c in cands], float)
 
 
 def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path], log: Any = print,
             wide: bool = False) -> list[FormPage]:
-    from models.extraction.forms import FEATURES, form_candidates
     from training.evaluate import gold_of
     out: list[FormPage] = []
 
-    def add(layout: str, level: str, source: str, page: Any, gold: list[tuple[str, str]], by: Any = None) -> None:
-        pred = ex.predict_page(page)
-        cands = form_candidates(page, pred, ex.tag_labels, wide=wide)
-        x = np.array([[c.features[n] for n in FEATURES] for c in cands], float).reshape(len(cands), len(FEATURES))
-        y = np.array([by(c) if by is not None else label(c.key, c.value, gold) for c in cands], float)
-        out.append(FormPage(layout, level, source, page, pred, gold, x, y))
+    def add(layout: str, level: str, source: str, page: Any, gold: list[tuple[str, str]], by: Any = None,
+            truth: list | None = None) -> None:
+        fp = FormPage(layout, level, source, page, ex.predict_page(page), gold, np.zeros((0, 0)), np.zeros(0),
+                      truth or [], by)
+        label_candidates(ex, fp, wide)
+        out.append(fp)
 
     for i in range(pages):
         layout, level = layouts[i % len(layouts)], LEVELS[(i // len(layouts)) % len(LEVELS)]
         page, gold, by_lines = generated_page(layout, level, seed * 100_003 + i)
-        add(layout, level, "gen", page, gold, by_lines)
+        add(layout, level, "gen", page, gold, by_lines, getattr(by_lines, "truth", None))
     for folder in sets:
         from bench.form_pairs_bench import _cached_pages, load_set
         from data.corpus import corpus_from_synth_dir
@@ -148,7 +170,8 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
         for rec in recs:
             page = cached.get(str(rec["id"])) or pages.get(str(rec["id"]))
             if page is not None:
-                add(str(rec.get("layout")), str(rec.get("degrade")), "ocr", page, gold_of(rec, None)[2])
+                add(str(rec.get("layout")), str(rec.get("degrade")), "ocr", page, gold_of(rec, None)[2], None,
+                    truth_lines(rec))
                 n += 1
         log(f"  {folder}: {n} real-OCR pages of training layouts")
     return out
@@ -166,13 +189,87 @@ def pair_f1(ex: Any, fps: list[FormPage], scorer: Any) -> float:
     return total.f1
 
 
+def role_data(ex: Any, fp: FormPage, blank: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(features, role labels) of a page's pieces as split_line cuts them, labelled by its printed lines.
+    `blank`: as if the encoder tagged every character "other", as it does on a real scan of a layout it
+    never saw (XFUND): every training layout is one the encoder knows, so without such copies the role
+    model would learn to lean on tags that are not there where it matters."""
+    from models.extraction.form_pieces import label_masses, split_line
+    from models.extraction.form_roles import FEATURES as ROLE_FEATURES
+    from models.extraction.form_roles import piece_features, role_labels, runs
+    masses = label_masses(fp.pred.probs, ex.tag_labels)
+    pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li])])
+    if blank:
+        masses = [np.where(np.isnan(m), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(m) else m for m in masses]
+    feats = piece_features(fp.page, pieces, masses)
+    x = np.array([[f[n] for n in ROLE_FEATURES] for f in feats], float).reshape(len(feats), len(ROLE_FEATURES))
+    return x, role_labels(pieces, fp.truth)
+
+
+def decoder_f1(ex: Any, fps: list[FormPage], roles: Any) -> float:
+    """Pair F1 of the hand-ranked decoder over `fps` with the learned piece roles `roles` (None: the tags)."""
+    from models.extraction.forms import _decoder
+    from models.extraction.settings import DEFAULT_SETTINGS
+    from training.evaluate import Counts, score_pairs
+    total = Counts()
+    for fp in fps:
+        pairs = _decoder(fp.page, fp.pred, ex.tag_labels, DEFAULT_SETTINGS, frozenset(), None, roles).pairs()
+        total.add(score_pairs(fp.gold, [(p.key, p.value) for p in pairs]))
+    return total.f1
+
+
+ROLE_HIDDEN = 16
+ROLE_MEMBERS = 5        # fits from this many seeds, merged (form_roles.merge): steadier on unseen layouts
+
+
+def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, hidden: int = ROLE_HIDDEN
+                   ) -> tuple[Any, dict]:
+    """The learned piece roles (models/extraction/form_roles.py), fitted on every page's pieces twice: with
+    the encoder's tags and blanked (`role_data`). Reported, not used to decide: a two-fold cross-validation
+    over layouts (pair F1 of the decoder with the roles against the encoder's tags, piece accuracy). The
+    encoder trained on every one of these layouts, so its tags are at their best here; whether the roles
+    help on layouts it never saw is for bench/form_pairs_bench.py on held-out layouts to say."""
+    from models.extraction.form_roles import FEATURES as ROLE_FEATURES
+    from models.extraction.form_roles import fit_roles
+
+    def xy(pages: list[FormPage]) -> tuple[np.ndarray, np.ndarray]:
+        d = [data[id(fp)] for fp in pages] + [blank[id(fp)] for fp in pages]
+        return np.vstack([x for x, _ in d]), np.concatenate([y for _, y in d])
+
+    pages = [fp for fp in fps if fp.truth]
+    data = {id(fp): role_data(ex, fp) for fp in pages}
+    blank = {id(fp): role_data(ex, fp, blank=True) for fp in pages}
+    layouts = sorted({fp.layout for fp in pages})
+    random.Random(seed + 1).shuffle(layouts)
+    f1s, tags, accs = [], [], []
+    for held in (set(layouts[::2]), set(layouts[1::2])):
+        tr, te = [fp for fp in pages if fp.layout not in held], [fp for fp in pages if fp.layout in held]
+        if not tr or not te:
+            continue
+        m = fit_roles(*xy(tr), list(ROLE_FEATURES), hidden, seed=seed)
+        xs, ys = xy(te)
+        accs.append(float((m.predict(xs).argmax(1) == ys).mean()))
+        f1s.append(decoder_f1(ex, te, m))
+        tags.append(decoder_f1(ex, te, None))
+    about = {"hidden": hidden, "pieces": int(sum(len(y) for _, y in data.values())),
+             "cv_pair_f1": round(float(np.mean(f1s)), 4) if f1s else None,
+             "cv_pair_f1_encoder_tags": round(float(np.mean(tags)), 4) if tags else None,
+             "cv_piece_accuracy": round(float(np.mean(accs)), 4) if accs else None}
+    log(f"  roles: cv pair F1 {about['cv_pair_f1']} (encoder tags {about['cv_pair_f1_encoder_tags']}, layouts "
+        f"the encoder trained on), piece accuracy {about['cv_piece_accuracy']}")
+    m = fit_roles(*xy(pages), list(ROLE_FEATURES), hidden, seed=seed, members=ROLE_MEMBERS)
+    about["members"] = ROLE_MEMBERS
+    m.about = about
+    return m, about
+
+
 KINDS = {"linear": 0, "mlp8": 8}
 THRESHOLDS = (0.1, 0.2, 0.35)          # decide: keep a candidate this likely
 WEIGHTS = (0.5, 1.0, 2.0)              # rerank: hand score + this x the learned logit
 
 
-def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mode: str = "rerank"
-               ) -> tuple[Any, dict]:
+def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mode: str = "rerank",
+               roles: Any = None) -> tuple[Any, dict]:
     """Cross-validate kind and threshold (decide) or weight (rerank) over two folds of layouts, then fit on
     every page."""
     grid = THRESHOLDS if mode == "decide" else WEIGHTS
@@ -191,7 +288,7 @@ def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mo
                 continue
             s = fit(np.vstack([fp.x for fp in tr]), np.concatenate([fp.y for fp in tr]), list(FEATURES), hidden,
                     seed=seed)
-            s.mode = mode
+            s.mode, s.roles = mode, roles
             for t in grid:
                 s.threshold, s.weight = (t, 1.0) if mode == "decide" else (0.0, t)
                 scores[t].append(pair_f1(ex, te, s))
@@ -202,7 +299,7 @@ def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mo
     hand = [round(pair_f1(ex, [fp for fp in fps if fp.layout in held], None), 4) for held in folds]
     x, y = np.vstack([fp.x for fp in fps]), np.concatenate([fp.y for fp in fps])
     scorer = fit(x, y, list(FEATURES), KINDS[best[0]], seed=seed)
-    scorer.mode = mode
+    scorer.mode, scorer.roles = mode, roles
     scorer.threshold, scorer.weight = (best[1], 1.0) if mode == "decide" else (0.0, best[1])
     return scorer, {"mode": mode, "kind": best[0], "threshold": scorer.threshold, "weight": scorer.weight,
                     "cv_pair_f1": best[2],
@@ -211,7 +308,7 @@ def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mo
 
 
 def run(model_dir: Path, pages: int, sets: list[Path], layouts: list[str] | None, seed: int, out: Path | None,
-        log: Any = print, mode: str = "rerank") -> dict:
+        log: Any = print, mode: str = "rerank", roles: bool = True) -> dict:
     from models.extractor import Extractor
     from models.model_dir import check_model_dir, weights_digest
     check_model_dir(model_dir)
@@ -225,7 +322,12 @@ def run(model_dir: Path, pages: int, sets: list[Path], layouts: list[str] | None
     if not fps or not sum(float(fp.y.sum()) for fp in fps):
         raise RefusedError("no labelled candidates: give --pages or --sets with generic_form pages")
     log(f"  {len(fps)} pages, {sum(len(fp.y) for fp in fps)} candidates ({time.time() - t0:.0f} s)")
-    scorer, about = fit_scorer(ex, fps, seed, log, mode)
+    role_model, role_about = fit_role_model(ex, fps, seed, log) if roles else (None, {})
+    if role_model is not None:          # the pair scorer learns on candidates as the roles propose them
+        for fp in fps:
+            label_candidates(ex, fp, mode == "decide", role_model)
+    scorer, about = fit_scorer(ex, fps, seed, log, mode, role_model)
+    about["roles"] = role_about
     scorer.about = {"weights_sha256": weights_digest(model_dir), "layouts": use,
                     "pages": {"generated": sum(fp.source == "gen" for fp in fps),
                               "real_ocr": sum(fp.source == "ocr" for fp in fps)},
@@ -257,11 +359,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "become features) and the scorer keeps those above a threshold. On generated held-out "
                         "layouts decide scored higher, but it lost pairs on the real XFUND form")
     p.add_argument("--out", type=Path, help="where to write the scorer (default MODEL/pair_scorer.json)")
+    p.add_argument("--no-roles", action="store_true",
+                   help="fit no piece-role model (models/extraction/form_roles.py): the decoder reads the "
+                        "encoder's question/answer tags as they are")
 
 
 def main(a: argparse.Namespace) -> int:
     run(Path(a.model), a.pages, list(a.sets), a.layouts.split(",") if a.layouts else None, a.seed, a.out,
-        mode=a.mode)
+        mode=a.mode, roles=not a.no_roles)
     return 0
 
 

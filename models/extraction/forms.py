@@ -5,6 +5,11 @@ generic form. A small model's question/answer tags do not carry over to a form l
 (or to a real scan), while a few layout facts hold on almost any form, so layout proposes and vetoes
 and the model's evidence ranks what layout allows:
 
+0. Roles (form_roles.py), where the model directory's pair_scorer.json has them: a small model fitted on
+   generated forms reads each piece's layout context (first in its row, what stands right, left and under
+   it, the labels sharing its left edge, its type size) with its text and the encoder's tags, and says
+   key, value, header or other. Its probabilities replace the encoder's tags as the masses every rule
+   below reads; a piece it calls a label (question - answer > form_role_label) is nobody's value.
 1. Pieces (form_pieces.py). Each OCR line splits at its key colons; a label over two lines of one cell
    is joined into one key (form_layout.join_labels).
 2. Keys. A piece ending in a colon is a key. A line without a colon is a key when it is more key-like
@@ -28,7 +33,7 @@ and the model's evidence ranks what layout allows:
 Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_furniture,
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
-form_data_tables.
+form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them).
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -61,6 +66,7 @@ from models.extraction.form_pieces import (
     ticked,
 )
 from models.extraction.form_pieces import is_value as text_is_value
+from models.extraction.form_roles import RoleModel, relabel
 from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
@@ -107,24 +113,33 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
                 off: frozenset[str] = frozenset()) -> list[Pair]:
     """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output (its
     `pair_scorer`, the model directory's learned scorer if it has one, ranks the candidates)."""
-    return _decoder(page, pred, tag_labels, st, off, pred.pair_scorer).pairs()
+    scorer = pred.pair_scorer
+    return _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None).pairs()
 
 
 def form_candidates(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
-                    off: frozenset[str] = frozenset(), wide: bool = True) -> list[FormCandidate]:
+                    off: frozenset[str] = frozenset(), wide: bool = True,
+                    roles: RoleModel | None = None) -> list[FormCandidate]:
     """Every candidate a learned scorer would rank on this page, with its features (training/pair_scorer.py);
-    `wide`: as a deciding scorer sees them, else as a reranking one (the hand candidates)."""
-    dec = _decoder(page, pred, tag_labels, st, off, None)
+    `wide`: as a deciding scorer sees them, else as a reranking one (the hand candidates); `roles`: the
+    learned piece roles the scorer will decode with."""
+    dec = _decoder(page, pred, tag_labels, st, off, None, roles)
     cands = dec.candidates(wide=wide)
     return [FormCandidate(strip_key_hint(c.k.text), ticked(c.v.text) or c.v.text, c.where, f, c.k.line, c.v.line)
             for c, f in zip(cands, dec.features(cands))]
 
 
 def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings, off: frozenset[str],
-             scorer: PairScorer | None) -> "_Decoder":
+             scorer: PairScorer | None, roles: RoleModel | None = None) -> "_Decoder":
+    """`roles`: the learned piece roles (form_roles.py) replace the encoder's tags as the decoder's masses."""
     masses = label_masses(pred.probs, tag_labels)
     pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max)]
-    return _Decoder(page, pred, masses, pieces, st, off, scorer)
+    learned = roles is not None and "form_roles" not in off
+    if roles is not None and learned:
+        masses = relabel(page, pieces, masses, roles, st)
+    dec = _Decoder(page, pred, masses, pieces, st, off, scorer)
+    dec.roles = learned
+    return dec
 
 
 def _share(text: str, test: Callable[[str], bool]) -> float:
@@ -136,6 +151,9 @@ class _Decoder:
                  st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None):
         self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
         self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
+        self.roles = False       # the masses are learned piece roles (form_roles.py), not the encoder's tags
+        self.prob: dict[tuple[int, int], float] = {}     # a reranking scorer's p(true pair) per (key, value)
+        self.key_prob: dict[int, float] = {}             # ... of the pair each key took
         self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
         self.table: set[int] = set()           # ids of a data table's headings and cells (Layout.data_table)
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
@@ -177,6 +195,9 @@ class _Decoder:
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
+        if self.roles and not ticked(v.text):
+            t = piece_tags(v, self.masses)
+            furniture = furniture or t[0] - t[1] > self.st.form_role_label
         return not v.colon_key and not furniture and id(v) not in self.table and not SECTION_HEAD.match(v.text) and \
             text_is_value(v, mass, hints="form_hints" not in self.off,
                           sentences=of is not None and qualified_label(of.text))
@@ -367,6 +388,7 @@ class _Decoder:
         if self.scorer.mode == "rerank":     # the hand candidates, all kept, ordered by hand + learned logit
             cands = self.candidates()
             z = self.scorer.logits(self.scorer.rows(self.features(cands))) if cands else np.zeros(0)
+            self.prob = {(id(c.k), id(c.v)): float(1 / (1 + np.exp(-np.clip(q, -30, 30)))) for q, c in zip(z, cands)}
             return sorted(((c.hand + self.scorer.weight * float(np.clip(q, -5, 5)), c.k, c.v, c.where)
                            for q, c in zip(z, cands)), key=lambda c: -c[0])
         cands = self.candidates(wide=True)
@@ -382,6 +404,8 @@ class _Decoder:
             if k.used or v.used:
                 continue
             k.used = v.used = True
+            if (id(k), id(v)) in self.prob:
+                self.key_prob[id(k)] = self.prob[(id(k), id(v))]
             taken.append(c)
         out: list[tuple[float, Piece, Piece]] = []
         for strength, k, v, where in taken:
@@ -479,7 +503,9 @@ class _Decoder:
         # a misread or cut-off key (人, 门) makes a wrong pair
         if (ocr < self.st.form_ocr_min and "form_ocr_min" not in self.off) or len(k.text) < 2:
             return None
-        conf = 1 / (1 + np.exp(-(strength - 1.0)))
+        # the reranking scorer's probability where it ranked the pair (fitted on true and false candidates, so
+        # it is a probability); else the strength squashed (hand weights saturate it: a rank, not a chance)
+        conf = self.key_prob.get(id(k), 1 / (1 + np.exp(-(strength - 1.0))))
         return Pair(key=strip_key_hint(k.text), value=ticked(v.text) or v.text, key_box=k.box, value_box=v.box,
                     score=round(float(conf * ocr), 4), page=self.page.index)
 

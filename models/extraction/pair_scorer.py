@@ -44,6 +44,8 @@ class PairScorer:
     mode: str = "decide"                        # decide: it proposes wide and keeps p >= threshold; rerank: it
     weight: float = 1.0                         # reorders the hand candidates by hand score + weight * logit
     about: dict[str, Any] = field(default_factory=dict)   # what it was trained on, how it scored
+    roles: Any = None                           # form_roles.RoleModel: each piece's learned role, read by the
+                                                # decoder in place of the encoder's tags (None: the tags)
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         z = (x - self.mean) / self.scale
@@ -63,11 +65,11 @@ class PairScorer:
         return np.array([[f[n] for n in self.names] for f in feats], dtype=float).reshape(len(feats), len(self.names))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "kind": "linear" if self.w2 is None else "mlp", "features": self.names,
+        return {"format": FORMAT, "kind": "linear" if self.w2 is None else "mlp", "features": list(self.names),
                 "mean": _r(self.mean), "scale": _r(self.scale), "w1": _r(self.w1), "b1": _r(self.b1),
                 "w2": None if self.w2 is None else _r(self.w2), "b2": round(float(self.b2), 6),
                 "threshold": round(float(self.threshold), 4), "mode": self.mode, "weight": round(float(self.weight), 4),
-                "about": self.about}
+                "about": self.about, **({"roles": self.roles.to_dict()} if self.roles is not None else {})}
 
     def save(self, path: str | Path) -> None:
         from data.atomic import write_text_atomic
@@ -94,8 +96,12 @@ class PairScorer:
             mode = str(raw.get("mode", "decide"))
             if mode not in ("decide", "rerank"):
                 raise PairScorerError(f"{where}: mode {mode!r} is neither decide nor rerank")
+            roles = None
+            if raw.get("roles") is not None:
+                from models.extraction.form_roles import RoleModel
+                roles = RoleModel.from_dict(raw["roles"], f"{where}: roles")
             return cls(names, mean, scale, w1, b1, w2, float(raw.get("b2", 0.0)), float(raw.get("threshold", 0.5)),
-                       mode, float(raw.get("weight", 1.0)), dict(raw.get("about") or {}))
+                       mode, float(raw.get("weight", 1.0)), dict(raw.get("about") or {}), roles)
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PairScorerError):
                 raise

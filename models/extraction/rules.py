@@ -114,6 +114,8 @@ RULES: list[Rule] = [
          about="a short key with its value right after it is a field even where the model tags the line furniture"),
     Rule("form_data_tables", "forms", decode_form,
          about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
+    Rule("form_roles", "forms", decode_form,
+         about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 

@@ -89,6 +89,8 @@ class DecodeSettings:
     form_row_max: int = 2              # more further values than this in a key's row: a data table's row, no pairs
     form_row_link: float = 0.0         # a further value on a key's row needs a link logit above this (or digits,
                                        # or answer tags): a table row's next cell may be another field's label
+    form_role_label: float = 0.3       # learned roles (form_roles.py): a piece this much more question than
+                                       # answer is a label, nobody's value (第一债务人 | 第二债务人 headings)
 
 
 DEFAULT_SETTINGS = DecodeSettings()
