@@ -213,6 +213,18 @@ def test_two_touching_fragments_that_only_together_make_a_label_are_one_key():
     assert _pairs(lines) == [("家庭住址", "大连市中山区民主路725号"), ("紧急联系人", "张平涵")]
 
 
+def test_two_four_character_fragments_join_only_into_a_label_everybody_knows():
+    # 统一社会 / 信用代码 packed into one narrow cell, the code far out in a wide one ...
+    lines = [("统一社会", [63, 224, 146, 252]), ("91460106U8GD40Y82J", [535, 239, 733, 262]),
+             ("信用代码", [64, 250, 144, 276])]
+    assert ("统一社会信用代码", "91460106U8GD40Y82J") in _pairs(lines)
+    # ... but 就诊科室 over 联系电话 are the labels of two rows, each with its own value
+    lines = [("就诊科室", [182, 457, 280, 498]), ("中医科", [400, 462, 470, 496]),
+             ("联系电话", [183, 503, 280, 544]), ("13912345678", [400, 508, 560, 540])]
+    pairs = _pairs(lines)
+    assert ("联系电话", "13912345678") in pairs and all(k != "就诊科室联系电话" for k, _ in pairs)
+
+
 def test_a_fill_hint_after_a_key_is_no_part_of_it():
     lines = [("手机（必填）", [100, 100, 220, 124]), ("13800138000", [300, 100, 440, 124]),
              ("领取方式（请勾选）", [100, 160, 290, 184]), ("☑自取", [320, 160, 380, 184]),

@@ -207,7 +207,10 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
         # two fragments printed touching in one cell that only together make a label (家庭 / 住址, 紧急联 / 系人,
         # 论文 / 题目, 是否一般 / 纳税人): the first no label on its own, the whole one ending as labels end
         whole = re.sub(r"\s+", "", a.text + b.text)
-        tight = not b.colon_key and len(a.text) <= TIGHT_CHARS and len(b.text) <= 3 and \
+        # (a four-character second line too where the two make a label everybody knows: 统一社会 / 信用代码,
+        # not 就诊科室 / 联系电话, two labels of two rows)
+        tight = not b.colon_key and len(a.text) <= TIGHT_CHARS and \
+            (len(b.text) <= 3 or (len(b.text) <= TIGHT_CHARS and key_word(whole))) and \
             not key_word(a.text) and \
             not a.text.endswith(KEY_ENDINGS) and (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
             b.box[1] - a.box[3] <= TIGHT_GAP * geo.line_height(a)

@@ -137,9 +137,7 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     learned = roles is not None and "form_roles" not in off
     if roles is not None and learned:
         masses = relabel(page, pieces, masses, roles, st)
-    dec = _Decoder(page, pred, masses, pieces, st, off, scorer)
-    dec.roles = learned
-    return dec
+    return _Decoder(page, pred, masses, pieces, st, off, scorer, learned)
 
 
 def _share(text: str, test: Callable[[str], bool]) -> float:
@@ -148,10 +146,10 @@ def _share(text: str, test: Callable[[str], bool]) -> float:
 
 class _Decoder:
     def __init__(self, page: Page, pred: PagePrediction, masses: list[np.ndarray], pieces: list[Piece],
-                 st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None):
+                 st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None, roles: bool = False):
         self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
         self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
-        self.roles = False       # the masses are learned piece roles (form_roles.py), not the encoder's tags
+        self.roles = roles       # the masses are learned piece roles (form_roles.py), not the encoder's tags
         self.prob: dict[tuple[int, int], float] = {}     # a reranking scorer's p(true pair) per (key, value)
         self.key_prob: dict[int, float] = {}             # ... of the pair each key took
         self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
