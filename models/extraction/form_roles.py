@@ -301,44 +301,17 @@ def fit_roles(x: np.ndarray, y: np.ndarray, names: list[str], hidden: int = 16, 
     its training pages swings with its seed, the mean of several much less."""
     if members > 1 and hidden:
         return merge([fit_roles(x, y, names, hidden, l2, epochs, lr, seed + i) for i in range(members)])
-    x = np.asarray(x, float)
+    from models.extraction.pair_scorer import standardise, train_mlp
     k = len(ROLES)
-    mean, scale = x.mean(0), x.std(0)
-    scale[scale < 1e-6] = 1.0
-    z = (x - mean) / scale
+    mean, scale, z = standardise(x)
     onehot = np.eye(k)[y]
     counts = np.bincount(y, minlength=k).astype(float)
     wt = (len(y) / (k * np.maximum(counts, 1.0)))[y]
     wt = np.sqrt(wt)                          # half-way to balanced: rare headers count, not dominate
     wt = wt / wt.mean()
-    rng = np.random.default_rng(seed)
-    n = x.shape[1]
-    if hidden:
-        params = {"w1": rng.normal(0, 1 / np.sqrt(n), (n, hidden)), "b1": np.zeros(hidden),
-                  "w2": rng.normal(0, 1 / np.sqrt(hidden), (hidden, k)), "b2": np.zeros(k)}
-    else:
-        params = {"w1": np.zeros((n, k)), "b1": np.zeros(k)}
-    m = {a: np.zeros_like(v) for a, v in params.items()}
-    v2 = {a: np.zeros_like(v) for a, v in params.items()}
-    for t in range(1, epochs + 1):
-        hdn = z @ params["w1"] + params["b1"]
-        act = np.tanh(hdn) if hidden else hdn
-        out = act @ params["w2"] + params["b2"] if hidden else act
-        out = out - out.max(1, keepdims=True)
-        p = np.exp(out)
-        p /= p.sum(1, keepdims=True)
-        g = (p - onehot) * wt[:, None] / len(y)
-        grads: dict[str, np.ndarray] = {}
-        if hidden:
-            grads["w2"] = act.T @ g + l2 * params["w2"]
-            grads["b2"] = g.sum(0)
-            dh = (g @ params["w2"].T) * (1 - act ** 2)
-        else:
-            dh = g
-        grads["w1"] = z.T @ dh + l2 * params["w1"]
-        grads["b1"] = dh.sum(0)
-        for a in params:
-            m[a] = 0.9 * m[a] + 0.1 * grads[a]
-            v2[a] = 0.999 * v2[a] + 0.001 * grads[a] ** 2
-            params[a] = params[a] - lr * (m[a] / (1 - 0.9 ** t)) / (np.sqrt(v2[a] / (1 - 0.999 ** t)) + 1e-8)
+
+    def grad(out: np.ndarray) -> np.ndarray:  # softmax cross-entropy by the logits
+        e = np.exp(out - out.max(1, keepdims=True))
+        return (e / e.sum(1, keepdims=True) - onehot) * wt[:, None] / len(y)
+    params = train_mlp(z, k, hidden, grad, l2, epochs, lr, seed)
     return RoleModel(list(names), mean, scale, params["w1"], params["b1"], params.get("w2"), params.get("b2"))
