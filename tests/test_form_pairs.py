@@ -225,6 +225,14 @@ def test_two_four_character_fragments_join_only_into_a_label_everybody_knows():
     assert ("联系电话", "13912345678") in pairs and all(k != "就诊科室联系电话" for k, _ in pairs)
 
 
+def test_a_value_with_kou_inside_a_word_is_no_option_list():
+    # OCR reads a box as 口, but 口 in 口服 is the character: the whole answer stays
+    from models.extraction.form_pieces import ticked
+    lines = [("诊断意见", [76, 576, 154, 604]), ("慢性胃炎，口服药物治疗，忌辛辣", [558, 578, 829, 601])]
+    assert _pairs(lines) == [("诊断意见", "慢性胃炎，口服药物治疗，忌辛辣")]
+    assert ticked("每日口服两次") is None and ticked("口是 否") == "否" and ticked("男 □女") == "男"
+
+
 def test_a_fill_hint_after_a_key_is_no_part_of_it():
     lines = [("手机（必填）", [100, 100, 220, 124]), ("13800138000", [300, 100, 440, 124]),
              ("领取方式（请勾选）", [100, 160, 290, 184]), ("☑自取", [320, 160, 380, 184]),

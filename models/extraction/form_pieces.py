@@ -319,9 +319,15 @@ def ticked(text: str) -> str | None:
     m = TICKED.search(text)
     if m:
         return m.group(1)
-    opts = re.findall(rf"([{BOX}口]?)\s*([^\s{BOX}{TICK}口]+)", text)
+    if SENTENCE.search(text):           # 慢性胃炎，口服药物治疗: a sentence with 口 in it, no option list
+        return None
+    # OCR reads a box as 口: a 口 that opens the text or a word, or a run of 口-options (口是口否), is one;
+    # 口 inside a word (每日口服两次) is the character
+    kou = re.search(r"(^|\s)口", text) is not None or re.fullmatch(r"(口[\u4e00-\u9fff]{1,3}\s*)+", text) is not None
+    boxes = BOX + ("口" if kou else "")
+    opts = re.findall(rf"([{boxes}]?)\s*([^\s{boxes}{TICK}]+)", text)
     bare = [o for box, o in opts if not box]
-    return bare[0] if len(opts) >= 2 and len(bare) == 1 and len(bare[0]) <= 6 else None
+    return bare[0] if len(opts) >= 2 and len(bare) == 1 and all(len(o) <= 6 for _, o in opts) else None
 
 
 def is_value(p: Piece, mass: np.ndarray, hints: bool = True, sentences: bool = False) -> bool:
