@@ -225,6 +225,15 @@ def test_two_four_character_fragments_join_only_into_a_label_everybody_knows():
     assert ("联系电话", "13912345678") in pairs and all(k != "就诊科室联系电话" for k, _ in pairs)
 
 
+def test_a_letter_spaced_label_read_as_one_character_a_line_is_one_key():
+    lines = [("姓", [62, 123, 97, 157]), ("名", [121, 124, 158, 157]), ("郝琪", [165, 122, 219, 156]),
+             ("工", [62, 169, 96, 204]), ("号", [123, 171, 155, 203]), ("10428", [167, 172, 231, 204])]
+    assert _pairs(lines) == [("姓名", "郝琪"), ("工号", "10428")]
+    # two characters that make no label stay apart (the first is no key of its own)
+    assert all(k != "甲乙" for k, _ in _pairs([("甲", [62, 123, 97, 157]), ("乙", [121, 124, 158, 157]),
+                                               ("丙丁", [165, 122, 219, 156])]))
+
+
 def test_a_value_with_kou_inside_a_word_is_no_option_list():
     # OCR reads a box as 口, but 口 in 口服 is the character: the whole answer stays
     from models.extraction.form_pieces import ticked

@@ -23,6 +23,7 @@ TIGHT_CHARS = 4      # ... the first of at most this many characters, the second
 TOUCH_OVERLAP = 0.5  # the OCR boxes of two lines of a packed cell may overlap by this x line height
 TABLE_COLUMNS = 3    # a data table in a form: this many column headings in a row (Layout.data_table) ...
 TABLE_ROWS = 2       # ... over this many rows of answers
+SPACED_GAP = 2.0     # x line height: the characters of a letter-spaced label (姓 | 名) stand this close
 COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
 SECTION = re.compile(r"^([一二三四五六七八九十]+[、.．]|\d+[、.．]\D|第.{1,3}[部章节条])")   # 一、基本信息: a heading
 
@@ -234,6 +235,31 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
             a.join(b)
             out.remove(b)
     return out
+
+
+def join_spaced(geo: Layout, pieces: list[Piece], merged_from: Callable[[Piece, Piece, Piece], None]) -> list[Piece]:
+    """A letter-spaced label that OCR read as separate lines, one character each (姓 | 名, 工 | 号 in a
+    narrow cell): one character, then one or two more within SPACED_GAP line heights on its row, together a
+    label everybody knows, is one key. (A spaced label OCR read as one line, 姓  名, is form_pieces.SPACED.)
+    `merged_from(new, a, b)` is told of each join (the decoder gives the new piece the evidence of both)."""
+    out = list(pieces)
+    for a in pieces:
+        if a not in out or len(a.text) != 1 or not _cjk(a.text) or a.colon_key or not _alone(a, pieces):
+            continue
+        b = geo.right_of(a, out)
+        if b is None or not 1 <= len(b.text) <= 2 or not _cjk(b.text) or not _alone(b, pieces) or \
+                b.box[0] - a.box[2] > SPACED_GAP * geo.line_height(a) or not key_word(a.text + b.text):
+            continue
+        merged = Piece(a.line, a.start, a.end, a.text + b.text, [min(a.box[0], b.box[0]), min(a.box[1], b.box[1]),
+                       max(a.box[2], b.box[2]), max(a.box[3], b.box[3])], colon_key=b.colon_key, value=b.value)
+        out[out.index(a)] = merged
+        out.remove(b)
+        merged_from(merged, a, b)
+    return out
+
+
+def _cjk(text: str) -> bool:
+    return all("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:

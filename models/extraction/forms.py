@@ -47,7 +47,7 @@ from data import geometry
 from data.document import Page, Pair
 from models.extraction.base import PagePrediction
 from models.extraction.form_layout import SECTION as SECTION_HEAD
-from models.extraction.form_layout import Layout, continues_value, join_labels, option_group
+from models.extraction.form_layout import Layout, continues_value, join_labels, join_spaced, option_group
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
     SENTENCE,
@@ -164,6 +164,7 @@ class _Decoder:
         self.furniture = {li for li, t in enumerate(line_tags) if trust >= st.form_trust and t[3] >= st.form_other} \
             if "form_furniture" not in off else set()
         if "form_join_labels" not in off:
+            pieces = self.geo.pieces = join_spaced(self.geo, pieces, self.merged_tags)
             pieces = join_labels(self.geo, pieces, self.is_value,
                                  lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture)
             self.geo.pieces = pieces
@@ -179,6 +180,15 @@ class _Decoder:
             self.table = self.geo.data_table(
                 lambda p: not p.colon_key and not options(p.text) and self.ks(p) >= st.form_key_min,
                 lambda p: self.ks(p) < st.form_key_min)
+
+    def merged_tags(self, new: Piece, a: Piece, b: Piece) -> None:
+        """A label joined from pieces on two OCR lines (姓 | 名) reads on its first line's span: that span
+        takes the mean of both pieces' tags, so it is judged as the whole label, not as its first character."""
+        ta, tb = piece_tags(a, self.masses), piece_tags(b, self.masses)
+        m = self.masses[new.line]
+        if len(m):
+            span = m[new.start:new.end]
+            span[~np.isnan(span).any(1)] = (ta + tb) / 2
 
     # --- evidence ------------------------------------------------------------------------------------
     def ks(self, p: Piece) -> float:
