@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -17,8 +17,10 @@ from data import geometry
 from data.document import Document, Field, Line, Page
 from data.labels import COLONS
 from data.normalize import normalize_value
-from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
+
+if TYPE_CHECKING:                   # an annotation only: pair_scorer reads form_roles, which reads this module
+    from models.extraction.pair_scorer import PairScorer
 
 
 @dataclass

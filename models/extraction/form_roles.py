@@ -43,6 +43,7 @@ from models.extraction.form_pieces import (
     qualified_label,
     ticked,
 )
+from models.extraction.mlp import standardise, train_mlp
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 ROLES = ("question", "answer", "header", "other")     # the order of label_masses' columns
@@ -301,7 +302,6 @@ def fit_roles(x: np.ndarray, y: np.ndarray, names: list[str], hidden: int = 16, 
     its training pages swings with its seed, the mean of several much less."""
     if members > 1 and hidden:
         return merge([fit_roles(x, y, names, hidden, l2, epochs, lr, seed + i) for i in range(members)])
-    from models.extraction.pair_scorer import standardise, train_mlp
     k = len(ROLES)
     mean, scale, z = standardise(x)
     onehot = np.eye(k)[y]

@@ -1,0 +1,50 @@
+"""The one trainer of the forms' small learned models (pair_scorer.py, form_roles.py): full-batch Adam on
+standardised rows for a linear model or a one-hidden-layer tanh MLP, in numpy (a few thousand rows, a few
+dozen features: no framework needed, and the fitted weights are plain JSON)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, scale, standardised x); a constant feature keeps scale 1."""
+    x = np.asarray(x, float)
+    mean, scale = x.mean(0), x.std(0)
+    scale[scale < 1e-6] = 1.0
+    return mean, scale, (x - mean) / scale
+
+
+def train_mlp(z: np.ndarray, outputs: int, hidden: int, grad: Any, l2: float, epochs: int, lr: float,
+              seed: int) -> dict[str, np.ndarray]:
+    """Full-batch Adam for a linear model (hidden=0, zero start) or a one-hidden-layer tanh MLP over
+    standardised rows `z`; `grad(logits)` is the loss's gradient by the (n, outputs) logits. Returns w1, b1
+    (and w2, b2 for an MLP)."""
+    rng = np.random.default_rng(seed)
+    n = z.shape[1]
+    if hidden:
+        params = {"w1": rng.normal(0, 1 / np.sqrt(n), (n, hidden)), "b1": np.zeros(hidden),
+                  "w2": rng.normal(0, 1 / np.sqrt(hidden), (hidden, outputs)), "b2": np.zeros(outputs)}
+    else:
+        params = {"w1": np.zeros((n, outputs)), "b1": np.zeros(outputs)}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v2 = {k: np.zeros_like(v) for k, v in params.items()}
+    for t in range(1, epochs + 1):
+        h = z @ params["w1"] + params["b1"]
+        act = np.tanh(h) if hidden else h
+        g = grad(act @ params["w2"] + params["b2"] if hidden else act)
+        grads: dict[str, np.ndarray] = {}
+        if hidden:
+            grads["w2"] = act.T @ g + l2 * params["w2"]
+            grads["b2"] = g.sum(0)
+            dh = (g @ params["w2"].T) * (1 - act ** 2)
+        else:
+            dh = g
+        grads["w1"] = z.T @ dh + l2 * params["w1"]
+        grads["b1"] = dh.sum(0)
+        for k in params:
+            m[k] = 0.9 * m[k] + 0.1 * grads[k]
+            v2[k] = 0.999 * v2[k] + 0.001 * grads[k] ** 2
+            params[k] = params[k] - lr * (m[k] / (1 - 0.9 ** t)) / (np.sqrt(v2[k] / (1 - 0.999 ** t)) + 1e-8)
+    return params
