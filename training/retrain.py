@@ -23,6 +23,11 @@ PROMOTION_TOLERANCE F1 on any type. A run with too few held-out pages is refused
 (`python -m training retrain` exits 2 with the reason); a version that is not promoted is still
 exported for inspection, and the command exits 1 with the reasons.
 
+The base's learned form models (pair_scorer.json: the pair scorer and the piece roles) read the weights'
+tags and link head, so they are fitted again for the new weights (`refit_form_scorer`, on generated pages
+of the base's training form layouts) before anything is scored: a retrained model without them would
+decode forms by hand rules alone and lose to its base on forms.
+
 Real OCR is where a layout's headroom is: `--eval-ocr real` also scores base and new through PP-OCR
 of the held-out images (and promotes on that), and `--ocr-train` adds the training pages as OCR reads
 them, labelled by aligning each page's values (training/ocr_labels.py). Each image is read once into
@@ -78,6 +83,31 @@ class Promotion:
     """Whether the new model may take `latest`, and every reason it may not (empty when it may)."""
     promote: bool
     reasons: list[str]
+
+
+FORM_SCORER_PAGES = 200     # generated form pages the retrained model's form scorer and roles are fitted on
+
+
+def refit_form_scorer(base: Path, new: Path, seed: int) -> dict:
+    """Fit the new weights' pair scorer and piece roles (training/pair_scorer.py) as the base's were, on
+    generated pages of the base's training form layouts, when the base has them and the new model reads
+    forms; else nothing (and why)."""
+    from models.extraction.pair_scorer import FILE_NAME
+    from training.pair_scorer import FORM, run, train_layouts
+    old = base / FILE_NAME
+    if not old.is_file():
+        return {"refit": False, "why": f"the base has no {FILE_NAME}"}
+    if FORM not in json.loads((new / "config.json").read_text(encoding="utf-8")).get("doc_types", []):
+        return {"refit": False, "why": "the new model reads no generic forms"}
+    try:
+        layouts = train_layouts(base, None)
+        raw = json.loads(old.read_text(encoding="utf-8"))
+    except (RefusedError, OSError, ValueError) as exc:
+        return {"refit": False, "why": str(exc)}
+    about = run(new, FORM_SCORER_PAGES, [], layouts, seed, None, log=lambda *_: None,
+                mode=str(raw.get("mode", "rerank")), roles=raw.get("roles") is not None)
+    return {"refit": True, "pages": FORM_SCORER_PAGES, "layouts": layouts, "cv_pair_f1": about.get("cv_pair_f1"),
+            "seconds": about.get("seconds")}
 
 
 def decide_promotion(corpus_base_f1: float, corpus_new_f1: float, heldout_pages: int,
@@ -714,6 +744,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     tuned = stages.done("finetune") or stages.finish("finetune", finetune(
         start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat,
         rehearsal, replay, replay_noise))
+    stages.done("form_scorer") or stages.finish("form_scorer", refit_form_scorer(base, work / "finetuned", seed))
     evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
         base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
 
