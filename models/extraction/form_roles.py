@@ -13,7 +13,7 @@ piece in its page: its text (length, digits, a known label, a label ending, a co
 the encoder's mean tags on it and on its line, and its layout context (first in its row, how many pieces
 share its row, what stands right, left and under it and whether that looks like a label, how many other
 pieces share its left edge and how many of those are labels, its size against the page's type size).
-It is fitted on generated forms of the model's training layouts (training/pair_scorer.py, `--roles`),
+It is fitted on generated forms of the model's training layouts (`python -m training pair-scorer`),
 labelled by the generator's ground truth (every printed line is question, answer, header or other), and
 kept in the model directory's pair_scorer.json beside the pair scorer ("roles").
 
