@@ -345,7 +345,7 @@ def run(model_dir: Path, pages: int, sets: list[Path], layouts: list[str] | None
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="models/default", help="model directory (its weights feed the features)")
-    p.add_argument("--pages", type=int, default=260,
+    p.add_argument("--pages", type=int, default=600,
                    help="generated pages (generator lines with training noise) over its training layouts")
     p.add_argument("--sets", nargs="*", default=[], type=Path,
                    help="generator folders read by real OCR (cached in each folder's ocr_cache.jsonl); only "
