@@ -109,6 +109,20 @@ def test_a_piece_the_roles_call_a_label_is_nobodys_value():
     assert decoded(replace(DEFAULT_SETTINGS, form_role_label=9.0)) == [("第一债务人", "第二债务人")]
 
 
+def test_the_text_right_after_a_colon_is_its_keys_answer_whatever_the_roles_say():
+    # OCR read the answer as a line of its own, touching the colon; the roles lean "label" on both
+    page, pred = _page([("所在学院：", [491, 726, 608, 752]), ("文学院", [598, 726, 679, 751])])
+    roles = _roles({"question": {"first_in_row": 6.0, "has_left": 3.0}, "answer": {"has_left": 1.0}},
+                   {"other": -5.0})
+    pred.pair_scorer = PairScorer(["where_colon"], np.zeros(1), np.ones(1), np.zeros((1, 1)), np.zeros(1),
+                                  mode="rerank", weight=0.0, roles=roles)
+    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS)] == [("所在学院", "文学院")]
+    # far out on the row it is no longer "right after the colon": the veto holds
+    page, pred2 = _page([("所在学院：", [491, 726, 608, 752]), ("文学院", [900, 726, 981, 751])])
+    pred2.pair_scorer = pred.pair_scorer
+    assert decode_form(page, pred2, LABELS) == []
+
+
 def test_roles_travel_in_the_scorer_file_and_a_foreign_one_is_refused():
     roles = _roles(FIRST_IS_KEY, {"other": 0.5})
     s = PairScorer(["where_colon"], np.zeros(1), np.ones(1), np.zeros((1, 1)), np.zeros(1), roles=roles)

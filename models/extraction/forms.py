@@ -203,7 +203,11 @@ class _Decoder:
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
-        if self.roles and not ticked(v.text):
+        # the roles' label veto, but not for the text right after a key's colon (所在学院： | 文学院, the answer
+        # OCR read as a line of its own): the colon says what follows is its answer
+        after_colon = of is not None and of.colon_key and of.value is None and self.geo.right_of(of) is v and \
+            v.box[0] - of.box[2] <= self.geo.line_height(of)
+        if self.roles and not ticked(v.text) and not after_colon:
             t = piece_tags(v, self.masses)
             furniture = furniture or t[0] - t[1] > self.st.form_role_label
         return not v.colon_key and not furniture and id(v) not in self.table and not SECTION_HEAD.match(v.text) and \
