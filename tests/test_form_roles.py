@@ -178,10 +178,10 @@ def test_roles_learned_on_training_layouts_tell_labels_from_answers_on_a_layout_
     assert about["pieces"] > 100 and about["cv_piece_accuracy"] is not None
     right = total = 0
     for seed in (77, 78):                                  # form_rows: held out of the bundled model's training
-        page, gold, truth = generated_page("form_rows", "light", seed)
+        page, gold, _, truth = generated_page("form_rows", "light", seed)
         fp = FormPage("form_rows", "light", "gen", page, ex.predict_page(page), gold, np.zeros(0), np.zeros(0),
-                      truth.truth)
-        x, y = role_data(ex, fp)
+                      truth)
+        x, _, y = role_data(ex, fp)
         right += int((roles.predict(x).argmax(1) == y).sum())
         total += len(y)
     assert total > 20 and right >= 0.75 * total

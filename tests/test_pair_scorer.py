@@ -107,7 +107,7 @@ def test_the_scorer_trains_on_generated_pages_and_ranks_the_right_candidate_firs
     right_first: list[bool] = []
     for layout in ("form_cells", "form_rows"):                 # held out of the bundled model's training
         for seed in (77, 78, 79):
-            page, _, truth = generated_page(layout, "light", seed)
+            page, _, truth, _ = generated_page(layout, "light", seed)
             cands = form_candidates(page, ex.predict_page(page), ex.tag_labels)
             p = scorer.predict(scorer.rows([c.features for c in cands]))
             by_key: dict[tuple[int, str], list[tuple[float, bool]]] = {}

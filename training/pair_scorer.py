@@ -97,17 +97,16 @@ def train_layouts(model_dir: Path, wanted: list[str] | None) -> list[str]:
 def truth_lines(gt: dict) -> list[tuple[str, str, list[float]]]:
     """The ground truth's printed lines as (text, question/answer/header/other, box): what the role model
     (models/extraction/form_roles.py) learns each piece's role from."""
-    out = []
-    for ln in gt.get("lines") or []:
-        box = ln.get("box") or [min(x for x, _ in ln["quad"]), min(y for _, y in ln["quad"]),
-                                max(x for x, _ in ln["quad"]), max(y for _, y in ln["quad"])]
-        out.append((str(ln.get("text") or ""), str(ln.get("label") or "other"), [float(v) for v in box]))
-    return out
+    from data.document import quad_to_box
+    return [(str(ln.get("text") or ""), str(ln.get("label") or "other"),
+             [float(v) for v in (ln.get("box") or quad_to_box(ln["quad"]))]) for ln in gt.get("lines") or []]
 
 
-def generated_page(layout: str, level: str, seed: int) -> tuple[Any, list[tuple[str, str]], Any]:
+def generated_page(layout: str, level: str, seed: int
+                   ) -> tuple[Any, list[tuple[str, str]], Any, list[tuple[str, str, list[float]]]]:
     """A generator page as the decoder meets it without OCR: its lines with the training noise. Also a
-    labeller that knows the truth by line ids (the noise misreads characters, so texts may not match)."""
+    labeller that knows the truth by line ids (the noise misreads characters, so texts may not match), and
+    the printed lines (`truth_lines`) the role model learns from."""
     from data.document import Line, Page, box_to_quad
     from data.synth.generator import generate
     from training.dataset import gt_lines
@@ -126,8 +125,7 @@ def generated_page(layout: str, level: str, seed: int) -> tuple[Any, list[tuple[
     def by_lines(c: Any) -> bool:
         kid, vid = kept[c.key_line].id, kept[c.value_line].id
         return any(kid in kl and vid in vl for kl, vl in truth)
-    by_lines.truth = truth_lines(gt)        # type: ignore[attr-defined]
-    return page, gold_of(rec, None)[2], by_lines
+    return page, gold_of(rec, None)[2], by_lines, truth_lines(gt)
 
 
 def label_candidates(ex: Any, fp: FormPage, wide: bool, roles: Any = None) -> None:
@@ -153,8 +151,8 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
 
     for i in range(pages):
         layout, level = layouts[i % len(layouts)], LEVELS[(i // len(layouts)) % len(LEVELS)]
-        page, gold, by_lines = generated_page(layout, level, seed * 100_003 + i)
-        add(layout, level, "gen", page, gold, by_lines, getattr(by_lines, "truth", None))
+        page, gold, by_lines, truth = generated_page(layout, level, seed * 100_003 + i)
+        add(layout, level, "gen", page, gold, by_lines, truth)
     for folder in sets:
         from bench.form_pairs_bench import _cached_pages, load_set
         from data.corpus import corpus_from_synth_dir
@@ -165,10 +163,10 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
         # rest is read now and cached
         cached = _cached_pages(folder / "ocr_cache.jsonl")
         missing = {str(r["id"]) for r in recs if str(r["id"]) not in cached}
-        pages = {str(r["id"]): p for r, p in load_set(folder, only=missing)} if missing else {}
+        read = {str(r["id"]): p for r, p in load_set(folder, only=missing)} if missing else {}
         n = 0
         for rec in recs:
-            page = cached.get(str(rec["id"])) or pages.get(str(rec["id"]))
+            page = cached.get(str(rec["id"])) or read.get(str(rec["id"]))
             if page is not None:
                 add(str(rec.get("layout")), str(rec.get("degrade")), "ocr", page, gold_of(rec, None)[2], None,
                     truth_lines(rec))
@@ -177,45 +175,36 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
     return out
 
 
-def pair_f1(ex: Any, fps: list[FormPage], scorer: Any) -> float:
-    """Pair F1 of the whole decoder over `fps` with `scorer` (None: the hand-weighted ranking)."""
-    from models.extraction.forms import decode_form
-    from training.evaluate import Counts, score_pairs
-    total = Counts()
-    for fp in fps:
-        fp.pred.pair_scorer = scorer
-        pairs = decode_form(fp.page, fp.pred, ex.tag_labels)
-        total.add(score_pairs(fp.gold, [(p.key, p.value) for p in pairs]))
-    return total.f1
-
-
-def role_data(ex: Any, fp: FormPage, blank: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(features, role labels) of a page's pieces as split_line cuts them, labelled by its printed lines.
-    `blank`: as if the encoder tagged every character "other", as it does on a real scan of a layout it
-    never saw (XFUND): every training layout is one the encoder knows, so without such copies the role
-    model would learn to lean on tags that are not there where it matters."""
-    from models.extraction.form_pieces import label_masses, split_line
-    from models.extraction.form_roles import FEATURES as ROLE_FEATURES
-    from models.extraction.form_roles import piece_features, role_labels, runs
-    masses = label_masses(fp.pred.probs, ex.tag_labels)
-    pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li])])
-    if blank:
-        masses = [np.where(np.isnan(m), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(m) else m for m in masses]
-    feats = piece_features(fp.page, pieces, masses)
-    x = np.array([[f[n] for n in ROLE_FEATURES] for f in feats], float).reshape(len(feats), len(ROLE_FEATURES))
-    return x, role_labels(pieces, fp.truth)
-
-
-def decoder_f1(ex: Any, fps: list[FormPage], roles: Any) -> float:
-    """Pair F1 of the hand-ranked decoder over `fps` with the learned piece roles `roles` (None: the tags)."""
+def pair_f1(ex: Any, fps: list[FormPage], scorer: Any, roles: Any = None) -> float:
+    """Pair F1 of the whole decoder over `fps` with `scorer` (None: the hand-weighted ranking) and the
+    scorer's piece roles, or `roles` where there is no scorer (None: the encoder's tags)."""
     from models.extraction.forms import _decoder
     from models.extraction.settings import DEFAULT_SETTINGS
     from training.evaluate import Counts, score_pairs
     total = Counts()
     for fp in fps:
-        pairs = _decoder(fp.page, fp.pred, ex.tag_labels, DEFAULT_SETTINGS, frozenset(), None, roles).pairs()
+        use = scorer.roles if scorer is not None else roles
+        pairs = _decoder(fp.page, fp.pred, ex.tag_labels, DEFAULT_SETTINGS, frozenset(), scorer, use).pairs()
         total.add(score_pairs(fp.gold, [(p.key, p.value) for p in pairs]))
     return total.f1
+
+
+def role_data(ex: Any, fp: FormPage) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(features, features blanked, role labels) of a page's pieces as split_line cuts them, labelled by its
+    printed lines. Blanked: as if the encoder tagged every character "other", as it does on a real scan of a
+    layout it never saw (XFUND): every training layout is one the encoder knows, so without such copies the
+    role model would learn to lean on tags that are not there where it matters."""
+    from models.extraction.form_pieces import label_masses, split_line
+    from models.extraction.form_roles import FEATURES as ROLE_FEATURES
+    from models.extraction.form_roles import piece_features, role_labels, runs
+    masses = label_masses(fp.pred.probs, ex.tag_labels)
+    pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li])])
+    blank = [np.where(np.isnan(m), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(m) else m for m in masses]
+
+    def rows(ms: list[np.ndarray]) -> np.ndarray:
+        feats = piece_features(fp.page, pieces, ms)
+        return np.array([[f[n] for n in ROLE_FEATURES] for f in feats], float).reshape(len(feats), len(ROLE_FEATURES))
+    return rows(masses), rows(blank), role_labels(pieces, fp.truth)
 
 
 ROLE_HIDDEN = 16
@@ -233,12 +222,11 @@ def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print
     from models.extraction.form_roles import fit_roles
 
     def xy(pages: list[FormPage]) -> tuple[np.ndarray, np.ndarray]:
-        d = [data[id(fp)] for fp in pages] + [blank[id(fp)] for fp in pages]
-        return np.vstack([x for x, _ in d]), np.concatenate([y for _, y in d])
+        d = [data[id(fp)] for fp in pages]
+        return np.vstack([x for x, _, _ in d] + [xb for _, xb, _ in d]), np.concatenate([y for _, _, y in d] * 2)
 
     pages = [fp for fp in fps if fp.truth]
     data = {id(fp): role_data(ex, fp) for fp in pages}
-    blank = {id(fp): role_data(ex, fp, blank=True) for fp in pages}
     layouts = sorted({fp.layout for fp in pages})
     random.Random(seed + 1).shuffle(layouts)
     f1s, tags, accs = [], [], []
@@ -249,9 +237,9 @@ def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print
         m = fit_roles(*xy(tr), list(ROLE_FEATURES), hidden, seed=seed)
         xs, ys = xy(te)
         accs.append(float((m.predict(xs).argmax(1) == ys).mean()))
-        f1s.append(decoder_f1(ex, te, m))
-        tags.append(decoder_f1(ex, te, None))
-    about = {"hidden": hidden, "pieces": int(sum(len(y) for _, y in data.values())),
+        f1s.append(pair_f1(ex, te, None, m))
+        tags.append(pair_f1(ex, te, None))
+    about = {"hidden": hidden, "pieces": int(sum(len(y) for _, _, y in data.values())),
              "cv_pair_f1": round(float(np.mean(f1s)), 4) if f1s else None,
              "cv_pair_f1_encoder_tags": round(float(np.mean(tags)), 4) if tags else None,
              "cv_piece_accuracy": round(float(np.mean(accs)), 4) if accs else None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -202,13 +203,32 @@ def _extend_label(text: str, end: int, mass: np.ndarray) -> int:
 def title_line(page: Page, li: int) -> bool:
     """A line printed as a title (硕士学位论文, 专业学位硕士论文 on a cover): in larger type than TITLE_SIZE x the
     page's median line and alone on its row. A known word inside it (学位) opens no label."""
-    heights = sorted(ln.box[3] - ln.box[1] for ln in page.lines)
-    box = page.lines[li].box
-    h = box[3] - box[1]
-    if not heights or h < TITLE_SIZE * heights[len(heights) // 2]:
-        return False
-    mid = (box[1] + box[3]) / 2
-    return not any(i != li and ln.box[1] < mid < ln.box[3] for i, ln in enumerate(page.lines))
+    return li in _titles([ln.box for ln in page.lines], [li])
+
+
+def title_lines(page: Page) -> set[int]:
+    """Every line `title_line` calls a title, in one pass (a Line's box is computed from its quad on each read)."""
+    boxes = [ln.box for ln in page.lines]
+    return _titles(boxes, range(len(boxes)))
+
+
+def _titles(boxes: list[list[float]], lines: Iterable[int]) -> set[int]:
+    heights = sorted(b[3] - b[1] for b in boxes)
+    if not heights:
+        return set()
+    big = TITLE_SIZE * heights[len(heights) // 2]
+    out = set()
+    for li in lines:
+        b = boxes[li]
+        mid = (b[1] + b[3]) / 2
+        if b[3] - b[1] >= big and not any(i != li and o[1] < mid < o[3] for i, o in enumerate(boxes)):
+            out.add(li)
+    return out
+
+
+def char_share(text: str, test: Callable[[str], bool]) -> float:
+    """The share of `text`'s characters that pass `test` (digits, Latin letters, punctuation)."""
+    return sum(map(test, text)) / max(1, len(text))
 
 
 def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list[Piece]:

@@ -33,8 +33,8 @@ from models.extraction.form_layout import SECTION, Layout
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
     SENTENCE,
-    TITLE_SIZE,
     Piece,
+    char_share,
     is_hint,
     key_score,
     key_word,
@@ -42,6 +42,7 @@ from models.extraction.form_pieces import (
     piece_tags,
     qualified_label,
     ticked,
+    title_lines,
 )
 from models.extraction.mlp import standardise, train_mlp
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
@@ -62,31 +63,13 @@ FEATURES = (
 TITLE_ENDINGS = ("表", "单", "书", "登记", "申请", "证明")    # what a form's own name ends in (报名表, 申请书)
 
 
-def _share(text: str, test: Any) -> float:
-    return sum(1 for ch in text if test(ch)) / max(1, len(text))
-
-
 def _side(prefix: str, p: Piece | None, masses: list[np.ndarray]) -> dict[str, float]:
     if p is None:
         return {f"{prefix}_{s}": 0.0 for s in SIDE}
     t = piece_tags(p, masses)
     return {f"{prefix}_key_word": float(key_word(p.text)), f"{prefix}_ending": float(p.text.endswith(KEY_ENDINGS)),
-            f"{prefix}_digits": _share(p.text, str.isdigit), f"{prefix}_len": min(len(p.text), 30) / 10,
+            f"{prefix}_digits": char_share(p.text, str.isdigit), f"{prefix}_len": min(len(p.text), 30) / 10,
             f"{prefix}_colon": float(p.colon_key), f"{prefix}_q_minus_a": float(t[0] - t[1])}
-
-
-def _title_lines(boxes: list[list[float]]) -> set[int]:
-    """form_pieces.title_line for every line at once: in type TITLE_SIZE x the median line and alone on its row."""
-    heights = sorted(b[3] - b[1] for b in boxes)
-    if not heights:
-        return set()
-    big = TITLE_SIZE * heights[len(heights) // 2]
-    out = set()
-    for li, b in enumerate(boxes):
-        mid = (b[1] + b[3]) / 2
-        if b[3] - b[1] >= big and not any(i != li and o[1] < mid < o[3] for i, o in enumerate(boxes)):
-            out.add(li)
-    return out
 
 
 def runs(pieces: list[Piece]) -> list[Piece]:
@@ -107,10 +90,9 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
     page_qa = float(np.mean([t[0] + t[1] >= 0.5 for t in line_tags])) if line_tags else 0.0
     lefts = np.array([p.box[0] for p in pieces]) if pieces else np.zeros(0)
     labelish = np.array([key_word(p.text) or p.text.endswith(KEY_ENDINGS) or p.colon_key for p in pieces])
-    digity = np.array([_share(p.text, str.isdigit) > 0.5 for p in pieces])
-    boxes = [ln.box for ln in page.lines]             # a Line's box is computed from its quad on each read
-    titles = _title_lines(boxes)
-    tops = sorted(b[1] for b in boxes)
+    digity = np.array([char_share(p.text, str.isdigit) > 0.5 for p in pieces])
+    titles = title_lines(page)
+    tops = sorted(ln.box[1] for ln in page.lines)
     answers = {id(p.value) for p in pieces if p.value is not None}
     belows = [geo.below(p) for p in pieces]
     above_of = {id(b): p for p, b in zip(pieces, belows) if b is not None}
@@ -127,9 +109,9 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
         n_col = int(same.sum())
         base = p.text.rstrip("）)")
         f = {
-            "len": min(len(p.text), 30) / 10, "digits": _share(p.text, str.isdigit),
-            "latin": _share(p.text, lambda ch: ch.isascii() and ch.isalpha()),
-            "punct": _share(p.text, lambda ch: not ch.isalnum() and not ch.isspace()),
+            "len": min(len(p.text), 30) / 10, "digits": char_share(p.text, str.isdigit),
+            "latin": char_share(p.text, lambda ch: ch.isascii() and ch.isalpha()),
+            "punct": char_share(p.text, lambda ch: not ch.isalnum() and not ch.isspace()),
             "colon_key": float(p.colon_key), "has_colon_value": float(p.value is not None),
             "after_colon": float(id(p) in answers),
             "key_word": float(key_word(p.text)), "qualified": float(qualified_label(p.text)),

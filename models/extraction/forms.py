@@ -53,6 +53,7 @@ from models.extraction.form_pieces import (
     SENTENCE,
     TICKED,
     Piece,
+    char_share,
     is_header,
     is_hint,
     key_score,
@@ -135,13 +136,9 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     masses = label_masses(pred.probs, tag_labels)
     pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max)]
     learned = roles is not None and "form_roles" not in off
-    if roles is not None and learned:
+    if roles is not None and learned:       # (both: mypy narrows `roles` by the first test only)
         masses = relabel(page, pieces, masses, roles, st)
     return _Decoder(page, pred, masses, pieces, st, off, scorer, learned)
-
-
-def _share(text: str, test: Callable[[str], bool]) -> float:
-    return sum(map(test, text)) / max(1, len(text))
 
 
 class _Decoder:
@@ -373,8 +370,8 @@ class _Decoder:
                 "margin": float(np.clip((ks if not k.colon_key else 3.0) - vs, -6, 6)),
                 "key_colon": float(k.colon_key), "key_more": float(bool(k.more)), "value_more": float(bool(v.more)),
                 "key_len": min(len(k.text), 20) / 10, "value_len": min(len(v.text), 30) / 10,
-                "key_digits": _share(k.text, str.isdigit), "value_digits": _share(v.text, str.isdigit),
-                "value_latin": _share(v.text, lambda ch: ch.isascii() and ch.isalpha()),
+                "key_digits": char_share(k.text, str.isdigit), "value_digits": char_share(v.text, str.isdigit),
+                "value_latin": char_share(v.text, lambda ch: ch.isascii() and ch.isalpha()),
                 "key_bracket": float(any(ch in "（(" for ch in k.text)),
                 "value_bracket": float(any(ch in "（(" for ch in v.text)),
                 "value_ticked": float(ticked(v.text) is not None), "value_options": float(options(v.text)),
