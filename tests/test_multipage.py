@@ -23,7 +23,11 @@ from bench.memory_bench import blank_pdf_bytes
 from data.document import Document, Field, Line, Page, box_to_quad
 from data.fonts import pil_font
 
-SAMPLE = Path("/work/shared/samples/img/metagpt_invoice_1.png")
+
+@pytest.fixture(scope="session")
+def sample(samples_dir: Path) -> Path:
+    """The real mock e-invoice, from the repository's own samples (tests/data, or SAMPLES_DIR)."""
+    return samples_dir / "img" / "metagpt_invoice_1.png"
 
 
 # --- a fake OCR engine: a page "reads" the text drawn into its first pixel row ----------------------------
@@ -262,12 +266,12 @@ def values(doc: Document) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sample_alone(tmp_path_factory):
+def sample_alone(tmp_path_factory, sample):
     """The sample invoice on its own, the reference every multi-page reading must equal: a one-page PDF
     through the same rendering as the multi-page files (its size in points does not round-trip to the
     PNG's pixels: 1654 -> 1655 columns, and the resampled page may read differently from the PNG)."""
     path = tmp_path_factory.mktemp("alone") / "inv_alone.pdf"
-    Image.open(SAMPLE).convert("RGB").save(path, resolution=200)
+    Image.open(sample).convert("RGB").save(path, resolution=200)
     return pipeline.analyse_file(str(path))
 
 
@@ -278,8 +282,8 @@ def pdf_of(images: list[Image.Image], path: Path) -> Path:
 
 
 @pytest.mark.heavy
-def test_invoice_with_a_blank_back_page_reads_as_the_invoice_alone(sample_alone, tmp_path):
-    invoice = Image.open(SAMPLE).convert("RGB")
+def test_invoice_with_a_blank_back_page_reads_as_the_invoice_alone(sample, sample_alone, tmp_path):
+    invoice = Image.open(sample).convert("RGB")
     a = pipeline.analyse_file(str(pdf_of([invoice, white(invoice.size)], tmp_path / "inv_blank.pdf")))
     assert a.document.error is None, a.document.error
     [result] = a.results
@@ -290,13 +294,13 @@ def test_invoice_with_a_blank_back_page_reads_as_the_invoice_alone(sample_alone,
 
 
 @pytest.mark.heavy
-def test_two_invoices_in_one_pdf_give_two_results_each_as_read_alone(sample_alone, tmp_path):
+def test_two_invoices_in_one_pdf_give_two_results_each_as_read_alone(sample, sample_alone, tmp_path):
     from data.synth import generate
     other, _ = generate("vat_invoice", seed=4242)
     other = other.convert("RGB")
     # alone through the same PDF rendering (its size in points does not round-trip to the PNG's pixels)
     other_alone = pipeline.analyse_file(str(pdf_of([other], tmp_path / "other.pdf")))
-    invoice = Image.open(SAMPLE).convert("RGB")
+    invoice = Image.open(sample).convert("RGB")
     a = pipeline.analyse_file(str(pdf_of([invoice, other], tmp_path / "two.pdf")))
     assert [(r.part, r.parts, r.page_numbers()) for r in a.results] == [(1, 2, [1]), (2, 2, [2])]
     assert values(a.results[0]) == values(sample_alone.results[0])
