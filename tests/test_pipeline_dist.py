@@ -119,5 +119,36 @@ def test_killed_stage_names_it_within_bounded_time(tmp_path):
     assert codes[1] == 3
     assert codes[0] not in (0, None), "the surviving stage should fail, not hang or succeed"
     err = (tmp_path / "error_0.txt").read_text() if (tmp_path / "error_0.txt").exists() else ""
-    assert "stage 1" in err, err
+    assert "stage 1" in err, (codes, err)
+    assert elapsed < 60
+
+
+def _early_death_worker(out_dir: str) -> None:
+    """Rank 1 dies after joining the job but before the stage links connect."""
+    from training.pipeline.engine import PipelineEngine
+    dist.init_parallel_env()
+    if dist.get_rank() == 1:
+        os._exit(3)
+    PipelineEngine(build_toy_blocks(CFG, seed=0, dtype="float64"), toy_loss, sgd, stages=2, micro_batches=2,
+                   schedule="1f1b", transport="dist", timeout_s=5)
+
+
+@pytest.mark.heavy
+def test_stage_dead_before_links_connect_is_named_not_waited_on(tmp_path):
+    """Set-up runs under the same watchdog as every message: without it rank 0 waited in new_group
+    for the store's own timeout (minutes) and wrote no failure at all."""
+    os.environ["PIPELINE_FAILURE_FILE"] = str(tmp_path / "error_{rank}.txt")
+    t0 = time.time()
+    ctx = dist.spawn(_early_death_worker, args=(str(tmp_path),), nprocs=2, backend="gloo", join=False)
+    for p in ctx.processes:
+        p.join(timeout=60)
+    elapsed = time.time() - t0
+    del os.environ["PIPELINE_FAILURE_FILE"]
+    codes = [p.exitcode for p in ctx.processes]
+    for p in ctx.processes:
+        if p.exitcode is None:
+            p.terminate()
+    assert codes == [17, 3]
+    err = (tmp_path / "error_0.txt").read_text()
+    assert "connecting the link between stage 0 (rank 0) and stage 1 (rank 1)" in err, err
     assert elapsed < 60

@@ -128,6 +128,8 @@ class DistTransport:
         self.replica, self.stage = divmod(self.rank, stages)
         backend = "nccl" if paddle.is_compiled_with_cuda() and paddle.device.get_device().startswith("gpu") else "gloo"
         self.backend = backend
+        # set-up is guarded like every message: a peer that dies while the groups connect is named
+        self.watch = _Watchdog(timeout_s, f"stage {self.stage} (rank {self.rank})")
         self.links: dict[tuple[int, int], object] = {}
         for d in range(dp):
             pairs = []
@@ -137,19 +139,21 @@ class DistTransport:
                 pairs.append((0, stages - 1))  # last stage -> chunk+1 on stage 0
             for a, b in pairs:
                 ga, gb = d * stages + a, d * stages + b
-                g = dist.new_group(sorted([ga, gb]), backend=backend)
-                if dp > 1:
-                    dist.barrier()
+                with self.watch.guard(f"connecting the link between stage {a} (rank {ga}) and stage {b} "
+                                      f"(rank {gb})"):
+                    g = dist.new_group(sorted([ga, gb]), backend=backend)
+                    if dp > 1:
+                        dist.barrier()
                 self.links[(min(ga, gb), max(ga, gb))] = g
         self.dp_group = None
         for s in range(stages):
             ranks = [d * stages + s for d in range(dp)]
-            g = dist.new_group(ranks, backend=backend) if dp > 1 else None
-            if dp > 1:
-                dist.barrier()  # gloo: without it a later group's rendezvous races this one's
+            with self.watch.guard(f"connecting the data-parallel group of stage {s} (ranks {ranks})"):
+                g = dist.new_group(ranks, backend=backend) if dp > 1 else None
+                if dp > 1:
+                    dist.barrier()  # gloo: without it a later group's rendezvous races this one's
             if s == self.stage:
                 self.dp_group = g
-        self.watch = _Watchdog(timeout_s, f"stage {self.stage} (rank {self.rank})")
         self.meta: dict[tuple[int, int], list[tuple[str, bool, list[int]]]] = {}
 
     def reset_step(self) -> None:
