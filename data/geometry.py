@@ -88,6 +88,18 @@ def gap_below(key: Box, b: Box, slope: float = 0.0) -> float:
     return (b[1] - lift(b, slope)) - (key[3] - lift(key, slope))
 
 
+def text_gap_below(key: Box, b: Box, slope: float = 0.0) -> float:
+    """`gap_below` between the text lines themselves: a tilted line's upright box is taller than its text
+    by |slope| x its width (half above, half below the text's centre); without taking that out of both
+    boxes a long tilted line overlaps the line under it."""
+    return gap_below(key, b, slope) + abs(slope) * ((key[2] - key[0]) + (b[2] - b[0])) / 2
+
+
+def text_height(box: Box, slope: float = 0.0) -> float:
+    """A tilted line's own height: its upright box less what the tilt adds over its width."""
+    return max(height(box) - abs(slope) * (box[2] - box[0]), 0.5 * height(box))
+
+
 def overlaps_x(a: Box, b: Box) -> bool:
     return b[0] < a[2] and a[0] < b[2]
 
@@ -115,7 +127,7 @@ def below(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 1
     best, best_gap = None, float("inf")
     for i, b in enumerate(boxes):
         h = max(height(key), height(b))
-        gap = gap_below(key, b, slope)
+        gap = text_gap_below(key, b, slope)
         if gap >= -BELOW_OVERLAP * h and overlaps_x(key, b) and b[0] >= key[0] - INDENT * h and gap < best_gap:
             best, best_gap = i, gap
     if best is None or best_gap > max_gap * max(height(key), height(boxes[best])):

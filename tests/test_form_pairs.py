@@ -223,6 +223,11 @@ def test_two_four_character_fragments_join_only_into_a_label_everybody_knows():
              ("联系电话", [183, 503, 280, 544]), ("13912345678", [400, 508, 560, 540])]
     pairs = _pairs(lines)
     assert ("联系电话", "13912345678") in pairs and all(k != "就诊科室联系电话" for k, _ in pairs)
+    # ... and a label of its own over a short one is two rows too (所在学院 / 专业 of a tight grid)
+    lines = [("所在学院", [111, 323, 195, 355]), ("信息科学与工程学院", [203, 325, 373, 352]),
+             ("专业", [126, 362, 177, 397]), ("会计学", [199, 363, 264, 396])]
+    pairs = _pairs(lines)
+    assert ("专业", "会计学") in pairs and all(k != "所在学院专业" for k, _ in pairs)
 
 
 def test_a_letter_spaced_label_read_as_one_character_a_line_is_one_key():

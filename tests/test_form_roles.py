@@ -109,6 +109,21 @@ def test_a_piece_the_roles_call_a_label_is_nobodys_value():
     assert decoded(replace(DEFAULT_SETTINGS, form_role_label=9.0)) == [("第一债务人", "第二债务人")]
 
 
+def test_a_sentence_the_roles_call_an_answer_is_a_value():
+    # 申请理由 | 因工作需要赴外地出差，需办理相关手续: a comma reads as an instruction to the text rules,
+    # but the roles call the label a question and the sentence an answer
+    page, pred = _page([("申请理由", [593, 264, 677, 293]),
+                        ("因工作需要赴外地出差，需办理相关手续", [692, 263, 1054, 287])])
+    roles = _roles({"question": {"first_in_row": 6.0}, "answer": {"has_left": 6.0}}, {"other": -5.0})
+
+    def decoded(st: DecodeSettings) -> list[tuple[str, str]]:
+        pred.pair_scorer = PairScorer(["where_colon"], np.zeros(1), np.ones(1), np.zeros((1, 1)), np.zeros(1),
+                                      mode="rerank", weight=0.0, roles=roles)
+        return [(p.key, p.value) for p in decode_form(page, pred, LABELS, st)]
+    assert decoded(DEFAULT_SETTINGS) == [("申请理由", "因工作需要赴外地出差，需办理相关手续")]
+    assert decoded(replace(DEFAULT_SETTINGS, form_role_answer=9.0)) == []      # the sentence veto alone
+
+
 def test_the_text_right_after_a_colon_is_its_keys_answer_whatever_the_roles_say():
     # OCR read the answer as a line of its own, touching the colon; the roles lean "label" on both
     page, pred = _page([("所在学院：", [491, 726, 608, 752]), ("文学院", [598, 726, 679, 751])])

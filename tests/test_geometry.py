@@ -9,10 +9,13 @@ from data.geometry import (
     char_box,
     cluster_rows,
     continues_right,
+    gap_below,
     page_slope,
     reading_order,
     right_of,
     same_row,
+    text_gap_below,
+    text_height,
     under,
 )
 
@@ -54,6 +57,17 @@ def test_right_of_and_below_take_the_tilt_out():
     under = [[120, 125, 300, 145], [120, 200, 300, 220], [400, 125, 500, 145]]
     assert below(key, under) == 0                   # the close, overlapping line; not the far or the offset one
     assert below(key, under[1:]) is None
+
+
+def test_the_line_under_a_long_tilted_line_is_below_it_though_their_upright_boxes_overlap():
+    # a 937 px line on a page tilted -0.015: its upright box is 14 px taller than its 29 px of text, so it
+    # reaches more than 0.3 line heights into the box of the line under it (a photographed form's 经营范围)
+    slope = -0.015
+    first, second = [171, 485, 1108, 528.5], [171, 518.8, 615, 549]
+    assert gap_below(first, second, slope) < -0.3 * 43.5 < text_gap_below(first, second, slope)
+    assert below(first, [second], slope) == 0
+    assert text_height(first, slope) == pytest.approx(43.5 - 0.015 * 937)
+    assert text_height([0, 0, 100, 20], 0.0) == 20
 
 
 def test_reading_order_is_rows_then_left_to_right():

@@ -152,9 +152,9 @@ class Layout:
         """`b` is the next printed line of the same block as `a`: right under it (within
         `form_stack_gap` line heights, or `gap_max`), of the same type size, starting where `a` starts (or at
         one of `lefts`) or centred with it."""
-        ha, hb = self.line_height(a), self.line_height(b)
+        ha, hb = (geometry.text_height(p.box, self.slope) / (1 + len(p.more)) for p in (a, b))
         h = max(ha, hb)
-        gap = (b.box[1] - geometry.lift(b.box, self.slope)) - (a.box[3] - geometry.lift(a.box, self.slope))
+        gap = geometry.text_gap_below(a.box, b.box, self.slope)     # tilt out of both boxes
         if not (-self.st.join_overlap * h <= gap <= (gap_max or self.st.form_stack_gap) * h):
             return False
         if min(ha, hb) / h < self.st.form_same_size:
@@ -208,11 +208,12 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
         # two fragments printed touching in one cell that only together make a label (家庭 / 住址, 紧急联 / 系人,
         # 论文 / 题目, 是否一般 / 纳税人): the first no label on its own, the whole one ending as labels end
         whole = re.sub(r"\s+", "", a.text + b.text)
-        # (a four-character second line too where the two make a label everybody knows: 统一社会 / 信用代码,
+        # (the first no label of its own, not 所在学院 / 专业 of two rows; a four-character second line too
+        # where the two make a label everybody knows: 统一社会 / 信用代码,
         # not 就诊科室 / 联系电话, two labels of two rows)
         tight = not b.colon_key and len(a.text) <= TIGHT_CHARS and \
             (len(b.text) <= 3 or (len(b.text) <= TIGHT_CHARS and key_word(whole))) and \
-            not key_word(a.text) and \
+            not qualified_label(a.text) and \
             not a.text.endswith(KEY_ENDINGS) and (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
             b.box[1] - a.box[3] <= TIGHT_GAP * geo.line_height(a)
         between = tight

@@ -204,12 +204,14 @@ class _Decoder:
         # OCR read as a line of its own): the colon says what follows is its answer
         after_colon = of is not None and of.colon_key and of.value is None and self.geo.right_of(of) is v and \
             v.box[0] - of.box[2] <= self.geo.line_height(of)
-        if self.roles and not ticked(v.text) and not after_colon:
+        answer = False      # the roles call it an answer: a sentence is then the answer (申请理由 | 因工作需要…，需…)
+        if self.roles and not ticked(v.text):
             t = piece_tags(v, self.masses)
-            furniture = furniture or t[0] - t[1] > self.st.form_role_label
+            furniture = furniture or (not after_colon and t[0] - t[1] > self.st.form_role_label)
+            answer = t[1] - max(t[0], t[3]) > self.st.form_role_answer
         return not v.colon_key and not furniture and id(v) not in self.table and not SECTION_HEAD.match(v.text) and \
             text_is_value(v, mass, hints="form_hints" not in self.off,
-                          sentences=of is not None and qualified_label(of.text))
+                          sentences=answer or (of is not None and qualified_label(of.text)))
 
     def plain_field(self, k: Piece, v: Piece) -> bool:
         """`k` -> `v` is a field whatever the model's furniture tag on `v` says (学校代码 10279 in a cover's
