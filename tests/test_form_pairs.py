@@ -281,6 +281,11 @@ def test_a_label_followed_by_several_values_in_a_row_keeps_them_all():
     # a piece OCR cut from the value (1983/6/ | 8) is the same value, not a second one
     lines = [("出生日期：", [100, 100, 200, 124]), ("1983/6/", [220, 100, 300, 124]), ("8", [312, 100, 324, 124])]
     assert _pairs(lines) == [("出生日期", "1983/6/8")]
+    # a wide row whose second value stands far out in its own cell (开户信息 | 平安银行 | ...... | 7696...)
+    lines = [("开户信息", [64, 564, 146, 593]), ("平安银行", [156, 565, 238, 591]),
+             ("7696123812836783707", [643, 569, 844, 590])]
+    assert _pairs(lines, ["QQQQ", "AAAA", "A" * 19]) == \
+        [("开户信息", "平安银行"), ("开户信息", "7696123812836783707")]
     # the next cell of a row is another field's label: it stays a key
     lines = [("姓名", [100, 100, 148, 124]), ("张三", [260, 100, 310, 124]), ("性别", [400, 100, 448, 124]),
              ("男", [560, 100, 584, 124])]

@@ -12,7 +12,7 @@ of or under a label; headers are centred and alone on their row.
 piece in its page: its text (length, digits, a known label, a label ending, a colon, a hint, options),
 the encoder's mean tags on it and on its line, and its layout context (first in its row, how many pieces
 share its row, what stands right, left and under it and whether that looks like a label, how many other
-pieces share its left edge and how many of those are labels, its size against the page's type size).
+pieces share its left or right edge and how many of those are labels, its size against the page's type size).
 It is fitted on generated forms of the model's training layouts (`python -m training pair-scorer`),
 labelled by the generator's ground truth (every printed line is question, answer, header or other), and
 kept in the model directory's pair_scorer.json beside the pair scorer ("roles").
@@ -89,6 +89,7 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
                  for m in masses]
     page_qa = float(np.mean([t[0] + t[1] >= 0.5 for t in line_tags])) if line_tags else 0.0
     lefts = np.array([p.box[0] for p in pieces]) if pieces else np.zeros(0)
+    rights = np.array([p.box[2] for p in pieces]) if pieces else np.zeros(0)
     labelish = np.array([key_word(p.text) or p.text.endswith(KEY_ENDINGS) or p.colon_key for p in pieces])
     digity = np.array([char_share(p.text, str.isdigit) > 0.5 for p in pieces])
     titles = title_lines(page)
@@ -104,7 +105,9 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
         right, left = geo.right_of(p), geo.left_of(p)
         above = above_of.get(id(p))
         row = [q for q in pieces if q is not p and abs(geo.centre(q) - geo.centre(p)) <= st.form_row_tol * lh]
-        same = np.abs(lefts - p.box[0]) <= 0.7 * lh
+        # its column: pieces sharing its left edge, or its right edge (labels set flush right against their
+        # values, as on a cover page: 学科、专业名称 / 论文提交日期 end where their values begin)
+        same = (np.abs(lefts - p.box[0]) <= 0.7 * lh) | (np.abs(rights - p.box[2]) <= 0.7 * lh)
         same[[q is p for q in pieces]] = False
         n_col = int(same.sum())
         base = p.text.rstrip("）)")

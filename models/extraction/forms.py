@@ -432,13 +432,14 @@ class _Decoder:
         return reading_order(pairs, self.geo.slope)
 
     def row_values(self, k: Piece, v: Piece) -> list[Piece]:
-        """Further values of `k` along its row (a label followed by several values in a table row):
+        """Further values of `k` along its row (a label followed by several values in a table row, each up to
+        form_far_gap line heights from the last: a wide row's cells leave its values far apart):
         unused value pieces that are not key-like, each with evidence of being an answer (a figure,
         answer tags, or the link head linking it to `k`)."""
         out: list[Piece] = []
         last = v
         for _ in range(8):
-            n = self.geo.right_of(last)
+            n = self.geo.right_of(last, far=True)
             if n is None or n.used or not self.is_value(n) or self.is_label(n) or options(n.text) or \
                     self.ks(n) >= self.st.form_key_min + self.st.form_key_margin / 2:
                 break
