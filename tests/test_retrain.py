@@ -128,10 +128,10 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     report = json.loads((v1 / "report.json").read_text(encoding="utf-8"))
     assert v1.name == "parking-v0001" and report["promoted"], report["promotion_rule"]
     assert report["new_f1"] >= 0.9 and report["base_f1"] == 0.0, report["new"]
-    # the form scorer and piece roles were fitted again for the new weights, and the new model reads them
+    # the form scorer, piece roles and line cuts were fitted again for the new weights, and the new model reads them
     from models.model_dir import read_pair_scorer
     refit = read_pair_scorer(v1)
-    assert refit is not None and refit.roles is not None
+    assert refit is not None and refit.roles is not None and refit.cuts is not None
     kept = report["base_heldout"]
     base_types = set(ExtractorConfig.load(DEFAULT_MODEL_DIR).doc_types)
     assert set(kept["base_f1_by_type"]) == base_types and kept["base_f1_by_type"]["vat_invoice"] > 0.9

@@ -307,6 +307,13 @@ def test_the_learned_roles_rule_is_switched_off_in_its_own_tests():
     assert 'off=frozenset({"form_roles"})' in text or 'frozenset({"form_roles"})' in text
 
 
+def test_the_learned_cuts_rule_is_switched_off_in_its_own_tests():
+    # "form_cuts" needs a cut model (tests/test_form_cuts.py fits one and decodes with it on and off)
+    from pathlib import Path
+    text = Path(__file__).with_name("test_form_cuts.py").read_text(encoding="utf-8")
+    assert 'off=frozenset({"form_cuts"})' in text
+
+
 def test_every_rule_that_can_be_switched_off_has_a_test_here():
     import inspect
     import sys

@@ -128,11 +128,11 @@ def generated_page(layout: str, level: str, seed: int
     return page, gold_of(rec, None)[2], by_lines, truth_lines(gt)
 
 
-def label_candidates(ex: Any, fp: FormPage, wide: bool, roles: Any = None) -> None:
+def label_candidates(ex: Any, fp: FormPage, wide: bool, roles: Any = None, cuts: Any = None) -> None:
     """Fill `fp.x`, `fp.y`: the page's candidates as the decoder proposes them (with `roles`, the learned
-    piece roles, in effect), their features and whether each is a true pair."""
+    piece roles, and `cuts`, the learned line cuts, in effect), their features and whether each is a true pair."""
     from models.extraction.forms import FEATURES, form_candidates
-    cands = form_candidates(fp.page, fp.pred, ex.tag_labels, wide=wide, roles=roles)
+    cands = form_candidates(fp.page, fp.pred, ex.tag_labels, wide=wide, roles=roles, cuts=cuts)
     fp.x = np.array([[c.features[n] for n in FEATURES] for c in cands], float).reshape(len(cands), len(FEATURES))
     fp.y = np.array([fp.by(c) if fp.by is not None else label(c.key, c.value, fp.gold) for c in cands], float)
 
@@ -175,21 +175,23 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
     return out
 
 
-def pair_f1(ex: Any, fps: list[FormPage], scorer: Any, roles: Any = None) -> float:
+def pair_f1(ex: Any, fps: list[FormPage], scorer: Any, roles: Any = None, cuts: Any = None) -> float:
     """Pair F1 of the whole decoder over `fps` with `scorer` (None: the hand-weighted ranking) and the
-    scorer's piece roles, or `roles` where there is no scorer (None: the encoder's tags)."""
+    scorer's piece roles and line cuts, or `roles` and `cuts` where there is no scorer (None: the encoder's
+    tags, form_pieces.inline_label)."""
     from models.extraction.forms import _decoder
     from models.extraction.settings import DEFAULT_SETTINGS
     from training.evaluate import Counts, score_pairs
     total = Counts()
     for fp in fps:
         use = scorer.roles if scorer is not None else roles
-        pairs = _decoder(fp.page, fp.pred, ex.tag_labels, DEFAULT_SETTINGS, frozenset(), scorer, use).pairs()
+        cut = scorer.cuts if scorer is not None else cuts
+        pairs = _decoder(fp.page, fp.pred, ex.tag_labels, DEFAULT_SETTINGS, frozenset(), scorer, use, cut).pairs()
         total.add(score_pairs(fp.gold, [(p.key, p.value) for p in pairs]))
     return total.f1
 
 
-def role_data(ex: Any, fp: FormPage) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def role_data(ex: Any, fp: FormPage, cuts: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(features, features blanked, role labels) of a page's pieces as split_line cuts them, labelled by its
     printed lines. Blanked: as if the encoder tagged every character "other", as it does on a real scan of a
     layout it never saw (XFUND): every training layout is one the encoder knows, so without such copies the
@@ -198,7 +200,7 @@ def role_data(ex: Any, fp: FormPage) -> tuple[np.ndarray, np.ndarray, np.ndarray
     from models.extraction.form_roles import FEATURES as ROLE_FEATURES
     from models.extraction.form_roles import piece_features, role_labels, runs
     masses = label_masses(fp.pred.probs, ex.tag_labels)
-    pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li])])
+    pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li], cuts=cuts)])
     blank = [np.where(np.isnan(m), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(m) else m for m in masses]
 
     def rows(ms: list[np.ndarray]) -> np.ndarray:
@@ -207,12 +209,90 @@ def role_data(ex: Any, fp: FormPage) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return rows(masses), rows(blank), role_labels(pieces, fp.truth)
 
 
+CutLine = tuple[str, np.ndarray, "int | None"]
+
+
+def cut_lines(ex: Any, fp: FormPage, rng: random.Random) -> tuple[list[CutLine], list[CutLine]]:
+    """A page's colon-less lines as (text, the encoder's masses, the true cut or None) for the cut model
+    (models/extraction/form_cuts.py), labelled by the ground truth (`form_cuts.cut_label`; a line it cannot
+    label is left out), and a glued copy of every true pair whose key and value the page has as lines of
+    their own: key + no space, one or two + value, as OCR reads a label printed close to its value (real
+    OCR does so on few training pages, and the training noise never joins a key to its value): (real, glued)."""
+    from models.extraction.form_cuts import cut_label, places
+    from models.extraction.form_pieces import _key_colons, label_masses, title_line
+    masses = label_masses(fp.pred.probs, ex.tag_labels)
+    printed = [t for t, _, _ in fp.truth] or [t for pair in fp.gold for t in pair]
+    out: list[CutLine] = []
+    glued: list[CutLine] = []
+    by_text: dict[str, tuple[str, np.ndarray]] = {}
+    for li, ln in enumerate(fp.page.lines):
+        lead, text = len(ln.text) - len(ln.text.lstrip()), ln.text.strip()
+        by_text.setdefault(_fold(text), (text, masses[li][lead:lead + len(text)]))
+        if _key_colons(ln.text) or title_line(fp.page, li) or not places(ln.text):
+            continue
+        cut = cut_label(ln.text, fp.gold, printed)
+        if cut is not False:
+            out.append((ln.text, masses[li], cut))
+    for k, v in fp.gold:
+        key, value = by_text.get(_fold(k)), by_text.get(_fold(v))
+        if key is None or value is None or key is value or _key_colons(key[0]) or not len(key[1]) or \
+                not len(value[1]):
+            continue
+        sep = rng.choice(("", " ", "  "))
+        text = key[0] + sep + value[0]
+        if len(key[0]) + len(sep) in places(text):
+            glued.append((text, np.vstack([key[1], np.full((len(sep), 4), np.nan), value[1]]),
+                          len(key[0]) + len(sep)))
+    return out, glued
+
+
+def _cut_rows(lines: list[CutLine]) -> list[tuple[list[dict[str, float]], int]]:
+    """Each line's places' features and its true place's index (-1: no cut), with the tags and blanked."""
+    from models.extraction.form_cuts import cut_features, places
+    out = []
+    for text, mass, cut in lines:
+        at = places(text)
+        for m in (mass, np.where(np.isnan(mass), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(mass) else mass):
+            out.append((cut_features(text, m), at.index(cut) if cut in at else -1))
+    return out
+
+
+def fit_cut_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print) -> tuple[Any, dict]:
+    """The learned line cuts (models/extraction/form_cuts.py), fitted on every page's colon-less lines
+    (`cut_lines`). Reported, not used to decide: a two-fold cross-validation over layouts, on the real lines
+    of the held-out fold (no glued copies): the share of glued lines cut right, and of whole lines cut."""
+    from models.extraction.form_cuts import fit_cuts
+    rng = random.Random(seed)
+    lines = {id(fp): cut_lines(ex, fp, rng) for fp in fps}
+    layouts = sorted({fp.layout for fp in fps})
+    random.Random(seed + 2).shuffle(layouts)
+    right, wrong = [], []
+    for held in (set(layouts[::2]), set(layouts[1::2])):
+        tr = [ln for fp in fps if fp.layout not in held for part in lines[id(fp)] for ln in part]
+        te = [ln for fp in fps if fp.layout in held for ln in lines[id(fp)][0]]
+        if not tr or not te:
+            continue
+        m = fit_cuts(_cut_rows(tr), seed=seed)
+        glued, whole = [ln for ln in te if ln[2] is not None], [ln for ln in te if ln[2] is None]
+        right += [m.cut(t, ms) == c for t, ms, c in glued]
+        wrong += [m.cut(t, ms) is not None for t, ms, _ in whole]
+    every = [ln for v in lines.values() for part in v for ln in part]
+    about = {"lines": len(every), "cut": sum(c is not None for _, _, c in every),
+             "cv_glued_cut_right": round(float(np.mean(right)), 4) if right else None,
+             "cv_whole_cut": round(float(np.mean(wrong)), 4) if wrong else None}
+    log(f"  cuts: {about['lines']} lines, {about['cut']} to cut; cv (real lines of held-out layouts): "
+        f"{about['cv_glued_cut_right']} of glued lines cut right, {about['cv_whole_cut']} of whole lines cut")
+    model = fit_cuts(_cut_rows(every), seed=seed)
+    model.about = about
+    return model, about
+
+
 ROLE_HIDDEN = 16
 ROLE_MEMBERS = 5        # fits from this many seeds, merged (form_roles.merge): steadier on unseen layouts
 
 
-def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, hidden: int = ROLE_HIDDEN
-                   ) -> tuple[Any, dict]:
+def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, hidden: int = ROLE_HIDDEN,
+                   cuts: Any = None) -> tuple[Any, dict]:
     """The learned piece roles (models/extraction/form_roles.py), fitted on every page's pieces twice: with
     the encoder's tags and blanked (`role_data`). Reported, not used to decide: a two-fold cross-validation
     over layouts (pair F1 of the decoder with the roles against the encoder's tags, piece accuracy). The
@@ -226,7 +306,7 @@ def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print
         return np.vstack([x for x, _, _ in d] + [xb for _, xb, _ in d]), np.concatenate([y for _, _, y in d] * 2)
 
     pages = [fp for fp in fps if fp.truth]
-    data = {id(fp): role_data(ex, fp) for fp in pages}
+    data = {id(fp): role_data(ex, fp, cuts) for fp in pages}
     layouts = sorted({fp.layout for fp in pages})
     random.Random(seed + 1).shuffle(layouts)
     f1s, tags, accs = [], [], []
@@ -237,7 +317,7 @@ def fit_role_model(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print
         m = fit_roles(*xy(tr), list(ROLE_FEATURES), hidden, seed=seed)
         xs, ys = xy(te)
         accs.append(float((m.predict(xs).argmax(1) == ys).mean()))
-        f1s.append(pair_f1(ex, te, None, m))
+        f1s.append(pair_f1(ex, te, None, m, cuts))
         tags.append(pair_f1(ex, te, None))
     about = {"hidden": hidden, "pieces": int(sum(len(y) for _, _, y in data.values())),
              "cv_pair_f1": round(float(np.mean(f1s)), 4) if f1s else None,
@@ -257,7 +337,7 @@ WEIGHTS = (0.5, 1.0, 2.0)              # rerank: hand score + this x the learned
 
 
 def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mode: str = "rerank",
-               roles: Any = None) -> tuple[Any, dict]:
+               roles: Any = None, cuts: Any = None) -> tuple[Any, dict]:
     """Cross-validate kind and threshold (decide) or weight (rerank) over two folds of layouts, then fit on
     every page."""
     grid = THRESHOLDS if mode == "decide" else WEIGHTS
@@ -276,7 +356,7 @@ def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mo
                 continue
             s = fit(np.vstack([fp.x for fp in tr]), np.concatenate([fp.y for fp in tr]), list(FEATURES), hidden,
                     seed=seed)
-            s.mode, s.roles = mode, roles
+            s.mode, s.roles, s.cuts = mode, roles, cuts
             for t in grid:
                 s.threshold, s.weight = (t, 1.0) if mode == "decide" else (0.0, t)
                 scores[t].append(pair_f1(ex, te, s))
@@ -287,7 +367,7 @@ def fit_scorer(ex: Any, fps: list[FormPage], seed: int = 0, log: Any = print, mo
     hand = [round(pair_f1(ex, [fp for fp in fps if fp.layout in held], None), 4) for held in folds]
     x, y = np.vstack([fp.x for fp in fps]), np.concatenate([fp.y for fp in fps])
     scorer = fit(x, y, list(FEATURES), KINDS[best[0]], seed=seed)
-    scorer.mode, scorer.roles = mode, roles
+    scorer.mode, scorer.roles, scorer.cuts = mode, roles, cuts
     scorer.threshold, scorer.weight = (best[1], 1.0) if mode == "decide" else (0.0, best[1])
     return scorer, {"mode": mode, "kind": best[0], "threshold": scorer.threshold, "weight": scorer.weight,
                     "cv_pair_f1": best[2],
@@ -310,12 +390,14 @@ def run(model_dir: Path, pages: int, sets: list[Path], layouts: list[str] | None
     if not fps or not sum(float(fp.y.sum()) for fp in fps):
         raise RefusedError("no labelled candidates: give --pages or --sets with generic_form pages")
     log(f"  {len(fps)} pages, {sum(len(fp.y) for fp in fps)} candidates ({time.time() - t0:.0f} s)")
-    role_model, role_about = fit_role_model(ex, fps, seed, log) if roles else (None, {})
-    if role_model is not None:          # the pair scorer learns on candidates as the roles propose them
+    cuts, cut_about = fit_cut_model(ex, fps, seed, log) if roles else (None, {})
+    role_model, role_about = fit_role_model(ex, fps, seed, log, cuts=cuts) if roles else (None, {})
+    if role_model is not None:          # the pair scorer learns on candidates as the roles and cuts propose them
         for fp in fps:
-            label_candidates(ex, fp, mode == "decide", role_model)
-    scorer, about = fit_scorer(ex, fps, seed, log, mode, role_model)
+            label_candidates(ex, fp, mode == "decide", role_model, cuts)
+    scorer, about = fit_scorer(ex, fps, seed, log, mode, role_model, cuts)
     about["roles"] = role_about
+    about["cuts"] = cut_about
     scorer.about = {"weights_sha256": weights_digest(model_dir), "layouts": use,
                     "pages": {"generated": sum(fp.source == "gen" for fp in fps),
                               "real_ocr": sum(fp.source == "ocr" for fp in fps)},

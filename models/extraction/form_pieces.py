@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -231,12 +231,16 @@ def char_share(text: str, test: Callable[[str], bool]) -> float:
     return sum(map(test, text)) / max(1, len(text))
 
 
-def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14) -> list[Piece]:
+def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: Any = None) -> list[Piece]:
+    """A line's pieces: a key up to each colon and the text after it; a colon-less line OCR read as label
+    and value at once is cut where `cuts` (form_cuts.CutModel, learned) says, and where it finds no cut (or
+    without one) where `inline_label` finds a known label."""
     line = page.lines[li]
     text = line.text
     colons = _key_colons(text, key_max)
     if not colons and not title_line(page, li):
-        cut = inline_label(text, mass)
+        cut = cuts.cut(text, mass) if cuts is not None else None
+        cut = inline_label(text, mass) if cut is None else cut
         if cut is not None:
             colons = [cut - 1] if text[cut - 1].isspace() else []
             if not colons:           # no space to stand in for the colon: cut between two characters

@@ -44,7 +44,7 @@ from models.extraction.form_pieces import (
     ticked,
     title_lines,
 )
-from models.extraction.mlp import standardise, train_mlp
+from models.extraction.mlp import forward, standardise, train_mlp
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 ROLES = ("question", "answer", "header", "other")     # the order of label_masses' columns
@@ -165,11 +165,7 @@ class RoleModel:
     about: dict[str, Any] = field(default_factory=dict)
 
     def logits(self, x: np.ndarray) -> np.ndarray:
-        z = (np.asarray(x, float) - self.mean) / self.scale
-        hdn = z @ self.w1 + self.b1
-        if self.w2 is None:
-            return hdn
-        return np.tanh(hdn) @ self.w2 + (self.b2 if self.b2 is not None else 0.0)
+        return forward(x, self.mean, self.scale, self.w1, self.b1, self.w2, self.b2 if self.b2 is not None else 0.0)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         if not len(x):

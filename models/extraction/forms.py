@@ -10,8 +10,10 @@ and the model's evidence ranks what layout allows:
    it, the labels sharing its left edge, its type size) with its text and the encoder's tags, and says
    key, value, header or other. Its probabilities replace the encoder's tags as the masses every rule
    below reads; a piece it calls a label (question - answer > form_role_label) is nobody's value.
-1. Pieces (form_pieces.py). Each OCR line splits at its key colons; a label over two lines of one cell
-   is joined into one key (form_layout.join_labels).
+1. Pieces (form_pieces.py). Each OCR line splits at its key colons; a colon-less line OCR read as label
+   and value at once (研究方向 思想政治教育) is cut where the learned cuts say (form_cuts.py, in the same
+   pair_scorer.json; without them, after a known label); a label over two lines of one cell is joined
+   into one key (form_layout.join_labels).
 2. Keys. A piece ending in a colon is a key. A line without a colon is a key when it is more key-like
    than the text it would take as its value (`key_score`: question vs answer tags, a known label or a
    key noun at its end, no digits, short, not a sentence). Printed options and hints are never keys.
@@ -33,7 +35,8 @@ and the model's evidence ranks what layout allows:
 Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_furniture,
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
-form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them).
+form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
+form_cuts (the learned line cuts of form_cuts.py, likewise).
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -46,6 +49,7 @@ import numpy as np
 from data import geometry
 from data.document import Page, Pair
 from models.extraction.base import PagePrediction
+from models.extraction.form_cuts import CutModel
 from models.extraction.form_layout import SECTION as SECTION_HEAD
 from models.extraction.form_layout import Layout, continues_value, join_labels, join_spaced, option_group
 from models.extraction.form_pieces import (
@@ -115,26 +119,29 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
     """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output (its
     `pair_scorer`, the model directory's learned scorer if it has one, ranks the candidates)."""
     scorer = pred.pair_scorer
-    return _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None).pairs()
+    return _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None,
+                    scorer.cuts if scorer is not None else None).pairs()
 
 
 def form_candidates(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
                     off: frozenset[str] = frozenset(), wide: bool = True,
-                    roles: RoleModel | None = None) -> list[FormCandidate]:
+                    roles: RoleModel | None = None, cuts: CutModel | None = None) -> list[FormCandidate]:
     """Every candidate a learned scorer would rank on this page, with its features (training/pair_scorer.py);
     `wide`: as a deciding scorer sees them, else as a reranking one (the hand candidates); `roles`: the
-    learned piece roles the scorer will decode with."""
-    dec = _decoder(page, pred, tag_labels, st, off, None, roles)
+    learned piece roles the scorer will decode with, `cuts` the learned cuts of its lines."""
+    dec = _decoder(page, pred, tag_labels, st, off, None, roles, cuts)
     cands = dec.candidates(wide=wide)
     return [FormCandidate(strip_key_hint(c.k.text), ticked(c.v.text) or c.v.text, c.where, f, c.k.line, c.v.line)
             for c, f in zip(cands, dec.features(cands))]
 
 
 def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings, off: frozenset[str],
-             scorer: PairScorer | None, roles: RoleModel | None = None) -> "_Decoder":
-    """`roles`: the learned piece roles (form_roles.py) replace the encoder's tags as the decoder's masses."""
+             scorer: PairScorer | None, roles: RoleModel | None = None, cuts: CutModel | None = None) -> "_Decoder":
+    """`roles`: the learned piece roles (form_roles.py) replace the encoder's tags as the decoder's masses;
+    `cuts`: the learned cuts of colon-less lines (form_cuts.py) replace form_pieces.inline_label."""
     masses = label_masses(pred.probs, tag_labels)
-    pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max)]
+    cut = cuts if "form_cuts" not in off else None
+    pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max, cut)]
     learned = roles is not None and "form_roles" not in off
     if roles is not None and learned:       # (both: mypy narrows `roles` by the first test only)
         masses = relabel(page, pieces, masses, roles, st)

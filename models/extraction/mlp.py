@@ -16,6 +16,18 @@ def standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return mean, scale, (x - mean) / scale
 
 
+def forward(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, w1: np.ndarray, b1: np.ndarray,
+            w2: np.ndarray | None = None, b2: Any = 0.0) -> np.ndarray:
+    """The logits of rows `x` (standardised by mean and scale) under a linear model (w2 None) or a
+    one-hidden-layer tanh MLP: (n, outputs)."""
+    h = ((np.asarray(x, float) - mean) / scale) @ w1 + b1
+    return h if w2 is None else np.tanh(h) @ w2 + b2
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
 def train_mlp(z: np.ndarray, outputs: int, hidden: int, grad: Any, l2: float, epochs: int, lr: float,
               seed: int) -> dict[str, np.ndarray]:
     """Full-batch Adam for a linear model (hidden=0, zero start) or a one-hidden-layer tanh MLP over

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from models.extraction.mlp import standardise, train_mlp
+from models.extraction.mlp import forward, sigmoid, standardise, train_mlp
 
 FILE_NAME = "pair_scorer.json"
 FORMAT = 1
@@ -48,19 +48,17 @@ class PairScorer:
     about: dict[str, Any] = field(default_factory=dict)   # what it was trained on, how it scored
     roles: Any = None                           # form_roles.RoleModel: each piece's learned role, read by the
                                                 # decoder in place of the encoder's tags (None: the tags)
+    cuts: Any = None                            # form_cuts.CutModel: where a colon-less line is cut into label
+                                                # and value (None: form_pieces.inline_label)
 
     def logits(self, x: np.ndarray) -> np.ndarray:
-        z = (x - self.mean) / self.scale
-        h = z @ self.w1 + self.b1
-        if self.w2 is None:
-            return h[:, 0]
-        return (np.tanh(h) @ self.w2)[:, 0] + self.b2
+        return forward(x, self.mean, self.scale, self.w1, self.b1, self.w2, self.b2)[:, 0]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Probabilities for rows of features in `names` order."""
         if not len(x):
             return np.zeros(0)
-        return 1.0 / (1.0 + np.exp(-np.clip(self.logits(np.asarray(x, dtype=float)), -30, 30)))
+        return sigmoid(self.logits(np.asarray(x, dtype=float)))
 
     def rows(self, feats: list[dict[str, float]]) -> np.ndarray:
         """Feature dicts -> a matrix in this scorer's order (a name missing from a dict is a bug: KeyError)."""
@@ -71,7 +69,8 @@ class PairScorer:
                 "mean": _r(self.mean), "scale": _r(self.scale), "w1": _r(self.w1), "b1": _r(self.b1),
                 "w2": None if self.w2 is None else _r(self.w2), "b2": round(float(self.b2), 6),
                 "threshold": round(float(self.threshold), 4), "mode": self.mode, "weight": round(float(self.weight), 4),
-                "about": self.about, **({"roles": self.roles.to_dict()} if self.roles is not None else {})}
+                "about": self.about, **({"roles": self.roles.to_dict()} if self.roles is not None else {}),
+                **({"cuts": self.cuts.to_dict()} if self.cuts is not None else {})}
 
     def save(self, path: str | Path) -> None:
         from data.atomic import write_text_atomic
@@ -102,8 +101,12 @@ class PairScorer:
             if raw.get("roles") is not None:
                 from models.extraction.form_roles import RoleModel
                 roles = RoleModel.from_dict(raw["roles"], f"{where}: roles")
+            cuts = None
+            if raw.get("cuts") is not None:
+                from models.extraction.form_cuts import CutModel
+                cuts = CutModel.from_dict(raw["cuts"], f"{where}: cuts")
             return cls(names, mean, scale, w1, b1, w2, float(raw.get("b2", 0.0)), float(raw.get("threshold", 0.5)),
-                       mode, float(raw.get("weight", 1.0)), dict(raw.get("about") or {}), roles)
+                       mode, float(raw.get("weight", 1.0)), dict(raw.get("about") or {}), roles, cuts)
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PairScorerError):
                 raise

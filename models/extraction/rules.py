@@ -116,6 +116,8 @@ RULES: list[Rule] = [
          about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
     Rule("form_roles", "forms", decode_form,
          about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
+    Rule("form_cuts", "forms", decode_form,
+         about="a colon-less line read as label and value at once is cut where a learned model says"),
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 
