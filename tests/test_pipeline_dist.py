@@ -103,11 +103,12 @@ def test_dp2_x_pp2_clipped_steps_in_the_schedule(tmp_path):
     _check(tmp_path, "zbh1", range(4), ref)
 
 
-@pytest.mark.heavy
-def test_killed_stage_names_it_within_bounded_time(tmp_path):
+def _spawn_failing(worker, args: tuple, tmp_path) -> tuple[list, float]:
+    """Two ranks of `worker` that are meant to fail, each writing its failure to tmp_path/error_RANK.txt:
+    (their exit codes, None for one still running after 60 s and then stopped; seconds waited)."""
     os.environ["PIPELINE_FAILURE_FILE"] = str(tmp_path / "error_{rank}.txt")  # inherited by the workers
     t0 = time.time()
-    ctx = dist.spawn(_worker, args=(str(tmp_path), ["1f1b"], 2, 1, 2, 1), nprocs=2, backend="gloo", join=False)
+    ctx = dist.spawn(worker, args=args, nprocs=2, backend="gloo", join=False)
     for p in ctx.processes:
         p.join(timeout=60)
     elapsed = time.time() - t0
@@ -116,6 +117,12 @@ def test_killed_stage_names_it_within_bounded_time(tmp_path):
     for p in ctx.processes:
         if p.exitcode is None:
             p.terminate()
+    return codes, elapsed
+
+
+@pytest.mark.heavy
+def test_killed_stage_names_it_within_bounded_time(tmp_path):
+    codes, elapsed = _spawn_failing(_worker, (str(tmp_path), ["1f1b"], 2, 1, 2, 1), tmp_path)
     assert codes[1] == 3
     assert codes[0] not in (0, None), "the surviving stage should fail, not hang or succeed"
     err = (tmp_path / "error_0.txt").read_text() if (tmp_path / "error_0.txt").exists() else ""
@@ -137,17 +144,7 @@ def _early_death_worker(out_dir: str) -> None:
 def test_stage_dead_before_links_connect_is_named_not_waited_on(tmp_path):
     """Set-up runs under the same watchdog as every message: without it rank 0 waited in new_group
     for the store's own timeout (minutes) and wrote no failure at all."""
-    os.environ["PIPELINE_FAILURE_FILE"] = str(tmp_path / "error_{rank}.txt")
-    t0 = time.time()
-    ctx = dist.spawn(_early_death_worker, args=(str(tmp_path),), nprocs=2, backend="gloo", join=False)
-    for p in ctx.processes:
-        p.join(timeout=60)
-    elapsed = time.time() - t0
-    del os.environ["PIPELINE_FAILURE_FILE"]
-    codes = [p.exitcode for p in ctx.processes]
-    for p in ctx.processes:
-        if p.exitcode is None:
-            p.terminate()
+    codes, elapsed = _spawn_failing(_early_death_worker, (str(tmp_path),), tmp_path)
     assert codes == [17, 3]
     err = (tmp_path / "error_0.txt").read_text()
     assert "connecting the link between stage 0 (rank 0) and stage 1 (rank 1)" in err, err

@@ -42,7 +42,7 @@ from models.extraction.form_pieces import (
     mean_mass,
     qualified_label,
 )
-from models.extraction.mlp import forward, sigmoid, standardise, train_mlp
+from models.extraction.mlp import forward, net_from_dict, net_to_dict, sigmoid, standardise, train_mlp
 
 CUT_MAX = 14          # a label is at most this many characters long: later places are no cuts
 FEATURES = (
@@ -118,7 +118,7 @@ class CutModel:
     w1: np.ndarray                     # (features, hidden) or (features, 1)
     b1: np.ndarray
     w2: np.ndarray | None = None       # (hidden, 1)
-    b2: float = 0.0
+    b2: np.ndarray | None = None       # (1,)
     threshold: float = 0.5
     about: dict[str, Any] = field(default_factory=dict)
 
@@ -126,7 +126,8 @@ class CutModel:
         if not feats:
             return np.zeros(0)
         x = np.array([[f[k] for k in self.names] for f in feats], float)
-        return sigmoid(forward(x, self.mean, self.scale, self.w1, self.b1, self.w2, self.b2)[:, 0])
+        b2 = self.b2 if self.b2 is not None else 0.0
+        return sigmoid(forward(x, self.mean, self.scale, self.w1, self.b1, self.w2, b2)[:, 0])
 
     def cut(self, text: str, mass: np.ndarray) -> int | None:
         """Where the value starts in `text` (a colon-less line), or None: it stays whole."""
@@ -138,31 +139,14 @@ class CutModel:
         return at[best] if p[best] >= self.threshold else None
 
     def to_dict(self) -> dict[str, Any]:
-        def r(a: Any) -> Any:
-            return None if a is None else np.round(np.asarray(a, float), 6).tolist()
-        return {"features": list(self.names), "mean": r(self.mean), "scale": r(self.scale), "w1": r(self.w1),
-                "b1": r(self.b1), "w2": r(self.w2), "b2": round(float(self.b2), 6),
+        return {**net_to_dict(self.names, self.mean, self.scale, self.w1, self.b1, self.w2, self.b2),
                 "threshold": round(float(self.threshold), 4), "about": self.about}
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "cuts") -> "CutModel":
         """ValueError for a malformed or foreign entry (features this code does not compute)."""
-        try:
-            names = [str(k) for k in raw["features"]]
-            if set(names) - set(FEATURES):
-                raise ValueError(f"{where}: features {sorted(set(names) - set(FEATURES))[:5]} are not computed here")
-            n = len(names)
-            mean, scale = np.array(raw["mean"], float), np.array(raw["scale"], float)
-            w1, b1 = np.array(raw["w1"], float), np.array(raw["b1"], float)
-            w2 = None if raw.get("w2") is None else np.array(raw["w2"], float)
-            if mean.shape != (n,) or scale.shape != (n,) or np.any(scale <= 0) or w1.ndim != 2 or \
-                    w1.shape[0] != n or b1.shape != (w1.shape[1],) or (w2 is None and w1.shape[1] != 1) or \
-                    (w2 is not None and w2.shape != (w1.shape[1], 1)):
-                raise ValueError(f"{where}: weight shapes do not fit its {n} features")
-            return cls(names, mean, scale, w1, b1, w2, float(raw.get("b2", 0.0)), float(raw.get("threshold", 0.5)),
-                       dict(raw.get("about") or {}))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"{where}: malformed cut model ({exc})") from exc
+        net = net_from_dict(raw, FEATURES, 1, where)
+        return cls(*net, threshold=float(raw.get("threshold", 0.5)), about=dict(raw.get("about") or {}))
 
 
 # --- labels and fitting ---------------------------------------------------------------------------
@@ -209,7 +193,7 @@ def fit_cuts(rows: list[tuple[list[dict[str, float]], int]], hidden: int = 8, l2
     def grad(out: np.ndarray) -> np.ndarray:               # d log loss / d logit
         return ((sigmoid(out[:, 0]) - y) / len(y))[:, None]
     p = train_mlp(z, 1, hidden, grad, l2, epochs, lr, seed)
-    return CutModel(list(FEATURES), mean, scale, p["w1"], p["b1"], p.get("w2"), float(p["b2"][0]) if hidden else 0.0)
+    return CutModel(list(FEATURES), mean, scale, p["w1"], p["b1"], p.get("w2"), p.get("b2"))
 
 
 def line_accuracy(model: CutModel, lines: list[tuple[str, np.ndarray, int | None]]) -> float:

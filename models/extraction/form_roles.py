@@ -44,7 +44,7 @@ from models.extraction.form_pieces import (
     ticked,
     title_lines,
 )
-from models.extraction.mlp import forward, standardise, train_mlp
+from models.extraction.mlp import forward, net_from_dict, net_to_dict, standardise, train_mlp
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 ROLES = ("question", "answer", "header", "other")     # the order of label_masses' columns
@@ -179,30 +179,13 @@ class RoleModel:
         return np.array([[f[n] for n in self.names] for f in feats], dtype=float).reshape(len(feats), len(self.names))
 
     def to_dict(self) -> dict[str, Any]:
-        def r(a: np.ndarray | None) -> Any:
-            return None if a is None else np.round(np.asarray(a, float), 6).tolist()
-        return {"features": list(self.names), "mean": r(self.mean), "scale": r(self.scale), "w1": r(self.w1),
-                "b1": r(self.b1), "w2": r(self.w2), "b2": r(self.b2), "about": self.about}
+        return {**net_to_dict(self.names, self.mean, self.scale, self.w1, self.b1, self.w2, self.b2),
+                "about": self.about}
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "roles") -> "RoleModel":
         """ValueError for a malformed or foreign entry (features this code does not compute)."""
-        try:
-            names = [str(n) for n in raw["features"]]
-            if set(names) - set(FEATURES):
-                raise ValueError(f"{where}: features {sorted(set(names) - set(FEATURES))[:5]} are not computed here")
-            n, k = len(names), len(ROLES)
-            mean, scale = np.array(raw["mean"], float), np.array(raw["scale"], float)
-            w1, b1 = np.array(raw["w1"], float), np.array(raw["b1"], float)
-            w2 = None if raw.get("w2") is None else np.array(raw["w2"], float)
-            b2 = None if raw.get("b2") is None else np.array(raw["b2"], float)
-            if mean.shape != (n,) or scale.shape != (n,) or np.any(scale <= 0) or w1.ndim != 2 or \
-                    w1.shape[0] != n or b1.shape != (w1.shape[1],) or (w2 is None and w1.shape[1] != k) or \
-                    (w2 is not None and (w2.shape != (w1.shape[1], k) or b2 is None or b2.shape != (k,))):
-                raise ValueError(f"{where}: weight shapes do not fit its {n} features and {k} roles")
-            return cls(names, mean, scale, w1, b1, w2, b2, dict(raw.get("about") or {}))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"{where}: malformed role model ({exc})") from exc
+        return cls(*net_from_dict(raw, FEATURES, len(ROLES), where), dict(raw.get("about") or {}))
 
 
 def relabel(page: Page, pieces: list[Piece], masses: list[np.ndarray], model: RoleModel,

@@ -3,7 +3,7 @@ standardised rows for a linear model or a one-hidden-layer tanh MLP, in numpy (a
 dozen features: no framework needed, and the fitted weights are plain JSON)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -22,6 +22,39 @@ def forward(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, w1: np.ndarray, 
     one-hidden-layer tanh MLP: (n, outputs)."""
     h = ((np.asarray(x, float) - mean) / scale) @ w1 + b1
     return h if w2 is None else np.tanh(h) @ w2 + b2
+
+
+def net_to_dict(names: Sequence[str], mean: np.ndarray, scale: np.ndarray, w1: np.ndarray, b1: np.ndarray,
+                w2: np.ndarray | None, b2: np.ndarray | None) -> dict[str, Any]:
+    """A fitted model's weights as plain JSON (6 decimals)."""
+    def r(a: Any) -> Any:
+        return None if a is None else np.round(np.asarray(a, float), 6).tolist()
+    return {"features": list(names), "mean": r(mean), "scale": r(scale), "w1": r(w1), "b1": r(b1), "w2": r(w2),
+            "b2": r(b2)}
+
+
+Net = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+
+
+def net_from_dict(raw: Any, known: Sequence[str], outputs: int, where: str) -> Net:
+    """(names, mean, scale, w1, b1, w2, b2) of `net_to_dict`'s output, w2 and b2 None for a linear model.
+    ValueError for a foreign model (a feature outside `known`), wrong shapes or missing keys."""
+    try:
+        names = [str(k) for k in raw["features"]]
+        if set(names) - set(known):
+            raise ValueError(f"{where}: features {sorted(set(names) - set(known))[:5]} are not computed here")
+        n = len(names)
+        mean, scale = np.array(raw["mean"], float), np.array(raw["scale"], float)
+        w1, b1 = np.array(raw["w1"], float), np.array(raw["b1"], float)
+        w2 = None if raw.get("w2") is None else np.array(raw["w2"], float)
+        b2 = None if w2 is None or raw.get("b2") is None else np.atleast_1d(np.array(raw["b2"], float))
+        if mean.shape != (n,) or scale.shape != (n,) or np.any(scale <= 0) or w1.ndim != 2 or w1.shape[0] != n or \
+                b1.shape != (w1.shape[1],) or (w2 is None and w1.shape[1] != outputs) or \
+                (w2 is not None and (w2.shape != (w1.shape[1], outputs) or b2 is None or b2.shape != (outputs,))):
+            raise ValueError(f"{where}: weight shapes do not fit its {n} features and {outputs} outputs")
+        return names, mean, scale, w1, b1, w2, b2
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{where}: malformed model ({exc})") from exc
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
