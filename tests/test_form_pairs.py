@@ -176,6 +176,14 @@ def test_a_label_over_two_lines_of_one_cell_is_one_key():
     lines = [("姓名", [100, 100, 148, 124]), ("张三", [260, 100, 310, 124]),
              ("性别", [100, 132, 148, 156]), ("男", [260, 132, 284, 156])]
     assert _pairs(lines) == [("姓名", "张三"), ("性别", "男")]
+    # a wide row: the value stands far out in its cell, between the two lines (单位 / 名称 | ... | 石家庄...)
+    lines = [("单位", [86, 139, 133, 167]), ("名称", [86, 163, 133, 192]),
+             ("石家庄联丰电子有限公司", [556, 156, 766, 178])]
+    assert _pairs(lines) == [("单位名称", "石家庄联丰电子有限公司")]
+    # ... but two rows each with its own far value stay two keys
+    lines = [("单位", [86, 139, 133, 167]), ("石家庄联丰电子有限公司", [556, 140, 766, 166]),
+             ("名称", [86, 163, 133, 192]), ("联丰电子", [556, 166, 650, 190])]
+    assert ("单位名称", "石家庄联丰电子有限公司") not in _pairs(lines)
 
 
 def test_hint_text_in_a_field_is_no_value():

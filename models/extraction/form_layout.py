@@ -221,9 +221,11 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
             ra, rb = geo.right_of(a), geo.right_of(b)
             union = Piece(a.line, a.start, a.end, a.text + b.text, [min(a.box[0], b.box[0]), a.box[1],
                           max(a.box[2], b.box[2]), b.box[3]], more=[b])
-            c = geo.right_of(union)
-            h = geo.line_height(a)
-            between = c is not None and ra in (None, c) and rb in (None, c) and (is_value(c) or options(c.text)) and \
+            c = geo.right_of(union) or geo.right_of(union, far=True)    # (a wide row's value may stand far out)
+            fa, fb = (ra, rb) if ra is not None or rb is not None else (geo.right_of(a, far=True),
+                                                                         geo.right_of(b, far=True))
+            h = geo.line_height(a)      # (not each of two rows' own far values: fa, fb)
+            between = c is not None and fa in (None, c) and fb in (None, c) and (is_value(c) or options(c.text)) and \
                 geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h
             # ... or the value beside them wraps in step with them (通讯 / 地址 beside its address's two
             # lines): two fragments of at most three characters, the first no label itself (姓名 / 性别,
