@@ -200,3 +200,14 @@ def test_roles_learned_on_training_layouts_tell_labels_from_answers_on_a_layout_
         right += int((roles.predict(x).argmax(1) == y).sum())
         total += len(y)
     assert total > 20 and right >= 0.75 * total
+
+
+def test_a_piece_the_roles_call_an_answer_is_no_part_of_a_label_over_two_lines():
+    # 朱轩秀 over 汉族 (the next row's value) ends as labels end (族): only the roles tell it is no label
+    page, pred = _page([("姓名", [68, 94, 141, 122]), ("朱轩秀", [147, 98, 202, 124]),
+                        ("民族", [67, 129, 140, 156]), ("汉族", [144, 128, 187, 156])])
+    pred.pair_scorer = PairScorer(["where_colon"], np.zeros(1), np.ones(1), np.zeros((1, 1)), np.zeros(1),
+                                  mode="rerank", weight=0.0, roles=_roles(FIRST_IS_KEY, {"other": -5.0}))
+    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS)] == [("姓名", "朱轩秀"), ("民族", "汉族")]
+    joined = decode_form(page, pred, LABELS, replace(DEFAULT_SETTINGS, form_role_answer=9.0))
+    assert ("姓名", "朱轩秀汉族") in [(p.key, p.value) for p in joined]

@@ -170,7 +170,8 @@ class _Decoder:
         if "form_join_labels" not in off:
             pieces = self.geo.pieces = join_spaced(self.geo, pieces, self.merged_tags)
             pieces = join_labels(self.geo, pieces, self.is_value,
-                                 lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture)
+                                 lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture and
+                                 not self.role_answer(p))
             self.geo.pieces = pieces
         self.pieces = pieces
         # a label printed over two lines of one cell was joined by layout: that is key evidence itself
@@ -211,14 +212,21 @@ class _Decoder:
         # OCR read as a line of its own): the colon says what follows is its answer
         after_colon = of is not None and of.colon_key and of.value is None and self.geo.right_of(of) is v and \
             v.box[0] - of.box[2] <= self.geo.line_height(of)
-        answer = False      # the roles call it an answer: a sentence is then the answer (申请理由 | 因工作需要…，需…)
+        answer = self.role_answer(v)    # a sentence is then the answer (申请理由 | 因工作需要…，需…)
         if self.roles and not ticked(v.text):
             t = piece_tags(v, self.masses)
             furniture = furniture or (not after_colon and t[0] - t[1] > self.st.form_role_label)
-            answer = t[1] - max(t[0], t[3]) > self.st.form_role_answer
         return not v.colon_key and not furniture and id(v) not in self.table and not SECTION_HEAD.match(v.text) and \
             text_is_value(v, mass, hints="form_hints" not in self.off,
                           sentences=answer or (of is not None and qualified_label(of.text)))
+
+    def role_answer(self, p: Piece) -> bool:
+        """The learned roles call `p` an answer (answer - max(question, other) > form_role_answer): a value
+        even as a sentence, and no part of a label over two lines (朱轩秀 over 汉族, the next row's value)."""
+        if not self.roles or ticked(p.text):
+            return False
+        t = piece_tags(p, self.masses)
+        return bool(t[1] - max(t[0], t[3]) > self.st.form_role_answer)
 
     def plain_field(self, k: Piece, v: Piece) -> bool:
         """`k` -> `v` is a field whatever the model's furniture tag on `v` says (学校代码 10279 in a cover's

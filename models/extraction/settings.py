@@ -92,7 +92,8 @@ class DecodeSettings:
     form_role_label: float = 0.3       # learned roles (form_roles.py): a piece this much more question than
                                        # answer is a label, nobody's value (第一债务人 | 第二债务人 headings)
     form_role_answer: float = 0.5      # ... and one this much more answer than question or other is a value
-                                       # even when it reads as a sentence (申请理由 | 因工作需要…，需办理…)
+                                       # even when it reads as a sentence (申请理由 | 因工作需要…，需办理…),
+                                       # and no part of a label over two lines (朱轩秀 over 汉族)
 
 
 DEFAULT_SETTINGS = DecodeSettings()
