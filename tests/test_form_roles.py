@@ -122,6 +122,15 @@ def test_a_sentence_the_roles_call_an_answer_is_a_value():
         return [(p.key, p.value) for p in decode_form(page, pred, LABELS, st)]
     assert decoded(DEFAULT_SETTINGS) == [("申请理由", "因工作需要赴外地出差，需办理相关手续")]
     assert decoded(replace(DEFAULT_SETTINGS, form_role_answer=9.0)) == []      # the sentence veto alone
+    # prose that ends its sentences is a form's notes, whatever the roles say (XFUND: 市政府隐私声明 | 市政府收集…。)
+    page, pred = _page([("市政府隐私声明", [593, 264, 760, 293]),
+                        ("市政府收集的所有个人信息都将用于市政府的业务目的并得到保密。如需更多信息，请参见隐私声明。",
+                         [780, 263, 1180, 287])])
+    assert decoded(DEFAULT_SETTINGS) == []
+    # ... but one sentence that ends the value is an answer (经营范围 | 技术转让;技术开发、信息系统集成服务。)
+    page, pred = _page([("经营范围", [593, 264, 677, 293]),
+                        ("技术转让;技术开发、信息系统集成服务。", [692, 263, 1054, 287])])
+    assert decoded(DEFAULT_SETTINGS) == [("经营范围", "技术转让;技术开发、信息系统集成服务。")]
 
 
 def test_the_text_right_after_a_colon_is_its_keys_answer_whatever_the_roles_say():

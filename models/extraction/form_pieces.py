@@ -32,6 +32,7 @@ KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码
              "住址", "现住址", "家庭住址", "开户行", "开户银行", "银行账号", "法定代表人", "注册资本",
              "统一社会信用代码", "经办人", "审核人", "负责人", "备注", "附件", "意见", "审批意见", "时间")
 SENTENCE = re.compile(r"[，。？！；,?!;]")
+PROSE = re.compile(r"[。？！?!]")          # ends a sentence: prose, not a phrase
 NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
 BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
 BOX = "□☐○◯"                                                          # an unticked box or circle ...

@@ -54,6 +54,7 @@ from models.extraction.form_layout import SECTION as SECTION_HEAD
 from models.extraction.form_layout import Layout, continues_value, join_labels, join_spaced, option_group
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
+    PROSE,
     SENTENCE,
     TICKED,
     Piece,
@@ -212,7 +213,10 @@ class _Decoder:
         # OCR read as a line of its own): the colon says what follows is its answer
         after_colon = of is not None and of.colon_key and of.value is None and self.geo.right_of(of) is v and \
             v.box[0] - of.box[2] <= self.geo.line_height(of)
-        answer = self.role_answer(v)    # a sentence is then the answer (申请理由 | 因工作需要…，需…)
+        # a phrase the roles call an answer is one even with a comma (申请理由 | 因工作需要…，需…), or one
+        # sentence (经营范围 | 技术转让;…服务。); prose that ends a sentence and goes on is a form's notes and
+        # questions, whatever the roles say (XFUND's 隐私声明 | 市政府收集…保密。除非…)
+        answer = self.role_answer(v) and not PROSE.search(v.text.strip()[:-1])
         if self.roles and not ticked(v.text):
             t = piece_tags(v, self.masses)
             furniture = furniture or (not after_colon and t[0] - t[1] > self.st.form_role_label)
