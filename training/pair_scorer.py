@@ -191,6 +191,11 @@ def pair_f1(ex: Any, fps: list[FormPage], scorer: Any, roles: Any = None, cuts: 
     return total.f1
 
 
+def blank_tags(mass: np.ndarray) -> np.ndarray:
+    """A line's masses as if the encoder tagged every character "other" (unseen characters stay NaN)."""
+    return np.where(np.isnan(mass), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(mass) else mass
+
+
 def role_data(ex: Any, fp: FormPage, cuts: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(features, features blanked, role labels) of a page's pieces as split_line cuts them, labelled by its
     printed lines. Blanked: as if the encoder tagged every character "other", as it does on a real scan of a
@@ -201,7 +206,7 @@ def role_data(ex: Any, fp: FormPage, cuts: Any = None) -> tuple[np.ndarray, np.n
     from models.extraction.form_roles import piece_features, role_labels, runs
     masses = label_masses(fp.pred.probs, ex.tag_labels)
     pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li], cuts=cuts)])
-    blank = [np.where(np.isnan(m), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(m) else m for m in masses]
+    blank = [blank_tags(m) for m in masses]
 
     def rows(ms: list[np.ndarray]) -> np.ndarray:
         feats = piece_features(fp.page, pieces, ms)
@@ -252,7 +257,7 @@ def _cut_rows(lines: list[CutLine]) -> list[tuple[list[dict[str, float]], int]]:
     out = []
     for text, mass, cut in lines:
         at = places(text)
-        for m in (mass, np.where(np.isnan(mass), np.nan, np.array([0.0, 0.0, 0.0, 1.0])) if len(mass) else mass):
+        for m in (mass, blank_tags(mass)):
             out.append((cut_features(text, m), at.index(cut) if cut in at else -1))
     return out
 

@@ -37,6 +37,7 @@ from models.extraction.form_pieces import (
     KEY_ENDINGS,
     KEY_WORDS,
     SENTENCE,
+    alnum,
     inline_label,
     key_word,
     mean_mass,
@@ -70,14 +71,16 @@ def places(text: str) -> list[int]:
     return [c for c in range(1, min(len(text), CUT_MAX + 1)) if not text[c].isspace() and text[:c].strip()]
 
 
-def cut_features(text: str, mass: np.ndarray) -> list[dict[str, float]]:
-    """`FEATURES` of every place (`places`) in one line."""
+def cut_features(text: str, mass: np.ndarray, known: int | None | bool = False) -> list[dict[str, float]]:
+    """`FEATURES` of every place (`places`) in one line; `known`: the hand rule's cut (`inline_label`) when
+    the caller has it already (False: work it out here)."""
     out: list[dict[str, float]] = []
     n = max(1, len(text.strip()))
     line = mean_mass(mass, 0, len(text)) if len(mass) else np.zeros(4)
     whole = re.sub(r"\s+", "", text)
     whole_label = float(key_word(whole) or qualified_label(whole))
-    known = inline_label(text, mass)            # the hand rule's cut, after a label from its own list
+    if known is False:
+        known = inline_label(text, mass)        # the hand rule's cut, after a label from its own list
     for c in places(text):
         pre, suf = text[:c].rstrip(), text[c:].rstrip()
         pf, sf = re.sub(r"\s+", "", pre), re.sub(r"\s+", "", suf)
@@ -129,12 +132,13 @@ class CutModel:
         b2 = self.b2 if self.b2 is not None else 0.0
         return sigmoid(forward(x, self.mean, self.scale, self.w1, self.b1, self.w2, b2)[:, 0])
 
-    def cut(self, text: str, mass: np.ndarray) -> int | None:
-        """Where the value starts in `text` (a colon-less line), or None: it stays whole."""
+    def cut(self, text: str, mass: np.ndarray, known: int | None | bool = False) -> int | None:
+        """Where the value starts in `text` (a colon-less line), or None: it stays whole. `known`: as for
+        `cut_features`."""
         at = places(text)
         if not at:
             return None
-        p = self.predict(cut_features(text, mass))
+        p = self.predict(cut_features(text, mass, known))
         best = int(np.argmax(p))
         return at[best] if p[best] >= self.threshold else None
 
@@ -151,10 +155,6 @@ class CutModel:
 
 # --- labels and fitting ---------------------------------------------------------------------------
 
-def _fold(text: str) -> str:
-    return "".join(ch for ch in text if ch.isalnum() or ch == "、")
-
-
 def _close(a: str, b: str) -> float:
     return 1.0 if a == b else difflib.SequenceMatcher(None, a, b).ratio()
 
@@ -163,21 +163,21 @@ def cut_label(text: str, pairs: list[tuple[str, str]], printed: list[str]) -> in
     """The true place of a line by the ground truth: where its key ends when the line is a true pair's key
     followed by its value (both close to the truth); None when the line is one printed line (no cut); False
     when the truth says neither (an OCR fragment, a line joining other lines): not a training example."""
-    t = _fold(text)
+    t = alnum(text)
     if not t:
         return False
     best: tuple[float, int] | None = None
     for k, v in pairs:
-        k, v = _fold(k), _fold(v)
+        k, v = alnum(k), alnum(v)
         if not k or not v or abs(len(t) - len(k) - len(v)) > 2:
             continue
         for c in places(text):
-            a, b = _close(_fold(text[:c]), k), _close(_fold(text[c:]), v)
+            a, b = _close(alnum(text[:c]), k), _close(alnum(text[c:]), v)
             if min(a, b) >= 0.8 and (best is None or a + b > best[0]):
                 best = (a + b, c)
     if best is not None:
         return best[1]
-    if any(_close(t, _fold(p)) >= 0.9 for p in printed):
+    if any(_close(t, alnum(p)) >= 0.9 for p in printed):
         return None
     return False
 
@@ -195,7 +195,3 @@ def fit_cuts(rows: list[tuple[list[dict[str, float]], int]], hidden: int = 8, l2
     p = train_mlp(z, 1, hidden, grad, l2, epochs, lr, seed)
     return CutModel(list(FEATURES), mean, scale, p["w1"], p["b1"], p.get("w2"), p.get("b2"))
 
-
-def line_accuracy(model: CutModel, lines: list[tuple[str, np.ndarray, int | None]]) -> float:
-    """The share of labelled lines (text, mass, true place or None) the model cuts right (or leaves whole)."""
-    return float(np.mean([model.cut(t, m) == c for t, m, c in lines])) if lines else 0.0

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
 from data.document import Page
 from models.extraction.base import COLONS, char_box
+
+if TYPE_CHECKING:
+    from models.extraction.form_cuts import CutModel
 
 # nouns that end most Chinese form keys (名称, 地址, 号码, 日期, 电话, 类别, 面貌, 情况, 专业, 时间 ...)
 TITLE_SIZE = 1.25    # a line this much taller than the page's median, alone on its row, is a title (title_line)
@@ -227,12 +230,18 @@ def _titles(boxes: list[list[float]], lines: Iterable[int]) -> set[int]:
     return out
 
 
+def alnum(text: str) -> str:
+    """`text` with only its letters and digits: how the learned models' trainers match OCR to the truth."""
+    return "".join(ch for ch in text if ch.isalnum())
+
+
 def char_share(text: str, test: Callable[[str], bool]) -> float:
     """The share of `text`'s characters that pass `test` (digits, Latin letters, punctuation)."""
     return sum(map(test, text)) / max(1, len(text))
 
 
-def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: Any = None) -> list[Piece]:
+def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: CutModel | None = None
+               ) -> list[Piece]:
     """A line's pieces: a key up to each colon and the text after it; a colon-less line OCR read as label
     and value at once is cut where `cuts` (form_cuts.CutModel, learned) says, and where it finds no cut (or
     without one) where `inline_label` finds a known label."""
@@ -240,8 +249,9 @@ def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: A
     text = line.text
     colons = _key_colons(text, key_max)
     if not colons and not title_line(page, li):
-        cut = cuts.cut(text, mass) if cuts is not None else None
-        cut = inline_label(text, mass) if cut is None else cut
+        known = inline_label(text, mass)
+        cut = cuts.cut(text, mass, known) if cuts is not None else None
+        cut = known if cut is None else cut
         if cut is not None:
             colons = [cut - 1] if text[cut - 1].isspace() else []
             if not colons:           # no space to stand in for the colon: cut between two characters

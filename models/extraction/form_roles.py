@@ -34,6 +34,7 @@ from models.extraction.form_pieces import (
     KEY_ENDINGS,
     SENTENCE,
     Piece,
+    alnum,
     char_share,
     is_hint,
     key_score,
@@ -215,18 +216,14 @@ def relabel(page: Page, pieces: list[Piece], masses: list[np.ndarray], model: Ro
 
 # --- labels and fitting ---------------------------------------------------------------------------
 
-def _fold(text: str) -> str:
-    return "".join(ch for ch in text if ch.isalnum())
-
-
 def role_labels(pieces: list[Piece], truth: list[tuple[str, str, list[float]]]) -> np.ndarray:
     """Each piece's role index by the ground truth's printed lines (text, label, box): the line whose text
     it matches best (a piece cut from a longer line matches as a part), ties to the nearest box; a piece
     that matches no line well is "other"."""
     out = np.full(len(pieces), ROLES.index("other"), dtype=int)
-    folded = [(_fold(t), lab, box) for t, lab, box in truth]
+    folded = [(alnum(t), lab, box) for t, lab, box in truth]
     for i, p in enumerate(pieces):
-        pt = _fold(p.text)
+        pt = alnum(p.text)
         if not pt:
             continue
         best, pick = 0.0, None
