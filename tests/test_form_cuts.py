@@ -126,3 +126,18 @@ def test_the_trainer_labels_real_lines_and_glues_copies_of_true_pairs():
 
 class _Ex:
     tag_labels = LABELS
+
+
+class _CutsAfterThree:
+    """A cut model that cuts every line after its third character (before a box after two)."""
+    def cut(self, text, mass, known=False):
+        return 2 if text[2:3] == "□" else 3 if len(text) > 3 else None
+
+
+def test_a_printed_option_is_never_cut_off_as_a_label():
+    from models.extraction.form_pieces import split_line
+    page, _ = _page([("□A型 □B型", [159, 537, 280, 563]), ("血型□A型", [77, 524, 200, 550])])
+    options = split_line(page, 0, NO_TAGS, cuts=_CutsAfterThree())      # type: ignore[arg-type]
+    assert [(p.text, p.colon_key, p.value) for p in options] == [("□A型 □B型", False, None)]
+    glued = split_line(page, 1, NO_TAGS, cuts=_CutsAfterThree())        # type: ignore[arg-type]
+    assert glued[0].text == "血型" and glued[0].value is not None and glued[0].value.text == "□A型"

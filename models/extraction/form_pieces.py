@@ -252,6 +252,8 @@ def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: C
         known = inline_label(text, mass)
         cut = cuts.cut(text, mass, known) if cuts is not None else None
         cut = known if cut is None else cut
+        if cut is not None and options(text[:cut].strip()):
+            cut = None               # □A型 □B型: a printed option is no label, whatever stands after it
         if cut is not None:
             colons = [cut - 1] if text[cut - 1].isspace() else []
             if not colons:           # no space to stand in for the colon: cut between two characters
