@@ -131,6 +131,10 @@ def test_a_sentence_the_roles_call_an_answer_is_a_value():
     page, pred = _page([("经营范围", [593, 264, 677, 293]),
                         ("技术转让;技术开发、信息系统集成服务。", [692, 263, 1054, 287])])
     assert decoded(DEFAULT_SETTINGS) == [("经营范围", "技术转让;技术开发、信息系统集成服务。")]
+    # ... and so is one closed by a bracketed note (a business scope's 依法须经批准的项目… after its last 。)
+    scope = "技术转让、信息系统集成服务。（依法须经批准的项目，经相关部门批准后方可开展经营活动）"
+    page, pred = _page([("经营范围", [593, 264, 677, 293]), (scope, [692, 263, 1154, 287])])
+    assert decoded(DEFAULT_SETTINGS) == [("经营范围", scope)]
 
 
 def test_the_text_right_after_a_colon_is_its_keys_answer_whatever_the_roles_say():

@@ -36,6 +36,7 @@ KEY_WORDS = ("地址", "电话", "手机", "姓名", "名称", "日期", "号码
              "统一社会信用代码", "经办人", "审核人", "负责人", "备注", "附件", "意见", "审批意见", "时间")
 SENTENCE = re.compile(r"[，。？！；,?!;]")
 PROSE = re.compile(r"[。？！?!]")          # ends a sentence: prose, not a phrase
+NOTE = re.compile(r"[（(][^（()）]*[)）]$")     # a bracketed note closing a text
 NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
 BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
 BOX = "□☐○◯"                                                          # an unticked box or circle ...
@@ -294,6 +295,14 @@ def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: C
 
 
 # --- what the text says ----------------------------------------------------------------------------
+
+def prose(text: str) -> bool:
+    """Sentences that end and go on (a form's notes and questions: 市政府收集…保密。除非…), not one
+    sentence ending an answer (经营范围 | …服务。) nor one closed by a bracketed note (…技术咨询。（依法须经
+    批准的项目…）, the note is part of it)."""
+    body = NOTE.sub("", text.strip()).strip()
+    return PROSE.search(body[:-1]) is not None
+
 
 def key_word(text: str) -> bool:
     """A whole label everybody knows (姓名, 政治面貌), or a letter-spaced one (姓  名): never a value."""

@@ -54,7 +54,6 @@ from models.extraction.form_layout import SECTION as SECTION_HEAD
 from models.extraction.form_layout import Layout, continues_value, join_labels, join_spaced, option_group
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
-    PROSE,
     SENTENCE,
     TICKED,
     Piece,
@@ -66,6 +65,7 @@ from models.extraction.form_pieces import (
     label_masses,
     options,
     piece_tags,
+    prose,
     qualified_label,
     split_line,
     strip_key_hint,
@@ -216,7 +216,7 @@ class _Decoder:
         # a phrase the roles call an answer is one even with a comma (申请理由 | 因工作需要…，需…), or one
         # sentence (经营范围 | 技术转让;…服务。); prose that ends a sentence and goes on is a form's notes and
         # questions, whatever the roles say (XFUND's 隐私声明 | 市政府收集…保密。除非…)
-        answer = self.role_answer(v) and not PROSE.search(v.text.strip()[:-1])
+        answer = self.role_answer(v) and not prose(v.text)
         if self.roles and not ticked(v.text):
             t = piece_tags(v, self.masses)
             furniture = furniture or (not after_colon and t[0] - t[1] > self.st.form_role_label)
