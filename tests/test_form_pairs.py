@@ -428,6 +428,18 @@ def test_a_data_table_inside_a_form_gives_no_pairs_but_labels_above_values_do():
         [("专业", "工商管理"), ("学校", "郑州大学"), ("起止时间", "2007.09-2009.06")]
 
 
+def test_a_row_of_thin_boxes_under_table_headings_is_read_once():
+    # OCR boxes a few pixels tall (rules, dashes) under three headings: the table scan used to find the
+    # same row again for ever (the page hung in decoding)
+    from models.extraction.form_layout import Layout
+    from models.extraction.form_pieces import Piece
+    boxes = [[212, 498, 289, 525], [442, 497, 489, 527], [656, 497, 702, 527],
+             [190, 545, 310, 548], [430, 545, 500, 548], [640, 545, 720, 548]]
+    pieces = [Piece(i, 0, 4, "一一一一", b) for i, b in enumerate(boxes)]
+    page, _ = _page([("起止时间", b) for b in boxes], ["QQQQ"] * 6)
+    assert Layout(page, pieces).data_table(lambda p: True, lambda p: True) == set()
+
+
 def test_the_grid_value_column_outweighs_the_model_calling_a_row_furniture():
     rows = [("企业名称", "大连创航信息技术有限公司"), ("注册资本", "壹佰万元整"), ("手机号码", "19565430996"),
             ("银行账号", "5071675068213171419")]

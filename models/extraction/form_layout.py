@@ -116,8 +116,10 @@ class Layout:
             spans = [(p.box[0] - h / 2, p.box[2] + h / 2) for p in head]
             rows: list[list[Piece]] = []
             bottom = max(p.box[3] for p in head)
+            taken = {id(p) for p in head}       # a row is read once (one of thin boxes, a dash, would come back)
             while True:
-                below = [p for p in self.pieces if p.box[1] >= bottom - h / 4 and p.box[1] <= bottom + 2.5 * h]
+                below = [p for p in self.pieces
+                         if id(p) not in taken and bottom - h / 4 <= p.box[1] <= bottom + 2.5 * h]
                 if not below:
                     break
                 nxt = self.row(min(below, key=lambda p: p.box[1]))
@@ -126,7 +128,8 @@ class Layout:
                 if len(cols) < min(TABLE_COLUMNS, len(head)) or sum(map(is_cell, under)) * 2 < len(under):
                     break
                 rows.append(under)
-                bottom = max(p.box[3] for p in nxt)
+                taken.update(id(p) for p in nxt)
+                bottom = max(bottom, max(p.box[3] for p in nxt))
             if len(rows) >= TABLE_ROWS:
                 out.update(id(p) for p in head)
                 out.update(id(p) for r in rows for p in r)
