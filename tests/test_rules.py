@@ -370,6 +370,17 @@ def test_form_layout_rules():
     table_tags = ["QQ"] * 3 + ["AA"] * 6
     assert _pairs(table, table_tags) == []
     assert ("关系", "父子") in _pairs(table, table_tags, off=frozenset(["form_data_tables"]))
+    # a cover's rows align their labels' ends and values' starts: a line OCR read glued across that column
+    # is cut there, though no known word says where the label ends
+    cover = [("所在学院", [397, 588, 517, 613]), ("外国语学院", [541, 588, 667, 613]),
+             ("论文提交日期", [349, 653, 513, 676]), ("2018年11月6日", [539, 653, 698, 676]),
+             ("研究方向计算机视觉", [413, 716, 650, 742])]
+    cover_tags = ["QQQQ", "AAAAA", "QQQQQQ", "A" * 11, "A" * 9]
+    assert ("研究方向", "计算机视觉") in _pairs(cover, cover_tags)
+    assert ("研究方向", "计算机视觉") not in _pairs(cover, cover_tags, off=frozenset(["form_column_cuts"]))
+    # ... but not a title in a larger type over them, nor a line that is not among the rows
+    title = [("高速铁路桥梁振动特性分析", [413, 420, 760, 452])] + cover[:4]
+    assert [k for k, _ in _pairs(title, ["A" * 12] + cover_tags[:4])] == ["所在学院", "论文提交日期"]
     # form_link: the head's logit picks the line below over the name right of the key
     rows = [("负责人", [100, 100, 172, 124]), ("王五", [300, 100, 350, 124]), ("赵六", [100, 130, 150, 154])]
     page = Page(index=0, width=1200, height=1600, lines=[Line(t, box_to_quad(b)) for t, b in rows])

@@ -51,7 +51,7 @@ from data.document import Page, Pair
 from models.extraction.base import PagePrediction
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_layout import SECTION as SECTION_HEAD
-from models.extraction.form_layout import Layout, continues_value, join_labels, join_spaced, option_group
+from models.extraction.form_layout import Layout, column_cuts, continues_value, join_labels, join_spaced, option_group
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
     SENTENCE,
@@ -143,6 +143,9 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     masses = label_masses(pred.probs, tag_labels)
     cut = cuts if "form_cuts" not in off else None
     pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max, cut)]
+    if "form_column_cuts" not in off:
+        pieces = column_cuts(page, pieces, lambda p: p.colon_key or
+                             key_score(p.text, piece_tags(p, masses)) >= st.form_key_min, st)
     learned = roles is not None and "form_roles" not in off
     if roles is not None and learned:       # (both: mypy narrows `roles` by the first test only)
         masses = relabel(page, pieces, masses, roles, st)

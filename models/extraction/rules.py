@@ -118,6 +118,8 @@ RULES: list[Rule] = [
          about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
     Rule("form_cuts", "forms", decode_form,
          about="a colon-less line read as label and value at once is cut where a learned model says"),
+    Rule("form_column_cuts", "forms", decode_form,
+         about="a line read as label and value at once is cut where other rows align labels' ends and values' starts"),
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 
