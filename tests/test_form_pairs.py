@@ -253,6 +253,11 @@ def test_a_value_with_kou_inside_a_word_is_no_option_list():
     lines = [("诊断意见", [76, 576, 154, 604]), ("慢性胃炎，口服药物治疗，忌辛辣", [558, 578, 829, 601])]
     assert _pairs(lines) == [("诊断意见", "慢性胃炎，口服药物治疗，忌辛辣")]
     assert ticked("每日口服两次") is None and ticked("口是 否") == "否" and ticked("男 □女") == "男"
+    # a lone 口-word is a department (就诊科室 | 口腔科), not an unticked box; beside another option it is one
+    assert _pairs([("就诊科室", [573, 181, 620, 210]), ("口腔科", [645, 181, 708, 210])], ["QQQQ", "AAA"]) == \
+        [("就诊科室", "口腔科")]
+    boxes = [("是否党员", [100, 160, 196, 184]), ("口是", [220, 160, 270, 184]), ("口否", [300, 160, 350, 184])]
+    assert _pairs(boxes) == []
 
 
 def test_a_fill_hint_after_a_key_is_no_part_of_it():

@@ -15,6 +15,7 @@ from data import geometry
 from data.document import Page
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
+    KOU,
     SENTENCE,
     Piece,
     is_hint,
@@ -282,13 +283,13 @@ def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
     (whether `first` starts an option group, the piece holding the ticked option if any). A filled box
     OCR lost leaves its option bare among the boxed ones (□身份证 □护照 其他): the one bare option in
     the group, ending it or followed by more boxes, is the ticked one."""
-    if not options(first.text):
+    if not boxed(geo, first):
         return False, None
     p: Piece | None = first
     seen = 0
     bare: list[Piece] = []
     while p is not None and seen < 8:
-        if options(p.text):
+        if boxed(geo, p):
             if ticked(p.text):
                 return True, p
         elif _bare_option(p):
@@ -300,6 +301,17 @@ def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
             break
         p, seen = geo.right_of(p), seen + 1
     return True, (bare[0] if len(bare) == 1 else None)
+
+
+def boxed(geo: Layout, p: Piece) -> bool:
+    """A printed option with its box (form_pieces.options), or a lone 口-word beside another option on its
+    row: OCR reads a box as 口 (口男 | 口女), but 口腔科 alone is a department, not an unticked box."""
+    if options(p.text):
+        return True
+    if not KOU.match(p.text):
+        return False
+    return any(n is not None and (options(n.text) or KOU.match(n.text) is not None)
+               for n in (geo.left_of(p), geo.right_of(p)))
 
 
 def _bare_option(p: Piece) -> bool:

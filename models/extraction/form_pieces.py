@@ -41,8 +41,10 @@ NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/
 BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
 BOX = "□☐○◯"                                                          # an unticked box or circle ...
 TICK = "☑☒■√✓✔◉⊙"                                                     # ... and a ticked one
-# unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 (the box read as 口) ...
-CHECK_BOXES = re.compile(rf"^([{BOX}]|口(?=[\u4e00-\u9fff]{{1,3}}(口|$)))")
+# unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 / 口是 口否 (the box read as 口); a lone
+# 口-word (口腔科, or a box read as 口 before one option: 口男) is an option only beside others (form_layout) ...
+CHECK_BOXES = re.compile(rf"^([{BOX}]|口(?=[\u4e00-\u9fff]{{1,3}}\s*口))")
+KOU = re.compile(r"^口[\u4e00-\u9fff]{1,3}$")
 # ... and a ticked one: the answer is the option after the tick (□男 ☑女 -> 女)
 TICKED = re.compile(rf"[{TICK}]\s*([^\s{BOX}{TICK}口]+)")
 CHOICES = re.compile(r"^[^/\d]{1,4}(/[^/\d]{1,4}){2,}$")
