@@ -431,6 +431,20 @@ def test_a_data_table_inside_a_form_gives_no_pairs_but_labels_above_values_do():
     # one row of answers under a row of labels: labels printed above their values, each a pair
     assert sorted(_pairs(heads + row1, tags[:6])) == \
         [("专业", "工商管理"), ("学校", "郑州大学"), ("起止时间", "2007.09-2009.06")]
+    # headings the model calls headers (出生年月 over a family table, its key score below zero) head a table
+    # too: a row label left of its rows (家庭主要成员) takes none of its cells
+    family = [("称谓", [243, 870, 289, 900]), ("姓名", [448, 869, 496, 899]), ("出生年月", [639, 869, 720, 899]),
+              ("家庭成员", [76, 915, 160, 943]), ("配偶", [244, 907, 288, 937]), ("向东玲", [442, 906, 504, 936]),
+              ("1966年1月23日", [618, 909, 741, 933]), ("父亲", [244, 1000, 288, 1030]),
+              ("余浩磊", [444, 999, 503, 1029]), ("1982年3月", [636, 1001, 723, 1027])]
+    family_tags = ["HH", "HH", "HHHA", "QQQQ", "AA", "AAA", "A" * 10, "AA", "AAA", "A" * 7]
+    assert _pairs(family, family_tags) == []
+    from models.extraction.forms import _decoder
+    from models.extraction.settings import DEFAULT_SETTINGS
+    page, pred = _page(family, family_tags)
+    dec = _decoder(page, pred, LABELS, DEFAULT_SETTINGS, frozenset(), None)
+    assert sorted(p.text for p in dec.pieces if id(p) in dec.table) == \
+        sorted(t for t, _ in family if t != "家庭成员")
 
 
 def test_a_row_of_thin_boxes_under_table_headings_is_read_once():

@@ -187,7 +187,8 @@ class _Decoder:
         # a data table inside the form (headings over rows of answers): neither keys nor values
         if "form_data_tables" not in off:
             self.table = self.geo.data_table(
-                lambda p: not p.colon_key and not options(p.text) and self.ks(p) >= st.form_key_min,
+                lambda p: not p.colon_key and not options(p.text) and
+                (self.ks(p) >= st.form_key_min or is_header(p, self.masses[p.line])),
                 lambda p: self.ks(p) < st.form_key_min)
 
     def merged_tags(self, new: Piece, a: Piece, b: Piece) -> None:
