@@ -258,6 +258,10 @@ def test_a_value_with_kou_inside_a_word_is_no_option_list():
         [("就诊科室", "口腔科")]
     boxes = [("是否党员", [100, 160, 196, 184]), ("口是", [220, 160, 270, 184]), ("口否", [300, 160, 350, 184])]
     assert _pairs(boxes) == []
+    # the ticked box lost by OCR leaves its option bare, even one ending like a label (AB型 after □A型 □B型)
+    blood = [("血型", [85, 524, 132, 551]), ("□A型 □B型", [159, 537, 280, 563]), ("□O型", [313, 537, 373, 562]),
+             ("AB型", [391, 537, 461, 562])]
+    assert _pairs(blood, ["QQ", "O" * 8, "OOO", "AAA"]) == [("血型", "AB型")]
 
 
 def test_a_fill_hint_after_a_key_is_no_part_of_it():

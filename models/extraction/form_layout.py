@@ -288,11 +288,13 @@ def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
     p: Piece | None = first
     seen = 0
     bare: list[Piece] = []
+    ends: set[str] = set()              # how the boxed options end (A型 B型: a bare AB型 is one of them)
     while p is not None and seen < 8:
         if boxed(geo, p):
             if ticked(p.text):
                 return True, p
-        elif _bare_option(p):
+            ends.update(o[-1:] for o in re.findall(r"[^\s□☐○◯口]+", p.text))
+        elif _bare_option(p, ends):
             nxt = geo.right_of(p)
             if nxt is not None and not options(nxt.text):
                 break                   # □男 □女 出生年月 1990: the next field's label, not an option
@@ -314,10 +316,12 @@ def boxed(geo: Layout, p: Piece) -> bool:
                for n in (geo.left_of(p), geo.right_of(p)))
 
 
-def _bare_option(p: Piece) -> bool:
+def _bare_option(p: Piece, ends: set[str] | frozenset[str] = frozenset()) -> bool:
+    """An option whose box OCR lost: short, no figure, no label (a label ending such as 型 is one when the
+    boxed options end in it too: □A型 □B型 AB型)."""
     t = p.text.strip()
     return not p.colon_key and 1 <= len(t) <= 6 and not any(c.isdigit() for c in t) and not key_word(t) and \
-        not is_hint(t) and not t.endswith(KEY_ENDINGS)
+        not is_hint(t) and (not t.endswith(KEY_ENDINGS) or t[-1:] in ends)
 
 
 def continues_value(geo: Layout, v: Piece, w: Piece, key: Piece | None) -> bool:
