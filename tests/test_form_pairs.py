@@ -258,6 +258,10 @@ def test_a_value_with_kou_inside_a_word_is_no_option_list():
         [("就诊科室", "口腔科")]
     boxes = [("是否党员", [100, 160, 196, 184]), ("口是", [220, 160, 270, 184]), ("口否", [300, 160, 350, 184])]
     assert _pairs(boxes) == []
+    # a photo box's own text is nobody's value, however close it stands to a row's last value
+    photo = [("注册资本", [516, 228, 604, 259]), ("人民币壹拾万元整", [704, 234, 865, 257]),
+             ("一寸照片", [900, 234, 978, 262])]
+    assert _pairs(photo, ["QQQQ", "A" * 8, "AAAA"]) == [("注册资本", "人民币壹拾万元整")]
     # the ticked box lost by OCR leaves its option bare, even one ending like a label (AB型 after □A型 □B型)
     blood = [("血型", [85, 524, 132, 551]), ("□A型 □B型", [159, 537, 280, 563]), ("□O型", [313, 537, 373, 562]),
              ("AB型", [391, 537, 461, 562])]

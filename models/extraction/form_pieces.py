@@ -39,6 +39,9 @@ PROSE = re.compile(r"[。？！?!]")          # ends a sentence: prose, not a ph
 NOTE = re.compile(r"[（(][^（()）]*[)）]$")     # a bracketed note closing a text
 NOT_A_VALUE = re.compile(r"^[\s$¥￥□☐☑☒■√×✓✔_\-—.·•:：/|()（）]*$")   # blank fills, currency signs, boxes
 BLANK_DATE = re.compile(r"^[\s年月日时分秒]*$")                          # an unfilled 年  月  日
+# the text printed in a photo box (照片, 一寸照片, （贴照片处）, 近期免冠彩色照片): the box's, nobody's answer
+PHOTO_BOX = re.compile(r"^[（(]?(请)?(粘?贴)?(近期)?(免冠)?(正面)?(彩色|蓝底|白底|红底)?(小?[一二12]寸)?(免冠)?(彩色)?"
+                       r"(证件)?(照片|相片)(处)?[)）]?$")
 BOX = "□☐○◯"                                                          # an unticked box or circle ...
 TICK = "☑☒■√✓✔◉⊙"                                                     # ... and a ticked one
 # unticked check boxes as OCR reads them: □同意 □不同意, or 口是口否 / 口是 口否 (the box read as 口); a lone
@@ -379,14 +382,14 @@ def ticked(text: str) -> str | None:
 
 
 def is_value(p: Piece, mass: np.ndarray, hints: bool = True, sentences: bool = False) -> bool:
-    """Could this text answer a question? Blank fills, page numbers, empty date templates, unticked
-    boxes, sentences (unless `sentences`: the answer to 诊断意见 is one), printed options, hints and
+    """Could this text answer a question? Blank fills, page numbers, empty date templates, photo boxes,
+    unticked boxes, sentences (unless `sentences`: the answer to 诊断意见 is one), printed options, hints and
     headers cannot."""
     if p.colon_key:
         return False
     if ticked(p.text):
         return True
-    if any(rx.match(p.text) for rx in (NOT_A_VALUE, PAGE_NUMBER, BLANK_DATE, CHECK_BOXES)):
+    if any(rx.match(p.text) for rx in (NOT_A_VALUE, PAGE_NUMBER, BLANK_DATE, CHECK_BOXES, PHOTO_BOX)):
         return False
     if hints and is_hint(p.text):
         return False
