@@ -184,6 +184,13 @@ def test_a_label_over_two_lines_of_one_cell_is_one_key():
     lines = [("单位", [86, 139, 133, 167]), ("石家庄联丰电子有限公司", [556, 140, 766, 166]),
              ("名称", [86, 163, 133, 192]), ("联丰电子", [556, 166, 650, 190])]
     assert ("单位名称", "石家庄联丰电子有限公司") not in _pairs(lines)
+    # a label everybody knows over a line that makes no known label with it: two rows of a packed label
+    # column whose value stands between them (医师签名 / 病历号, the second field empty) ...
+    lines = [("医师签名", [184, 458, 256, 486]), ("病历号", [189, 491, 249, 521]), ("孔芬一", [638, 472, 693, 499])]
+    assert _pairs(lines, ["QQQQ", "QQQ", "AAA"]) == [("医师签名", "孔芬一")]
+    # ... while 经办人 / 签字 make one (经办人签字), as 工作单位 / 及职务 goes on from its first line
+    lines = [("经办人", [76, 1022, 141, 1050]), ("签字", [83, 1045, 134, 1075]), ("贺婷文", [185, 1033, 258, 1058])]
+    assert _pairs(lines, ["QQQ", "QQ", "AAA"]) == [("经办人签字", "贺婷文")]
 
 
 def test_hint_text_in_a_field_is_no_value():

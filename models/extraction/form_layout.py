@@ -27,6 +27,7 @@ from models.extraction.form_pieces import (
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 OPEN_BRACKET = "（(〔【["
+CONTINUES = "及和与或的、/（(〔【["  # what a label's second line starts with when it goes on from the first
 TIGHT_GAP = 0.3      # x line height: the two lines of one label touch; two rows of a table stand further apart
 TIGHT_CHARS = 4      # ... the first of at most this many characters, the second of three (是否一般 / 纳税人; a
                      # four-character second line is a label of its own: 本科 / 入职日期 is a value over a label)
@@ -239,7 +240,11 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                                                                          geo.right_of(b, far=True))
             h = geo.line_height(a)      # (not each of two rows' own far values: fa, fb)
             between = c is not None and fa in (None, c) and fb in (None, c) and (is_value(c) or options(c.text)) and \
-                geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h
+                geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h and \
+                not (qualified_label(a.text) and b.text[0] not in CONTINUES and not qualified_label(whole))
+            # (a label everybody knows over a line that neither goes on from it nor makes a known label with it
+            # is two rows of a packed column whose value stands between them: 年龄 / 教育背景, 医师签名 / 病历号;
+            # 经办人 / 签字 and 工作单位 / 及职务 are one label each)
             # ... or the value beside them wraps in step with them (通讯 / 地址 beside its address's two
             # lines): two fragments of at most three characters, the first no label itself (姓名 / 性别,
             # 报销人 / 报销日期 are two rows of a tight table)
