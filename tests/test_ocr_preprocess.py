@@ -76,3 +76,40 @@ def test_degraded_photo_settings_read_a_page_through_the_filter(monkeypatch):
     page = get_engine(OCRSettings(rec_bf16=False, rec_crop_filter="blur")).read(np.asarray(img)[:, :, ::-1].copy())
     assert [ln.text for ln in page.lines] == lines
     assert len(calls) == len(page.lines)
+
+
+def test_show_through_is_the_faint_and_unsure_lines_only():
+    from models.ocr.engine import faint_lines
+    dark = np.full((32, 200), 255, np.uint8)
+    dark[10:20, 20:180] = 20                                  # print: the grey range of the page's boldest lines
+    faint = np.full((32, 200), 255, np.uint8)
+    faint[10:20, 20:180] = 233                               # mirrored print from the back, ~9% of that range
+    crops = [dark] * 6 + [faint]
+    unsure = [("姓名", 1.0)] * 6 + [("学大业工", 0.8)]
+    assert faint_lines(crops, unsure, 0.15) == {6}
+    assert faint_lines(crops, unsure[:6] + [("证券研究报告", 0.999)], 0.15) == set()   # faint but read surely
+    assert faint_lines(crops, unsure, 0.0) == set()                                  # switched off
+    assert faint_lines(crops[-3:], unsure[-3:], 0.15) == set()                       # too few lines to judge
+
+
+@pytest.mark.heavy
+def test_mirrored_text_showing_through_the_paper_is_dropped_and_the_print_kept():
+    from PIL import ImageOps
+    page = Image.new("L", (900, 700), 255)
+    draw = ImageDraw.Draw(page)
+    font = pil_font("song", 26)
+    printed = ["研究方向：计算机视觉", "学位类别：工学硕士", "所在学院：机械工程学院", "论文答辩日期：2023-07-07",
+               "学科专业名称：法学", "指导教师：程强燕"]
+    for i, t in enumerate(printed):
+        draw.text((120, 60 + 100 * i), t, font=font, fill=0)
+    back = Image.new("L", page.size, 0)
+    bd = ImageDraw.Draw(back)
+    for i, t in enumerate(["河北工业大学硕士学位论文", "乡村振兴背景下农村电商发展", "二〇二四年六月"]):
+        bd.text((150, 110 + 200 * i), t, font=font, fill=255)
+    alpha = np.asarray(ImageOps.mirror(back), np.float32) / 255 * 0.08
+    img = (np.asarray(page, np.float32) * (1 - alpha)).astype(np.uint8)
+    bgr = np.repeat(img[..., None], 3, axis=2)
+    kept = [ln.text for ln in get_engine(OCRSettings(model="v6")).read(bgr).lines]
+    every = [ln.text for ln in get_engine(OCRSettings(model="v6", faint_below=0.0)).read(bgr).lines]
+    assert all(any(p.split("：")[0] in t for t in kept) for p in printed)
+    assert len(every) > len(kept) and len(kept) <= len(printed) + 1

@@ -129,6 +129,12 @@ class OCRSettings:
                                           # the real samples (bench/seal_bench.py, bench/README.md)
     seal_reread: bool = False             # lines over a found seal are read again from the red channel of their
                                           # original crop (seal ink light, print dark), the more confident kept
+    faint_below: float = 0.15             # show-through: a line whose ink spans less than this share of the grey
+                                          # range of the page's boldest lines (90th percentile; 1st-99th
+                                          # percentile of grey in its crop), read under FAINT_SCORE, is print
+                                          # from the reverse side seen through thin paper (mirrored, read as
+                                          # garbage: 学大业工) and is dropped; 0 = off. Such lines measure 0.08-0.10,
+                                          # real print 0.16-1.0 (white on a dark band, colour) and is read surely
     rec_parallel: bool = True             # onnxruntime (v6): recognition batches run side by side, one thread each,
                                           # on the cpu_threads cores, not one at a time on cpu_threads intra-op
                                           # threads: same readings, rec CPU and wall time lower (bench/README.md)
@@ -331,10 +337,11 @@ class OCREngine:
         if timings is not None:
             for key, dt in (("det", t1 - t0), ("cls", t2 - t1), ("rec", t3 - t2)):
                 timings[key] = timings.get(key, 0.0) + dt
+        faint = faint_lines(crops, texts, self.settings.faint_below)
         h, w = image.shape[:2]
         lines = []
-        for quad, (text, score) in zip(quads, texts):
-            if score < self.settings.min_score or not text.strip():
+        for i, (quad, (text, score)) in enumerate(zip(quads, texts)):
+            if score < self.settings.min_score or not text.strip() or i in faint:
                 continue
             if pad:
                 quad = np.clip(quad - pad, 0, [w - 2 * pad - 1, h - 2 * pad - 1])
@@ -342,6 +349,25 @@ class OCREngine:
                               score=round(score, 4)))
         return Page(index=page_index, width=w - 2 * pad, height=h - 2 * pad, lines=reading_order(lines),
                     rotation=rotation)
+
+
+FAINT_SCORE = 0.99    # show-through is dropped only where it is also read unsurely (it is mirrored)
+FAINT_MIN_LINES = 5   # ... and only on a page of at least this many lines (a one-line crop is its own reference)
+
+
+def faint_lines(crops: list[np.ndarray], texts: list[tuple[str, float]], below: float) -> set[int]:
+    """Indices of the lines that are show-through (OCRSettings.faint_below): ink far fainter than the page's
+    boldest print, and an unsure reading."""
+    if below <= 0 or len(crops) < FAINT_MIN_LINES:
+        return set()
+    spans = []
+    for c in crops:
+        g = cv2.cvtColor(c, cv2.COLOR_BGR2GRAY) if c.ndim == 3 else c
+        lo, hi = np.percentile(g, (1, 99)) if g.size else (0.0, 0.0)
+        spans.append(float(hi - lo))
+    ref = float(np.percentile(spans, 90))
+    return {i for i, (span, (_, score)) in enumerate(zip(spans, texts))
+            if ref > 0 and span < below * ref and score < FAINT_SCORE}
 
 
 POOR_READ = 0.9    # mean recognition score below which a page is read too poorly to trust: on generated
