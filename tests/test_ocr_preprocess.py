@@ -113,3 +113,9 @@ def test_mirrored_text_showing_through_the_paper_is_dropped_and_the_print_kept()
     every = [ln.text for ln in get_engine(OCRSettings(model="v6", faint_below=0.0)).read(bgr).lines]
     assert all(any(p.split("：")[0] in t for t in kept) for p in printed)
     assert len(every) > len(kept) and len(kept) <= len(printed) + 1
+
+
+def test_dropping_show_through_is_in_the_fingerprint():
+    on, off = OCRSettings(model="v6"), OCRSettings(model="v6", faint_below=0.0)
+    assert on.tag() != off.tag()
+    assert off.tag() == OCRSettings(model="v6", faint_below=0).tag()

@@ -166,6 +166,8 @@ class OCRSettings:
             text += f", seal_finder={SEAL_VERSION}"
         if not self.det_small_text_px:
             text = text.replace(", det_small_text_px=0", "")
+        if not self.faint_below:
+            text = text.replace(", faint_below=0.0", "").replace(", faint_below=0", "")
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     # typed views of the fields that __post_init__ fills in
