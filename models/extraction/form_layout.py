@@ -382,14 +382,18 @@ def column_cuts(page: Page, pieces: list[Piece], is_key: Callable[[Piece], bool]
         return pieces
     out: list[Piece] = []
     for q in pieces:
-        alone = geo.first_in_row(q) and geo.right_of(q, far=True) is None
-        above = [a for a in pieces if a is not q and geo.below(a) is q]
-        # a label is not cut, and neither is the value under a label with no value of its own
-        # (申请针对的物业地址 over 紫藤苑4号楼3单元301)
-        under_label = any(is_key(a) and a.value is None and geo.right_of(a) is None for a in above) or \
-            any(not is_key(a) and continues_value(geo, a, q, None) for a in above)     # an address's next line
-        cut = None if q.colon_key or q.value is not None or q.more or not alone or SENTENCE.search(q.text) or \
-            is_key(q) or under_label else _column_cut(page, q, [c for c in columns if c[2] <= geo.centre(q) <= c[3]])
+        here = [c for c in columns if c[2] <= geo.centre(q) <= c[3]]
+        cut = None if q.colon_key or q.value is not None or q.more or not here or SENTENCE.search(q.text) \
+            else _column_cut(page, q, here)
+        if cut is not None and (is_key(q) or not geo.first_in_row(q) or geo.right_of(q, far=True) is not None):
+            cut = None
+        if cut is not None:
+            # a label is not cut, and neither is the value under a label with no value of its own
+            # (申请针对的物业地址 over 紫藤苑4号楼3单元301) nor a value's next line (an address that wraps)
+            above = [a for a in pieces if a is not q and geo.below(a) is q]
+            if any(is_key(a) and a.value is None and geo.right_of(a) is None for a in above) or \
+                    any(not is_key(a) and continues_value(geo, a, q, None) for a in above):
+                cut = None
         if cut is None:
             out.append(q)
             continue
