@@ -12,8 +12,9 @@ and the model's evidence ranks what layout allows:
    below reads; a piece it calls a label (question - answer > form_role_label) is nobody's value.
 1. Pieces (form_pieces.py). Each OCR line splits at its key colons; a colon-less line OCR read as label
    and value at once (研究方向 思想政治教育) is cut where the learned cuts say (form_cuts.py, in the same
-   pair_scorer.json; without them, after a known label); a label over two lines of one cell is joined
-   into one key (form_layout.join_labels).
+   pair_scorer.json; without them, after a known label), or where the page's other label/value rows align
+   their boundary (form_layout.column_cuts); a label over two lines of one cell is joined into one key
+   (form_layout.join_labels).
 2. Keys. A piece ending in a colon is a key. A line without a colon is a key when it is more key-like
    than the text it would take as its value (`key_score`: question vs answer tags, a known label or a
    key noun at its end, no digits, short, not a sentence). Printed options and hints are never keys.
@@ -36,7 +37,7 @@ Rules switched off by name (`off`, see models/extraction/rules.py): form_colonle
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
 form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
-form_cuts (the learned line cuts of form_cuts.py, likewise).
+form_cuts (the learned line cuts of form_cuts.py, likewise), form_column_cuts.
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
