@@ -281,6 +281,10 @@ def test_a_fill_hint_after_a_key_is_no_part_of_it():
              ("□邮寄", [400, 160, 460, 184]),
              ("金额（小写）", [100, 220, 220, 244]), ("¥120.00", [300, 220, 380, 244])]
     assert _pairs(lines) == [("手机", "13800138000"), ("领取方式", "自取"), ("金额（小写）", "¥120.00")]
+    # any bracketed fill hint leaves (本人手写, 由单位填写), not only the common ones; a qualifier stays
+    from models.extraction.form_pieces import strip_key_hint
+    assert strip_key_hint("到达日期(本人手写)") == "到达日期" and strip_key_hint("联系人（由单位填写）") == "联系人"
+    assert strip_key_hint("金额（大写）") == "金额（大写）" and strip_key_hint("申报学院（部门）") == "申报学院（部门）"
 
 
 def test_an_empty_field_does_not_take_the_next_label():

@@ -344,6 +344,7 @@ def is_hint(text: str) -> bool:
     return HINT.search(text.strip()) is not None
 
 
+CASE_QUALIFIERS = ("大写", "小写")       # 金额（小写）: part of the key, though 写 reads like a fill hint
 FILL_HINT = re.compile(r"^(非?必填|选填|必选|可选|可多选|单选|多选|请勾选|请选择|请填写|如有|选择)$")   # not 小写, 部门
 KEY_HINT = re.compile(r"\s*([（(\[【〔][^（()）\[\]【】〔〕]*[)）\]】〕]|请勾选|请选择|可多选|请填写)$")
 
@@ -355,7 +356,10 @@ def strip_key_hint(text: str) -> str:
     if m is None or len(text[:m.start()].strip()) < 2:
         return text
     part = m.group(1)
-    return text[:m.start()].strip() if part[0] not in "（([【〔" or FILL_HINT.match(part[1:-1].strip()) else text
+    inner = part[1:-1].strip()
+    # a bracketed fill hint (（必填）, （本人手写）, （由单位填写）) leaves; a qualifier (（部门）, （小写）) stays
+    hint = FILL_HINT.match(inner) is not None or (is_hint(part) and inner not in CASE_QUALIFIERS)
+    return text[:m.start()].strip() if part[0] not in "（([【〔" or hint else text
 
 
 def options(text: str) -> bool:
