@@ -188,6 +188,9 @@ def test_a_label_over_two_lines_of_one_cell_is_one_key():
     # column whose value stands between them (医师签名 / 病历号, the second field empty) ...
     lines = [("医师签名", [184, 458, 256, 486]), ("病历号", [189, 491, 249, 521]), ("孔芬一", [638, 472, 693, 499])]
     assert _pairs(lines, ["QQQQ", "QQQ", "AAA"]) == [("医师签名", "孔芬一")]
+    # ... also when the second ends with its own colon (学号 / 密级：, two corner fields of a cover)
+    lines = [("学号", [64, 41, 110, 65]), ("密级：", [64, 67, 124, 91]), ("公开", [140, 67, 190, 91])]
+    assert ("学号密级", "公开") not in _pairs(lines, ["QQ", "QQQ", "AA"])
     # ... while 经办人 / 签字 make one (经办人签字), as 工作单位 / 及职务 goes on from its first line
     lines = [("经办人", [76, 1022, 141, 1050]), ("签字", [83, 1045, 134, 1075]), ("贺婷文", [185, 1033, 258, 1058])]
     assert _pairs(lines, ["QQQ", "QQ", "AAA"]) == [("经办人签字", "贺婷文")]

@@ -217,11 +217,14 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
         if len(b.text) > 6 or any(c.isdigit() for c in b.text) or options(b.text) or \
                 b.box[2] - b.box[0] > a.box[2] - a.box[0] + geo.line_height(a):
             continue
-        ends_key = b.colon_key and (b.value is None or is_value(b.value))
+        whole = re.sub(r"\s+", "", a.text + b.text)
+        # a label everybody knows over a line that neither goes on from it nor makes a known label with it is
+        # two rows of a packed column, not one label (年龄 / 教育背景, 医师签名 / 病历号, 学号 / 密级：)
+        two_rows = qualified_label(a.text) and b.text[0] not in CONTINUES and not qualified_label(whole)
+        ends_key = b.colon_key and (b.value is None or is_value(b.value)) and not two_rows
         bracket = b.text[0] in OPEN_BRACKET and not is_hint(b.text)
         # two fragments printed touching in one cell that only together make a label (家庭 / 住址, 紧急联 / 系人,
         # 论文 / 题目, 是否一般 / 纳税人): the first no label on its own, the whole one ending as labels end
-        whole = re.sub(r"\s+", "", a.text + b.text)
         # (the first no label of its own, not 所在学院 / 专业 of two rows; a four-character second line too
         # where the two make a label everybody knows: 统一社会 / 信用代码,
         # not 就诊科室 / 联系电话, two labels of two rows)
@@ -240,11 +243,8 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                                                                          geo.right_of(b, far=True))
             h = geo.line_height(a)      # (not each of two rows' own far values: fa, fb)
             between = c is not None and fa in (None, c) and fb in (None, c) and (is_value(c) or options(c.text)) and \
-                geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h and \
-                not (qualified_label(a.text) and b.text[0] not in CONTINUES and not qualified_label(whole))
-            # (a label everybody knows over a line that neither goes on from it nor makes a known label with it
-            # is two rows of a packed column whose value stands between them: 年龄 / 教育背景, 医师签名 / 病历号;
-            # 经办人 / 签字 and 工作单位 / 及职务 are one label each)
+                geo.centre(a) + 0.25 * h < geo.centre(c) < geo.centre(b) - 0.25 * h and not two_rows
+            # (two_rows even with the value between them; 经办人 / 签字 and 工作单位 / 及职务 are one label each)
             # ... or the value beside them wraps in step with them (通讯 / 地址 beside its address's two
             # lines): two fragments of at most three characters, the first no label itself (姓名 / 性别,
             # 报销人 / 报销日期 are two rows of a tight table)
