@@ -391,6 +391,30 @@ def test_form_layout_rules():
         [("负责人", "王五")]
 
 
+def test_form_column_pairs_pair_a_label_nobody_knows_by_the_pages_columns():
+    # a cover: two known labels flush right at x ~515 with their values from x ~540; 研究方向, a label no list
+    # knows and the model calls other, stands in that column with 计算机视觉 in the values' column
+    cover = [("所在学院", [397, 588, 517, 613]), ("外国语学院", [541, 588, 667, 613]),
+             ("论文提交日期", [349, 653, 513, 676]), ("2018年11月6日", [539, 653, 698, 676]),
+             ("研究方向", [421, 716, 517, 742]), ("计算机视觉", [541, 716, 670, 742])]
+    tags = ["QQQQ", "AAAAA", "QQQQQQ", "A" * 11, "OOOO", "AAAAA"]
+    pairs = _pairs(cover, tags)
+    assert pairs[:2] == [("所在学院", "外国语学院"), ("论文提交日期", "2018年11月6日")]
+    assert ("研究方向", "计算机视觉") in pairs
+    assert ("研究方向", "计算机视觉") not in _pairs(cover, tags, off=frozenset(["form_column_pairs"]))
+    # out of the labels' column (its right edge a line height and more away): nothing says it is a label
+    moved = cover[:4] + [("研究方向", [380, 716, 476, 742]), ("计算机视觉", [541, 716, 670, 742])]
+    assert ("研究方向", "计算机视觉") not in _pairs(moved, tags)
+    # a value not in the values' column, and one followed by another short piece (options whose boxes OCR
+    # lost: 性别 | 口男 口女) are no such pair
+    far = cover[:5] + [("计算机视觉", [620, 716, 750, 742])]
+    assert ("研究方向", "计算机视觉") not in _pairs(far, tags)
+    sex = cover[:4] + [("性别", [469, 716, 517, 742]), ("口男", [541, 716, 590, 742]), ("口女", [610, 716, 659, 742])]
+    assert [k for k, _ in _pairs(sex, tags[:4] + ["OO", "OO", "OO"])] == ["所在学院", "论文提交日期"]
+    # one pair on the page is no column
+    assert ("研究方向", "计算机视觉") not in _pairs(cover[2:], tags[2:])
+
+
 def test_type_unsure_is_generic_covers_a_registration_form_the_classifier_calls_a_receipt():
     """A registration form (many key-colon lines, no title, no receipt wording) that the classifier
     calls a VAT invoice, then a receipt at 0.001: not a receipt with receipt fields, a generic form."""

@@ -37,7 +37,7 @@ Rules switched off by name (`off`, see models/extraction/rules.py): form_colonle
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
 form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
-form_cuts (the learned line cuts of form_cuts.py, likewise), form_column_cuts.
+form_cuts (the learned line cuts of form_cuts.py, likewise), form_column_cuts, form_column_pairs.
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -92,6 +92,11 @@ FEATURES = (
     "value_ending", "value_sentence", "key_first", "key_q", "key_a", "key_h", "key_o", "value_q", "value_a",
     "value_h", "value_o", "key_furniture", "value_furniture", "ocr",
 )
+
+
+COLUMN_SUPPORT = 2       # form_column_pairs: keys (values) of this page's pairs sharing the label's (value's) edge
+COLUMN_EDGE = 0.7        # ... within this many line heights
+COLUMN_LABEL_MAX = 8     # ... a label of at most this many characters, all Chinese
 
 
 @dataclass
@@ -442,6 +447,8 @@ class _Decoder:
             if (id(k), id(v)) in self.prob:
                 self.key_prob[id(k)] = self.prob[(id(k), id(v))]
             taken.append(c)
+        if "form_column_pairs" not in self.off:
+            taken += self.column_pairs(taken)
         out: list[tuple[float, Piece, Piece]] = []
         for strength, k, v, where in taken:
             out.append((strength, k, v))
@@ -454,6 +461,34 @@ class _Decoder:
                     self.wrap(k, v)
         pairs = [p for p in (self.make_pair(s, k, v) for s, k, v in out if not k.absorbed) if p is not None]
         return reading_order(pairs, self.geo.slope)
+
+    def column_pairs(self, taken: list[tuple[float, Piece, Piece, str]]) -> list[tuple[float, Piece, Piece, str]]:
+        """Rows the page's own columns pair where the evidence on the pieces did not: an unpaired piece that
+        ends (or starts) where at least COLUMN_SUPPORT keys of this page's pairs end (or start), with an
+        unpaired piece right of it on its row that starts where at least COLUMN_SUPPORT of their values start.
+        A label no list or model knows (研究方向 | 结构工程 on a cover whose other labels are known) stands in
+        the labels' column with its value in the values' column; the layout says what its text cannot."""
+        side = [(k, v) for _, k, v, where in taken if where == "right" and not k.more and not v.more]
+        if len(side) < COLUMN_SUPPORT:
+            return []
+        out: list[tuple[float, Piece, Piece, str]] = []
+        for k in self.pieces:
+            if k.used or k.absorbed or k.colon_key or not 2 <= len(k.text) <= COLUMN_LABEL_MAX or \
+                    not all("\u4e00" <= ch <= "\u9fff" for ch in k.text) or id(k) in self.table or \
+                    SECTION_HEAD.match(k.text) or is_header(k, self.masses[k.line]) or options(k.text):
+                continue
+            v = self.geo.right_of(k)
+            if v is None or v.used or v.absorbed or v.colon_key or not self.is_value(v, k) or self.is_label(v) or \
+                    options(v.text) or self.options_row(v) or self.ks(v) >= self.ks(k):
+                continue
+            h = self.geo.line_height(k)
+            keys = sum(abs(a.box[2] - k.box[2]) <= COLUMN_EDGE * h or abs(a.box[0] - k.box[0]) <= COLUMN_EDGE * h
+                       for a, _ in side)
+            values = sum(abs(b.box[0] - v.box[0]) <= COLUMN_EDGE * h for _, b in side)
+            if keys >= COLUMN_SUPPORT and values >= COLUMN_SUPPORT:
+                k.used = v.used = True
+                out.append((0.5, k, v, "right"))
+        return out
 
     def row_values(self, k: Piece, v: Piece) -> list[Piece]:
         """Further values of `k` along its row (a label followed by several values in a table row, each up to

@@ -116,6 +116,8 @@ RULES: list[Rule] = [
          about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
     Rule("form_roles", "forms", decode_form,
          about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
+    Rule("form_column_pairs", "forms", decode_form,
+         about="an unpaired label in the page's keys' column pairs with the piece right of it in the values' column"),
     Rule("form_cuts", "forms", decode_form,
          about="a colon-less line read as label and value at once is cut where a learned model says"),
     Rule("form_column_cuts", "forms", decode_form,
