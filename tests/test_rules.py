@@ -415,6 +415,16 @@ def test_form_column_pairs_pair_a_label_nobody_knows_by_the_pages_columns():
     assert ("研究方向", "计算机视觉") not in _pairs(cover[2:], tags[2:])
 
 
+def test_form_code_cuts_cut_a_label_glued_to_its_code_where_the_script_changes():
+    # a cover's corners: labels no list knows, each read glued to its code; the model calls it all other
+    corner = [("学校代码10347", [67, 41, 205, 65]), ("分类号D922", [765, 77, 875, 100])]
+    assert _pairs(corner) == [("学校代码", "10347"), ("分类号", "D922")]
+    assert _pairs(corner, off=frozenset(["form_code_cuts"])) == []
+    # no label ending before the code, no digit in it, or no code at all after the Chinese: left whole
+    for text in ("北京市海淀区中关村大街1号", "有限公司2023", "研究方向ABC", "学校代码"):
+        assert _pairs([(text, [67, 41, 250, 65])]) == []
+
+
 def test_type_unsure_is_generic_covers_a_registration_form_the_classifier_calls_a_receipt():
     """A registration form (many key-colon lines, no title, no receipt wording) that the classifier
     calls a VAT invoice, then a receipt at 0.001: not a receipt with receipt fields, a generic form."""

@@ -348,6 +348,32 @@ SAME_SIZE = 0.15        # ... and the glued line is printed in the rows' type si
 STACK_REACH = 3.5       # x line height: ... and stands among those rows, or this close above or below them
 
 
+CODE_LINE = re.compile(r"^\s*([\u4e00-\u9fff]{2,8})\s*([A-Za-z0-9][A-Za-z0-9./-]{2,})\s*$")
+
+
+def code_cuts(page: Page, pieces: list[Piece]) -> list[Piece]:
+    """A label read glued to the code it labels (学校代码10347, 分类号D922, 学号2020534096 in a cover's corner):
+    a line of 2-8 Chinese characters that end as labels end (or make a known label), then nothing but a code
+    of three or more letters and digits with a digit among them, is cut where the script changes. Neither the
+    known labels nor the learned cuts (which lean on them) know 学校代码 or 分类号; the change of script and the
+    label's last character say where it ends. A line already cut, a colon's key or value and a label joined
+    over two lines are left as they are."""
+    out: list[Piece] = []
+    for q in pieces:
+        line = page.lines[q.line]
+        m = None if q.colon_key or q.value is not None or q.more else CODE_LINE.match(line.text[q.start:q.end])
+        if m is None or not (m.group(1).endswith(KEY_ENDINGS) or key_word(m.group(1))) or \
+                not any(ch.isdigit() for ch in m.group(2)):
+            out.append(q)
+            continue
+        end, start = q.start + m.end(1), q.start + m.start(2)
+        key = Piece(q.line, q.start, end, m.group(1), geometry.char_box(line.box, line.text, q.start, end),
+                    colon_key=True)
+        key.value = Piece(q.line, start, q.end, m.group(2), geometry.char_box(line.box, line.text, start, q.end))
+        out.append(key)
+    return out
+
+
 def column_cuts(page: Page, pieces: list[Piece], is_key: Callable[[Piece], bool],
                 st: DecodeSettings = DEFAULT_SETTINGS) -> list[Piece]:
     """A colon-less line OCR read as label and value at once (研究方向计算机视觉), cut where the page's

@@ -37,7 +37,8 @@ Rules switched off by name (`off`, see models/extraction/rules.py): form_colonle
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
 form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
-form_cuts (the learned line cuts of form_cuts.py, likewise), form_column_cuts, form_column_pairs.
+form_cuts (the learned line cuts of form_cuts.py, likewise), form_code_cuts, form_column_cuts,
+form_column_pairs.
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -52,7 +53,15 @@ from data.document import Page, Pair
 from models.extraction.base import PagePrediction
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_layout import SECTION as SECTION_HEAD
-from models.extraction.form_layout import Layout, column_cuts, continues_value, join_labels, join_spaced, option_group
+from models.extraction.form_layout import (
+    Layout,
+    code_cuts,
+    column_cuts,
+    continues_value,
+    join_labels,
+    join_spaced,
+    option_group,
+)
 from models.extraction.form_pieces import (
     KEY_ENDINGS,
     SENTENCE,
@@ -149,6 +158,8 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     masses = label_masses(pred.probs, tag_labels)
     cut = cuts if "form_cuts" not in off else None
     pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max, cut)]
+    if "form_code_cuts" not in off:
+        pieces = code_cuts(page, pieces)
     if "form_column_cuts" not in off:
         pieces = column_cuts(page, pieces, lambda p: p.colon_key or
                              key_score(p.text, piece_tags(p, masses)) >= st.form_key_min, st)

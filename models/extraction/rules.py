@@ -120,6 +120,8 @@ RULES: list[Rule] = [
          about="an unpaired label in the page's keys' column pairs with the piece right of it in the values' column"),
     Rule("form_cuts", "forms", decode_form,
          about="a colon-less line read as label and value at once is cut where a learned model says"),
+    Rule("form_code_cuts", "forms", decode_form,
+         about="a label read glued to its code (学校代码10347) is cut where the script changes"),
     Rule("form_column_cuts", "forms", decode_form,
          about="a line read as label and value at once is cut where other rows align labels' ends and values' starts"),
 ]
