@@ -18,6 +18,8 @@ from models.extraction.form_pieces import (
     KOU,
     SENTENCE,
     Piece,
+    cjk,
+    glued_key,
     is_hint,
     key_word,
     options,
@@ -265,10 +267,10 @@ def join_spaced(geo: Layout, pieces: list[Piece], merged_from: Callable[[Piece, 
     `merged_from(new, a, b)` is told of each join (the decoder gives the new piece the evidence of both)."""
     out = list(pieces)
     for a in pieces:
-        if a not in out or len(a.text) != 1 or not _cjk(a.text) or a.colon_key or not _alone(a, pieces):
+        if a not in out or len(a.text) != 1 or not cjk(a.text) or a.colon_key or not _alone(a, pieces):
             continue
         b = geo.right_of(a, out)
-        if b is None or not 1 <= len(b.text) <= 2 or not _cjk(b.text) or not _alone(b, pieces) or \
+        if b is None or not 1 <= len(b.text) <= 2 or not cjk(b.text) or not _alone(b, pieces) or \
                 b.box[0] - a.box[2] > SPACED_GAP * geo.line_height(a) or not key_word(a.text + b.text):
             continue
         merged = Piece(a.line, a.start, a.end, a.text + b.text, [min(a.box[0], b.box[0]), min(a.box[1], b.box[1]),
@@ -277,10 +279,6 @@ def join_spaced(geo: Layout, pieces: list[Piece], merged_from: Callable[[Piece, 
         out.remove(b)
         merged_from(merged, a, b)
     return out
-
-
-def _cjk(text: str) -> bool:
-    return all("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
@@ -348,32 +346,6 @@ SAME_SIZE = 0.15        # ... and the glued line is printed in the rows' type si
 STACK_REACH = 3.5       # x line height: ... and stands among those rows, or this close above or below them
 
 
-CODE_LINE = re.compile(r"^\s*([\u4e00-\u9fff]{2,8})\s*([A-Za-z0-9][A-Za-z0-9./-]{2,})\s*$")
-
-
-def code_cuts(page: Page, pieces: list[Piece]) -> list[Piece]:
-    """A label read glued to the code it labels (学校代码10347, 分类号D922, 学号2020534096 in a cover's corner):
-    a line of 2-8 Chinese characters that end as labels end (or make a known label), then nothing but a code
-    of three or more letters and digits with a digit among them, is cut where the script changes. Neither the
-    known labels nor the learned cuts (which lean on them) know 学校代码 or 分类号; the change of script and the
-    label's last character say where it ends. A line already cut, a colon's key or value and a label joined
-    over two lines are left as they are."""
-    out: list[Piece] = []
-    for q in pieces:
-        line = page.lines[q.line]
-        m = None if q.colon_key or q.value is not None or q.more else CODE_LINE.match(line.text[q.start:q.end])
-        if m is None or not (m.group(1).endswith(KEY_ENDINGS) or key_word(m.group(1))) or \
-                not any(ch.isdigit() for ch in m.group(2)):
-            out.append(q)
-            continue
-        end, start = q.start + m.end(1), q.start + m.start(2)
-        key = Piece(q.line, q.start, end, m.group(1), geometry.char_box(line.box, line.text, q.start, end),
-                    colon_key=True)
-        key.value = Piece(q.line, start, q.end, m.group(2), geometry.char_box(line.box, line.text, start, q.end))
-        out.append(key)
-    return out
-
-
 def column_cuts(page: Page, pieces: list[Piece], is_key: Callable[[Piece], bool],
                 st: DecodeSettings = DEFAULT_SETTINGS) -> list[Piece]:
     """A colon-less line OCR read as label and value at once (研究方向计算机视觉), cut where the page's
@@ -423,12 +395,8 @@ def column_cuts(page: Page, pieces: list[Piece], is_key: Callable[[Piece], bool]
         if cut is None:
             out.append(q)
             continue
-        line = page.lines[q.line]
-        key = Piece(q.line, q.start, q.start + cut, q.text[:cut], geometry.char_box(line.box, line.text, q.start,
-                                                                                    q.start + cut), colon_key=True)
-        key.value = Piece(q.line, q.start + cut, q.end, q.text[cut:].strip(),
-                          geometry.char_box(line.box, line.text, q.start + cut, q.end))
-        out.append(key)
+        out.append(glued_key(page.lines[q.line], q.line, (q.start, q.start + cut, q.text[:cut]),
+                             (q.start + cut, q.end, q.text[cut:].strip())))
     return out
 
 
@@ -443,7 +411,30 @@ def _column_cut(page: Page, q: Piece, columns: list[tuple[float, float, float, f
                    key=lambda i: abs(geometry.char_box(line.box, line.text, 0, q.start + i)[2] - x))
         at = geometry.char_box(line.box, line.text, 0, q.start + best)[2]
         head, rest = q.text[:best], q.text[best:].strip()
-        if abs(at - x) <= COLUMN_CUT_SLACK * h and _cjk(head.replace("、", "")) and rest and \
+        if abs(at - x) <= COLUMN_CUT_SLACK * h and cjk(head.replace("、", "")) and rest and \
                 rest[0] not in "（(：:的之及和或与、，,。.-—/":
             return best
     return None
+
+
+CODE_LINE = re.compile(r"^\s*([\u4e00-\u9fff]{2,8})\s*([A-Za-z0-9][A-Za-z0-9./-]{2,})\s*$")
+
+
+def code_cuts(page: Page, pieces: list[Piece]) -> list[Piece]:
+    """A label read glued to the code it labels (学校代码10347, 分类号D922, 学号2020534096 in a cover's corner):
+    a line of 2-8 Chinese characters that end as labels end (or make a known label), then nothing but a code
+    of three or more letters and digits with a digit among them, is cut where the script changes. Neither the
+    known labels nor the learned cuts (which lean on them) know 学校代码 or 分类号; the change of script and the
+    label's last character say where it ends. A line already cut, a colon's key or value and a label joined
+    over two lines are left as they are."""
+    out: list[Piece] = []
+    for q in pieces:
+        line = page.lines[q.line]
+        m = None if q.colon_key or q.value is not None or q.more else CODE_LINE.match(line.text[q.start:q.end])
+        if m is None or not (m.group(1).endswith(KEY_ENDINGS) or key_word(m.group(1))) or \
+                not any(ch.isdigit() for ch in m.group(2)):
+            out.append(q)
+            continue
+        out.append(glued_key(line, q.line, (q.start, q.start + m.end(1), m.group(1)),
+                             (q.start + m.start(2), q.end, m.group(2))))
+    return out

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
-from data.document import Page
+from data.document import Line, Page
 from models.extraction.base import COLONS, char_box
 
 if TYPE_CHECKING:
@@ -110,6 +110,19 @@ def mean_mass(mass: np.ndarray, start: int, end: int) -> np.ndarray:
     seen = mass[start:end]
     seen = seen[~np.isnan(seen).any(1)] if len(seen) else seen
     return seen.mean(0) if len(seen) else np.zeros(4)
+
+
+def cjk(text: str) -> bool:
+    """Every character Chinese (the basic CJK block)."""
+    return all("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def glued_key(line: Line, li: int, key: tuple[int, int, str], value: tuple[int, int, str]) -> Piece:
+    """A line OCR read as label and value at once, as the piece it is cut into: the label (`key`: start,
+    end, text) as if a colon ended it, holding the rest (`value`, likewise) as its value."""
+    k = Piece(li, key[0], key[1], key[2], char_box(line, key[0], key[1]), colon_key=True)
+    k.value = Piece(li, value[0], value[1], value[2], char_box(line, value[0], value[1]))
+    return k
 
 
 def piece_tags(p: Piece, masses: list[np.ndarray]) -> np.ndarray:
@@ -263,9 +276,7 @@ def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: C
         if cut is not None:
             colons = [cut - 1] if text[cut - 1].isspace() else []
             if not colons:           # no space to stand in for the colon: cut between two characters
-                key = Piece(li, 0, cut, text[:cut].strip(), char_box(line, 0, cut), colon_key=True)
-                key.value = Piece(li, cut, len(text), text[cut:].strip(), char_box(line, cut, len(text)))
-                return [key]
+                return [glued_key(line, li, (0, cut, text[:cut].strip()), (cut, len(text), text[cut:].strip()))]
     out: list[Piece] = []
 
     def piece(start: int, end: int, colon_key: bool = False) -> Piece | None:

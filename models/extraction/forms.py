@@ -68,6 +68,7 @@ from models.extraction.form_pieces import (
     TICKED,
     Piece,
     char_share,
+    cjk,
     is_header,
     is_hint,
     key_score,
@@ -485,7 +486,7 @@ class _Decoder:
         out: list[tuple[float, Piece, Piece, str]] = []
         for k in self.pieces:
             if k.used or k.absorbed or k.colon_key or not 2 <= len(k.text) <= COLUMN_LABEL_MAX or \
-                    not all("\u4e00" <= ch <= "\u9fff" for ch in k.text) or id(k) in self.table or \
+                    not cjk(k.text) or id(k) in self.table or \
                     SECTION_HEAD.match(k.text) or is_header(k, self.masses[k.line]) or options(k.text):
                 continue
             v = self.geo.right_of(k)
