@@ -134,8 +134,17 @@ def _early_death_worker(out_dir: str) -> None:
     """Rank 1 dies after joining the job but before the stage links connect."""
     from training.pipeline.engine import PipelineEngine
     dist.init_parallel_env()
+    ready = os.path.join(out_dir, "ready_0")
     if dist.get_rank() == 1:
+        # Die only once rank 0 is past init_parallel_env: dying while rank 0 is still inside it makes
+        # gloo's own set-up raise before any engine (or its watchdog) exists, which is not the case
+        # under test.
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready) and time.monotonic() < deadline:
+            time.sleep(0.05)
         os._exit(3)
+    with open(ready, "w") as f:
+        f.write("ready")
     PipelineEngine(build_toy_blocks(CFG, seed=0, dtype="float64"), toy_loss, sgd, stages=2, micro_batches=2,
                    schedule="1f1b", transport="dist", timeout_s=5)
 
