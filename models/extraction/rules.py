@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from data.document import Document, Page
+from data.labels import ITEM_PREFIX
 from models.extraction import arithmetic, field_rules, items, spans
 from models.extraction.base import PageContext, PagePrediction, plausible
 from models.extraction.doctype import pick_type
@@ -45,6 +46,8 @@ RULES: list[Rule] = [
          about="a colon segment whose tagged characters mostly name one free-text field is that field"),
     Rule("extend_left", "spans", spans.extend_left,
          about="a span grows left over characters still giving its field mass, up to a colon"),
+    Rule("items_below_heads", "spans", items.above_item_heads,
+         about="no goods above the item table's column heads: lines there take no item field"),
     Rule("type_by_title_line", "type", pick_type, about="a page printing a type's title as a line is that type"),
     Rule("type_unsure_is_generic", "type", pick_type,
          about="a title-less type the classifier is unsure of is a generic page (no schema fields)"),
@@ -158,6 +161,27 @@ def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, ta
         return
     specs = {f.key: f for f in schema.fields}
     free_text = {f.key for f in schema.fields if f.type == "text"}
-    cands = decode_spans(pred.probs, tag_labels, allowed, [ln.text for ln in page.lines], free_text,
+    probs = pred.probs
+    if "items_below_heads" not in off and schema.item_fields:
+        probs = no_items_above_heads(probs, items.above_item_heads(page, schema), tag_labels)
+    cands = decode_spans(probs, tag_labels, allowed, [ln.text for ln in page.lines], free_text,
                          lambda k, t: k in specs and plausible(specs[k], t), settings, off)
     decode_fields(PageContext(doc, page, schema, cands, settings), off)
+
+
+def no_items_above_heads(line_probs: list[np.ndarray], above: set[int], tag_labels: list[str]) -> list[np.ndarray]:
+    """`line_probs` with the item tags' probability of the lines in `above` moved to the other tags, in
+    proportion (a name over the table the model half took for goods is then the header field it also saw)."""
+    if not above:
+        return line_probs
+    item_cols = np.array([i for i, lab in enumerate(tag_labels) if lab[2:].startswith(ITEM_PREFIX)], dtype=int)
+    out = list(line_probs)
+    for li in above:
+        p = line_probs[li]
+        if p is None or not len(p):
+            continue
+        q = p.copy()
+        q[:, item_cols] = 0.0
+        total = q.sum(-1, keepdims=True)
+        out[li] = np.where(total > 0, q / np.where(total > 0, total, 1.0), p)
+    return out
