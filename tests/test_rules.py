@@ -498,7 +498,8 @@ def test_title_nearest():
     for read, title in [("电子发票普通发票）", "电子发票(普通发票)"),
                         ("電子發票（增值税專用發票）", "電子發票(增值稅專用發票)"),
                         ("电子发票（增值税奇用发票）", "电子发票(增值税专用发票)"),
-                        ("电子发票(普通发票)(龙江税务局)", "电子发票(普通发票)")]:
+                        ("电子发票(普通发票)(龙江税务局)", "电子发票(普通发票)"),
+                        ("电子发票普通发票", "电子发票(普通发票)")]:        # both brackets dropped
         on, off = _on_off("title_nearest", "e_invoice", _stacked([read]), [Span("title", 0, 0, len(read), 0.9)])
         assert _value(on, "title") == title and _value(off, "title") != title, read
     # a province before the title stays; a reading as near to two titles is left as read
@@ -506,6 +507,9 @@ def test_title_nearest():
     assert _value(on, "title") == "福建增值税专用发票"
     on = _fields("vat_invoice", _stacked(["增值税电子发票"]), [Span("title", 0, 0, 7, 0.9)])
     assert _value(on, "title") == "增值税电子发票"
+    # brackets count as nothing, but the characters read before the title still count from the reading
+    on = _fields("vat_invoice", _stacked(["电子发票(增值税专用发票)"]), [Span("title", 0, 0, 13, 0.9)])
+    assert _value(on, "title") == "电子发票(增值税专用发票)"
 
 
 def _totals(tax_line: int, words: str = "壹拾肆万叁仟柒佰伍拾贰圆壹角捌分") -> tuple[list, list[Span]]:
@@ -727,3 +731,45 @@ def test_type_by_key_phrases_keeps_an_invoice_whose_title_is_lost_under_its_seal
     # three keys are not yet an invoice's: a form asking for a tax ID, a name and a date stays a form
     few = ["供应商登记表", "纳税人识别号：", "开票日期：", "名称："]
     assert types[pick_type(lean_vat, types, schemas, few)] == "generic_form"
+
+
+def test_items_below_heads_gives_a_name_over_the_table_back_to_the_header():
+    """On a tilted photo the model took the buyer's name, printed just above the item table, mostly for a
+    goods name; no goods stand above their column heads, so the line is the buyer's name. A line under
+    the heads keeps its item tags, and a page without a head row is left as the model read it."""
+    from models.extraction.items import above_item_heads
+    from models.extraction.rules import decode_page, no_items_above_heads
+    schema = load_schema("e_invoice")
+    tilt = 0.04                      # the page turned about 2.3 degrees: the heads' row slopes down to the right
+
+    def at(x0: float, y0: float, x1: float) -> list[float]:
+        return [x0, y0 + tilt * x0, x1, y0 + 24 + tilt * x0]
+    name, goods = "川智隆(海口)服饰有限公司", "*服装*衬衫"
+    rows = [("名称", at(60, 100, 110)), (name, at(60, 130, 330)),
+            ("项目名称", at(60, 190, 150)), ("单位", at(420, 190 - 12, 470)), ("数量", at(520, 190 - 12, 570)),
+            ("单价", at(640, 190 - 12, 690)), ("金额", at(800, 190 - 12, 850)),
+            (goods, at(60, 230, 200)), ("件", at(420, 230 - 12, 440)), ("120.00", at(800, 230 - 12, 860))]
+    page = _page(rows)
+    assert above_item_heads(page, schema) == {0, 1}
+    labels = ["O", "B-buyer_name", "I-buyer_name", "B-items.name", "I-items.name", "B-items.unit", "I-items.unit",
+              "B-items.amount", "I-items.amount"]
+    probs = [_probs(labels, [{"O": 1.0}] * 2),
+             _probs(labels, [{"I-items.name": 0.6, "I-buyer_name": 0.35, "O": 0.05}] * len(name))]
+    probs += [_probs(labels, [{"O": 1.0}] * len(t)) for t, _ in rows[2:7]]
+    probs += [_probs(labels, [{"I-items.name": 0.7, "I-buyer_name": 0.3}] * len(goods)),
+              _probs(labels, [{"B-items.unit": 0.9, "O": 0.1}]),
+              _probs(labels, [{"B-items.amount": 0.9, "O": 0.1}] + [{"I-items.amount": 0.9, "O": 0.1}] * 5)]
+    allowed = np.array([True] * len(labels))
+
+    def decode(off: frozenset[str] = frozenset()) -> Document:
+        doc = Document(pages=[page], doc_type="e_invoice")
+        decode_page(doc, page, PagePrediction(doc=np.zeros(1), probs=probs, link=lambda a, b: None),
+                    schema, labels, allowed, False, off=off)
+        return doc
+    on, off = decode(), decode(frozenset(["items_below_heads"]))
+    assert _value(on, "buyer_name") == "川智隆(海口)服饰有限公司"
+    assert _value(off, "buyer_name") != _value(on, "buyer_name")
+    moved = no_items_above_heads(probs, above_item_heads(page, schema), labels)
+    assert moved[7] is probs[7] and np.allclose(moved[1][:, 3:].sum(), 0) and np.allclose(moved[1].sum(-1), 1)
+    headless = _page([r for r in rows if r[0] not in ("单位", "数量", "单价", "金额")])
+    assert above_item_heads(headless, schema) == set()

@@ -163,20 +163,28 @@ def _fit(title: str, value: str) -> tuple[int, int, int]:
 
 def nearest_title(value: str, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> str:
     """A title OCR misread in a character or two is the one known title it is nearest to: 电子发票普通发票）
-    with a bracket dropped, 增值税奇用发票, a traditional title read with one simplified 税, a seal's
+    or 电子发票普通发票 with brackets dropped, 增值税奇用发票, a traditional title read with one simplified 税, a seal's
     (龙江税务局) read onto its end. The title within `title_edits` per `title_edit_chars` characters
     (at least one) of a piece of the value, and strictly nearer than every other title, replaces that piece;
     up to `title_extra` characters before it (a province) stay, what follows it goes."""
     titles = sorted({to_halfwidth(t) for t in phrases})
+    # brackets are compared as nothing: OCR drops them more than any character (电子发票普通发票 for
+    # 电子发票(普通发票) is two edits with them, none without), and no two titles differ by brackets alone
     v = re.sub(r"\s+", "", to_halfwidth(value or ""))
-    if not v or not titles:
+    kept = [i for i, ch in enumerate(v) if _unbracket(ch)]     # the value's characters that are no bracket
+    if not kept or not titles:
         return value
-    fits = sorted((_fit(t, v), t) for t in titles)
+    fits = sorted((_fit(_unbracket(t), _unbracket(v)), t) for t in titles)
     (edits, a, _), best = fits[0]
-    allowed = max(1, st.title_edits * len(best) // st.title_edit_chars)
+    a = kept[a] if a < len(kept) else len(v)         # where the piece starts in the value as read
+    allowed = max(1, st.title_edits * len(_unbracket(best)) // st.title_edit_chars)
     if edits > allowed or (len(fits) > 1 and fits[1][0][0] == edits) or a > st.title_extra:
         return value
     return v[:a] + best
+
+
+def _unbracket(text: str) -> str:
+    return re.sub(r"[()\[\]]", "", text)
 
 
 def complete_title(f: Field, page: Page, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
