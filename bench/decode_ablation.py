@@ -224,10 +224,11 @@ def memo_forward(ex: Any) -> None:
     seen: dict[Any, Any] = {}
     predict = ex.predict_page
 
-    def cached(page: Page) -> Any:
-        key = (page.width, page.height, tuple((ln.text, str(ln.quad)) for ln in page.lines))
+    def cached(page: Page, off: frozenset[str] = frozenset()) -> Any:
+        key = (page.width, page.height, tuple((ln.text, str(ln.quad)) for ln in page.lines),
+               "level_lines" in off)     # the one rule that changes what the encoder reads
         if key not in seen:
-            seen[key] = predict(page)
+            seen[key] = predict(page, off)
         return seen[key]
     ex.predict_page = cached
 

@@ -3,9 +3,10 @@
     ex = get_extractor()                    # models/default, loaded once per process
     doc = ex.extract(ocr_document)          # doc_type(+score), fields, items, pairs, warnings
 
-This module loads a model directory and runs it (`predict_page`: lines in reading order -> character
-tokens with line boxes in overlapping windows (models/tokenizer.py) -> encoder + extraction head ->
-per-character tag probabilities, each from the window where the character has most context). What
+This module loads a model directory and runs it (`predict_page`: lines in reading order, a tilted page's
+turned level (rule `level_lines`) -> character tokens with line boxes in overlapping windows
+(models/tokenizer.py) -> encoder + extraction head -> per-character tag probabilities, each from the
+window where the character has most context). What
 the probabilities mean is decided by the decoding rules of models/extraction/ (`RULES`, in order:
 candidate spans, document type, fields, items, arithmetic, generic-form pairs), then data/validate.py
 checks the values.
@@ -27,6 +28,7 @@ from data.labels import FORM_KEYS, ITEM_PREFIX
 from data.validate import validate
 from models.encoder import Encoder
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
+from models.extraction.base import level_lines
 from models.extraction.doctype import pick_type
 from models.model_dir import (  # noqa: F401  (the directory names callers know from here)
     DEFAULT_MODEL_DIR,
@@ -74,10 +76,13 @@ class Extractor:
         doc = paddle.nn.functional.softmax(res[1], -1).numpy().mean(0)
         return tags, doc, (res[2].numpy() if len(res) > 2 else None)
 
-    def predict_page(self, page: Page) -> PagePrediction:
+    def predict_page(self, page: Page, off: frozenset[str] = frozenset()) -> PagePrediction:
         """Raw predictions for one page: doc-type probabilities, per-character tag probabilities
-        (NaN on whitespace) and a `link(a, b)` scorer between two (line, char) positions."""
-        enc = self.vocab.encode_page(page.lines, page.width, page.height, self.cfg.max_len)
+        (NaN on whitespace) and a `link(a, b)` scorer between two (line, char) positions. The encoder sees
+        the lines of a tilted page turned level (rule `level_lines`, unless `off` names it)."""
+        lines, index = (page.lines, list(range(len(page.lines)))) if "level_lines" in off else level_lines(page)
+        enc = self.vocab.encode_page(lines, page.width, page.height, self.cfg.max_len)
+        enc.line = [index[i] for i in enc.line]             # back to the page's own line numbers
         n_tags = len(self.tag_labels)
         probs = [np.full((len(ln.text), n_tags), np.nan) for ln in page.lines]
         if not enc.ids:
@@ -116,7 +121,7 @@ class Extractor:
         `off` names decoding rules to switch off (models/extraction/rules.py; the ablation bench's knob)."""
         t0 = time.perf_counter()
         check_names(off)
-        preds = [self.predict_page(p) for p in doc.pages]
+        preds = [self.predict_page(p, off) for p in doc.pages]
         if doc_type is None:
             total = sum((p.doc for p in preds), np.zeros(len(self.cfg.doc_types)))
             total = total / max(1e-9, total.sum())

@@ -5,26 +5,16 @@ import pytest
 
 from data.document import Document, Line, Page, box_to_quad
 from data.schemas import load_schema
-from models.encoder import EncoderConfig
 from models.extraction import PageContext
 from models.extraction.doctype import pick_type, title_evidence
 from models.extraction.rules import decode_fields
 from models.extractor import Extractor, get_extractor
-from models.heads import schema_field_keys, tag_labels
-from models.model_dir import ExtractorConfig, ModelDirError, find_model_dirs, write_model_dir
-from models.tokenizer import Tokenizer
+from models.model_dir import ModelDirError, find_model_dirs
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("m") / "tiny"
-    keys, types = schema_field_keys(["vat_invoice", "generic_form"])
-    vocab = Tokenizer.from_dir(None)
-    enc = {**EncoderConfig.preset("tiny", vocab_size=vocab.vocab_size, hidden_size=32, num_layers=1, num_heads=2,
-                                  intermediate_size=64, max_position=64).__dict__}
-    cfg = ExtractorConfig(encoder=enc, tag_labels=tag_labels(keys), doc_types=types, max_len=64)
-    write_model_dir(cfg.build(), cfg, vocab, d)
-    return d
+def model_dir(tiny_model_dir):
+    return tiny_model_dir
 
 
 def _page() -> Page:

@@ -10,6 +10,7 @@ from data.geometry import (
     cluster_rows,
     continues_right,
     gap_below,
+    level_quads,
     page_slope,
     reading_order,
     right_of,
@@ -75,6 +76,18 @@ def test_reading_order_is_rows_then_left_to_right():
                                                   ("c", [10, 140, 100, 160])]]
     assert [ln.text for ln in reading_order(lines)] == ["a", "b", "c"]
     assert reading_order([]) == []
+
+
+def test_level_quads_turns_a_tilted_page_back_level_about_its_centre():
+    import math
+    quads = [box_to_quad([100, 100 + 40 * i, 700, 130 + 40 * i]) for i in range(5)]
+    tilted = level_quads(quads, math.tan(math.radians(-6)), 800, 400)      # turned 6 degrees
+    slope = page_slope(tilted)
+    assert slope == pytest.approx(math.tan(math.radians(6)))
+    back = level_quads(tilted, slope, 800, 400)
+    for q, b in zip(quads, back):
+        assert [v for p in b for v in p] == pytest.approx([v for p in q for v in p], abs=1e-6)
+    assert level_quads(quads, 0.0, 800, 400) == quads
 
 
 def test_a_line_ocr_cut_in_two_continues_right_on_a_tilted_page_too():

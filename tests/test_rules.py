@@ -209,6 +209,35 @@ def _goods(name: str = "运输服务*国内货物运输服务") -> tuple[list, l
     return rows, spans
 
 
+def test_level_lines_gives_the_encoder_a_tilted_page_level_and_in_reading_order():
+    """A page photographed 6 degrees off: its upright boxes interleave the rows (a seller's name on the left
+    sorts between two item cells on the right). The encoder's lines are turned level and read row by row;
+    each keeps its index in page.lines, so the tags come back to the lines as read."""
+    import math
+
+    from data.geometry import level_quads, page_slope, reading_order
+    from models.extraction.base import level_lines
+    rows = [["名称：甲公司", "3", "30.00"], ["地址：乙路1号", "5", "50.00"], ["开户行：丙银行", "7", "70.00"]]
+    lines, quads = [], []
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            quads.append(box_to_quad([50 + 300 * c, 100 + 30 * r, 250 + 300 * c, 120 + 30 * r]))
+            lines.append(text)
+    tilted = level_quads(quads, math.tan(math.radians(-6)), 1000, 400)
+    page = Page(index=0, width=1000, height=400,
+                lines=reading_order([Line(t, q) for t, q in zip(lines, tilted)]))
+    as_read = [ln.text for ln in page.lines]
+    assert as_read[:3] != ["名称：甲公司", "3", "30.00"]                    # the rows as read interleave
+    level, index = level_lines(page)
+    assert [ln.text for ln in level] == lines                            # row by row, left to right
+    assert [page.lines[i].text for i in index] == lines                  # each one's line as read
+    assert abs(page_slope([ln.quad for ln in level])) < 1e-9
+    assert page.lines[0].quad == reading_order([Line(t, q) for t, q in zip(lines, tilted)])[0].quad  # untouched
+    straight = Page(index=0, width=1000, height=400, lines=[Line(t, q) for t, q in zip(lines, quads)])
+    same, index = level_lines(straight)                                  # a level page is read as it is
+    assert same is straight.lines and index == list(range(len(lines)))
+
+
 def test_item_rules():
     rows, spans = _goods()
     on = _fields("vat_invoice", rows, spans).items[0]
@@ -773,3 +802,25 @@ def test_items_below_heads_gives_a_name_over_the_table_back_to_the_header():
     assert moved[7] is probs[7] and np.allclose(moved[1][:, 3:].sum(), 0) and np.allclose(moved[1].sum(-1), 1)
     headless = _page([r for r in rows if r[0] not in ("单位", "数量", "单价", "金额")])
     assert above_item_heads(headless, schema) == set()
+
+
+def test_the_encoder_reads_a_tilted_page_as_it_reads_the_page_level(tiny_model_dir):
+    """With "level_lines" on, a page turned 6 degrees gives the encoder the level page's lines and boxes, so
+    every character gets the level page's tag probabilities back; switched off, they differ."""
+    import math
+
+    from data.geometry import level_quads, reading_order
+    from models.extractor import Extractor
+    ex = Extractor.load(tiny_model_dir)
+    texts = ["增值税普通发票", "发票号码：07099363", "名称：甲公司", "3", "30.00", "地址：乙路1号", "5", "50.00"]
+    boxes = [[300, 20, 700, 60], [600, 80, 950, 110]] + \
+        [[50 + 300 * c, 150 + 40 * r, 250 + 300 * c, 175 + 40 * r] for r in range(2) for c in range(3)]
+    level = Page(index=0, width=1000, height=400, lines=[Line(t, box_to_quad(b)) for t, b in zip(texts, boxes)])
+    tilted = Page(index=0, width=1000, height=400, lines=reading_order(
+        [Line(t, q) for t, q in zip(texts, level_quads([box_to_quad(b) for b in boxes],
+                                                       math.tan(math.radians(-6)), 1000, 400))]))
+    want = {ln.text: p for ln, p in zip(level.lines, ex.predict_page(level).probs)}
+    on = {ln.text: p for ln, p in zip(tilted.lines, ex.predict_page(tilted).probs)}
+    off = {ln.text: p for ln, p in zip(tilted.lines, ex.predict_page(tilted, frozenset(["level_lines"])).probs)}
+    assert all(np.allclose(on[t], want[t], atol=1e-4) for t in texts)
+    assert not all(np.allclose(off[t], want[t], atol=1e-4) for t in texts)

@@ -6,6 +6,7 @@ the document filled so far, the schema, the candidates, the settings and the rul
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -142,3 +143,22 @@ def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
     return Field(key=key, value=value if value is not None else raw, raw=raw, score=round(s.score, 4),
                  box=value_box(line, s.start, s.end), page=page.index, label=spec.label if spec else key,
                  span=[offset + s.start, offset + s.end])
+
+
+LEVEL_MIN_SLOPE = 0.005   # level_lines: a page tilted more than this (0.3 degree) is turned level for the encoder
+
+
+def level_lines(page: Page) -> tuple[list[Line], list[int]]:
+    """The page's lines as the encoder should see them, and each one's index in page.lines: on a page tilted
+    more than LEVEL_MIN_SLOPE, turned level about the page centre (data/geometry.py `level_quads`) and put
+    in reading order again (on a tilted page the rows of the reading order as read interleave: a seller's
+    name read between two item cells); else the lines themselves. Only the encoder's input changes:
+    decoding, boxes in the output and every layout rule use the lines as read."""
+    slope = geometry.page_slope([ln.quad for ln in page.lines])
+    if abs(slope) <= LEVEL_MIN_SLOPE:
+        return page.lines, list(range(len(page.lines)))
+    quads = geometry.level_quads([ln.quad for ln in page.lines], slope, page.width, page.height)
+    level = [dataclasses.replace(ln, quad=q) for ln, q in zip(page.lines, quads)]
+    position = {id(ln): i for i, ln in enumerate(level)}
+    ordered = geometry.reading_order(level)
+    return ordered, [position[id(ln)] for ln in ordered]

@@ -1,6 +1,7 @@
 """The decoding rules as one ordered list: `RULES` says what runs, in which order, and can be printed.
 
-A rule is a named function. Rules of the stages "spans", "type" and "forms" are consulted inside span
+A rule is a named function. The "input" rule is consulted by the extractor before the encoder runs
+(models/extractor.py `predict_page`); rules of the stages "spans", "type" and "forms" inside span
 decoding (models/extraction/spans.py), type picking (doctype.py) and form pairing (forms.py); the
 others run one after the other over a `PageContext` (`decode_fields`). A rule marked `core` is the
 decoding itself (no candidate would become a value without it) and is never switched off;
@@ -19,6 +20,7 @@ from data.document import Document, Page
 from data.labels import ITEM_PREFIX
 from models.extraction import arithmetic, field_rules, items, spans
 from models.extraction.base import PageContext, PagePrediction, plausible
+from models.extraction.base import level_lines as base_level_lines
 from models.extraction.doctype import pick_type
 from models.extraction.forms import decode_form
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
@@ -28,7 +30,7 @@ from models.extraction.spans import decode_spans
 @dataclass(frozen=True)
 class Rule:
     name: str
-    stage: str                       # spans, type, fields, items, arithmetic, forms
+    stage: str                       # input, spans, type, fields, items, arithmetic, forms
     fn: Callable                     # the function that implements it
     core: bool = False               # the decoding itself: never switched off
     about: str = ""                  # what it does, where `fn` holds several rules
@@ -40,6 +42,8 @@ class Rule:
 
 
 RULES: list[Rule] = [
+    Rule("level_lines", "input", base_level_lines,
+         about="the encoder reads a tilted page's lines turned level, in reading order taken again"),
     Rule("vote_alnum_runs", "spans", spans.vote_alnum_runs,
          about="a run of letters and digits (a code, an amount) never changes field in the middle"),
     Rule("vote_segments", "spans", spans.vote_segments,
