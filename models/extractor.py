@@ -6,10 +6,9 @@
 This module loads a model directory and runs it (`predict_page`: lines in reading order, a tilted page's
 turned level (rule `level_lines`) -> character tokens with line boxes in overlapping windows
 (models/tokenizer.py) -> encoder + extraction head -> per-character tag probabilities, each from the
-window where the character has most context). What
-the probabilities mean is decided by the decoding rules of models/extraction/ (`RULES`, in order:
-candidate spans, document type, fields, items, arithmetic, generic-form pairs), then data/validate.py
-checks the values.
+window where the character has most context). What the probabilities mean is decided by the decoding
+rules of models/extraction/ (`RULES`, in order: candidate spans, document type, fields, items,
+arithmetic, generic-form pairs), then data/validate.py checks the values.
 
 The model directory (its files, writing, reading, listing) is models/model_dir.py's; the names
 imported from there below are the ones callers have long used from this module.
@@ -80,7 +79,7 @@ class Extractor:
         """Raw predictions for one page: doc-type probabilities, per-character tag probabilities
         (NaN on whitespace) and a `link(a, b)` scorer between two (line, char) positions. The encoder sees
         the lines of a tilted page turned level (rule `level_lines`, unless `off` names it)."""
-        lines, index = (page.lines, list(range(len(page.lines)))) if "level_lines" in off else level_lines(page)
+        lines, index = level_lines(page, off)
         enc = self.vocab.encode_page(lines, page.width, page.height, self.cfg.max_len)
         enc.line = [index[i] for i in enc.line]             # back to the page's own line numbers
         n_tags = len(self.tag_labels)

@@ -19,8 +19,7 @@ import numpy as np
 from data.document import Document, Page
 from data.labels import ITEM_PREFIX
 from models.extraction import arithmetic, field_rules, items, spans
-from models.extraction.base import PageContext, PagePrediction, plausible
-from models.extraction.base import level_lines as base_level_lines
+from models.extraction.base import PageContext, PagePrediction, level_lines, plausible
 from models.extraction.doctype import pick_type
 from models.extraction.forms import decode_form
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
@@ -42,7 +41,7 @@ class Rule:
 
 
 RULES: list[Rule] = [
-    Rule("level_lines", "input", base_level_lines,
+    Rule("level_lines", "input", level_lines,
          about="the encoder reads a tilted page's lines turned level, in reading order taken again"),
     Rule("vote_alnum_runs", "spans", spans.vote_alnum_runs,
          about="a run of letters and digits (a code, an amount) never changes field in the middle"),
