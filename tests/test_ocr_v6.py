@@ -128,6 +128,40 @@ def test_concurrent_recognition_returns_each_crops_reading_widest_batches_first(
     assert fake.most == 2
 
 
+def test_recognition_batches_hold_one_width_when_slack_is_zero():
+    """slack 0: a batch never pads a line (every line in it has the batch's width); unbounded slack packs
+    lines of different widths together as before; each crop still gets its own reading."""
+    from models.ocr import rec as rec_mod
+    charset = ["<blank>"] + list("0123456789") + [" "]
+    calls: list[tuple[int, list[int]]] = []
+
+    def fake(x: np.ndarray) -> np.ndarray:
+        used = [int((np.abs(x[row, 0, 0]) > 0).sum()) for row in range(x.shape[0])]   # columns each crop filled
+        calls.append((x.shape[3], used))
+        probs = np.zeros((x.shape[0], 8, len(charset)), dtype=np.float32)
+        probs[:, :, 0] = 1.0
+        for row, u in enumerate(used):
+            for t, digit in enumerate(str(u)):
+                probs[row, 2 * t, 0], probs[row, 2 * t, 1 + int(digit)] = 0.0, 1.0
+        return probs
+
+    crops = [np.full((48, w, 3), 200, dtype=np.uint8) for w in (200, 96, 208, 400, 96, 203)]
+    got = rec_mod.recognise(crops, fake, charset, batch=16, min_width=96, width_step=8, slack=0.0)
+    assert [text for text, _ in got] == [str(c.shape[1]) for c in crops]
+    assert sorted(width for width, _ in calls) == [96, 200, 208, 400]            # 203 rounds up to 208
+    assert all(width - u < 8 for width, used in calls for u in used)              # padding only to the step
+    calls.clear()
+    got = rec_mod.recognise(crops, fake, charset, batch=16, min_width=96, width_step=32)
+    assert [text for text, _ in got] == [str(c.shape[1]) for c in crops]
+    assert [(width, sorted(used)) for width, used in calls] == [(416, [96, 96, 200, 203, 208, 400])]  # one batch
+    # v6 batches by width, v4 as before; v4's fingerprint (and its OCR caches) is unchanged by the new fields
+    v6, v4 = OCRSettings(model="v6"), OCRSettings(model="v4")
+    assert (v6.rec_width_step, v6.rec_batch_slack, v4.rec_width_step, v4.rec_batch_slack) == (8, 0.25, 32, -1)
+    assert v4.tag() == "b49b59831d48"            # v4's fingerprint before these two fields existed
+    assert v6.tag() != OCRSettings(model="v6", rec_width_step=32, rec_batch_slack=-1).tag()
+    assert OCRSettings(model="v6", rec_batch_slack=0).tag() == OCRSettings(model="v6", rec_batch_slack=0.0).tag()
+
+
 # --- the engine --------------------------------------------------------------------------------------------
 
 @pytest.mark.heavy

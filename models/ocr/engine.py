@@ -43,7 +43,7 @@ from models.ocr.det import (
     resize_for_det,
     small_text_zoom,
 )
-from models.ocr.rec import classify_angles, crop_line, filter_crop, recognise
+from models.ocr.rec import REC_WIDTH_STEP, classify_angles, crop_line, filter_crop, recognise
 from models.ocr.runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
 from models.ocr.seal import VERSION as SEAL_VERSION
 from models.ocr.seal import unseal
@@ -68,10 +68,10 @@ SEAL_MODES = ("", "det", "page")
 TUNED: dict[str, dict[str, float | int | bool]] = {
     "v4": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.5, "cpu_threads": 1,
            "rec_min_width": 320, "det_small_text_px": 0, "det_box_thresh": 0.6, "det_unclip_ratio": 1.5,
-           "det_dilate": False},
+           "det_dilate": False, "rec_width_step": 32, "rec_batch_slack": -1},
     "v6": {"det_limit_side_len": 1280, "rec_retry_below": 0.9, "drop_score": 0.3, "cpu_threads": 0,
            "rec_min_width": 96, "det_small_text_px": 14, "det_box_thresh": 0.6, "det_unclip_ratio": 1.5,
-           "det_dilate": False},
+           "det_dilate": False, "rec_width_step": 8, "rec_batch_slack": 0.25},
 }
 # Detector input normalisation per model: PP-OCRv4's det was trained on ImageNet statistics; v6 reads
 # better with (x - 0.5) / 0.5, as rapidocr feeds it (bench/README.md: clean CER 0.0258 -> 0.0139, real
@@ -104,6 +104,12 @@ class OCRSettings:
     rec_batch_columns: int = 16 * 320     # most padded input columns per batch: bounds memory on long lines
     rec_min_width: int | None = None      # narrower line crops are padded up to this many columns (v4 320,
                                           # what it was trained on; v6 96)
+    rec_width_step: int | None = None     # recognition input widths are rounded up to this many columns (v4 32:
+                                          # oneDNN caches a kernel per shape; v6 8: onnxruntime does not)
+    rec_batch_slack: float | None = None  # a recognition batch holds lines at most this share wider than its
+                                          # narrowest (v6 0.25; 0 = one width per batch; -1 = unbounded, v4):
+                                          # padding columns cost the convolutions what text does; 0.25 keeps
+                                          # 85% of 0's saving and most of the old readings (bench/README.md)
     use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
@@ -150,6 +156,8 @@ class OCRSettings:
         for name, value in TUNED[self.model].items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
+        if self.rec_batch_slack is not None:   # 0 and 0.0 are one setting, with one fingerprint
+            object.__setattr__(self, "rec_batch_slack", float(self.rec_batch_slack))
 
     def tag(self) -> str:
         """A short fingerprint of these settings, the model included: cached readings made with other
@@ -166,6 +174,11 @@ class OCRSettings:
             text += f", seal_finder={SEAL_VERSION}"
         if not self.det_small_text_px:
             text = text.replace(", det_small_text_px=0", "")
+        # recognition batched as before these options: the same readings, the same fingerprint
+        if self.rec_width_step == REC_WIDTH_STEP:
+            text = text.replace(f", rec_width_step={REC_WIDTH_STEP}", "")
+        if self.rec_batch_slack is not None and self.rec_batch_slack < 0:
+            text = text.replace(f", rec_batch_slack={self.rec_batch_slack!r}", "")
         if not self.faint_below:
             text = text.replace(", faint_below=0.0", "").replace(", faint_below=0", "")
         return hashlib.sha1(text.encode()).hexdigest()[:12]
@@ -291,8 +304,10 @@ class OCREngine:
 
     def _recognise(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
         s = self.settings
+        slack = float(s.rec_batch_slack if s.rec_batch_slack is not None else -1)
         return recognise(crops, self.rec, self.charset, s.rec_batch_num, s.rec_batch_columns,
-                         int(s.rec_min_width or 0), s.rec_interpolation) if crops else []
+                         int(s.rec_min_width or 0), s.rec_interpolation, int(s.rec_width_step or REC_WIDTH_STEP),
+                         slack if slack >= 0 else None) if crops else []
 
     # --- public -----------------------------------------------------------------------------------
     def read(self, image: np.ndarray, page_index: int = 0, timings: dict[str, float] | None = None,

@@ -1,9 +1,12 @@
 """Line crops, the 0/180 angle classifier and CTC text recognition.
 
 Recognition is batched over lines sorted by aspect ratio, so a batch pads to a similar width and a
-wide line does not make every short line in its batch pay for its padding. A predictor that may run
-several calls at once (`parallel` > 1, models/ocr/onnx.py) gets that many batches side by side, widest
-first, so the cores finish together.
+wide line does not make every short line in its batch pay for its padding. `slack` bounds that padding:
+a batch holds only lines at most that share wider than its narrowest (0 = one width per batch). The
+recogniser's cost is its convolutions, proportional to the columns it is given, padding included, and
+a batch per width costs no more per column than a mixed one (bench/README.md, "Recognition padding").
+A predictor that may run several calls at once (`parallel` > 1, models/ocr/onnx.py) gets that many
+batches side by side, widest first, so the cores finish together.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import numpy as np
 
 REC_HEIGHT = 48
 REC_MIN_WIDTH = 320          # PP-OCRv4 rec was trained on 48 x 320 inputs; narrower pads up to this
-REC_WIDTH_STEP = 32          # widths rounded up to this, so oneDNN sees few distinct shapes
+REC_WIDTH_STEP = 32          # widths rounded up to this, so oneDNN sees few distinct shapes (v4's default)
 CLS_SHAPE = (48, 192)
 
 
@@ -138,14 +141,17 @@ def ctc_decode(probs: np.ndarray, charset: list[str]) -> list[tuple[str, float]]
     return results
 
 
-def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: int) -> list[list[int]]:
+def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: int,
+             slack: float | None = None) -> list[list[int]]:
     """Consecutive runs of `order` (sorted narrow to wide) holding at most `max_lines` crops and at most
     `max_columns` padded columns in all: short lines batch many at a time, long lines few, so a batch's
-    memory (and oneDNN's buffers for its shape) stays bounded whatever the page holds."""
+    memory (and oneDNN's buffers for its shape) stays bounded whatever the page holds. With `slack` set,
+    a run also ends before a line more than that share wider than the run's first (padding bounded)."""
     batches: list[list[int]] = []
     current: list[int] = []
     for i in order:
-        if current and (len(current) >= max_lines or (len(current) + 1) * widths[i] > max_columns):
+        if current and (len(current) >= max_lines or (len(current) + 1) * widths[i] > max_columns
+                        or (slack is not None and widths[i] > widths[current[0]] * (1.0 + slack))):
             batches.append(current)
             current = []
         current.append(int(i))
@@ -156,14 +162,17 @@ def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: 
 
 def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndarray], charset: list[str],
               batch: int, max_columns: int = 16 * REC_MIN_WIDTH, min_width: int = REC_MIN_WIDTH,
-              interpolation: str = "linear") -> list[tuple[str, float]]:
+              interpolation: str = "linear", width_step: int = REC_WIDTH_STEP,
+              slack: float | None = None) -> list[tuple[str, float]]:
     """Text and confidence per crop, in the order given; `interpolation` names the resize to 48 px
-    (a key of INTERPOLATIONS)."""
+    (a key of INTERPOLATIONS); input widths are rounded up to `width_step` columns; `slack`: see
+    `_batches` (None = batches bounded only by lines and columns)."""
     interp = INTERPOLATIONS[interpolation]
+    step = max(1, int(width_step))
     widths = []
     for c in crops:
         w = max(min_width, int(math.ceil(REC_HEIGHT * c.shape[1] / max(1, c.shape[0]))))
-        widths.append(int(math.ceil(w / REC_WIDTH_STEP) * REC_WIDTH_STEP))
+        widths.append(int(math.ceil(w / step) * step))
     order = np.argsort(widths, kind="stable")
     results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
 
@@ -174,7 +183,7 @@ def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndar
         for i, res in zip(idx, ctc_decode(predictor(x), charset)):
             results[i] = res
 
-    batches = _batches(widths, order, batch, max_columns)
+    batches = _batches(widths, order, batch, max_columns, slack)
     parallel = int(getattr(predictor, "parallel", 1))
     if parallel > 1 and len(batches) > 1:
         # widest (costliest) batches first: the last ones to start are short, so the workers end together
