@@ -109,7 +109,7 @@ class OCRSettings:
     rec_batch_slack: float | None = None  # a recognition batch holds lines at most this share wider than its
                                           # narrowest (v6 0.25; 0 = one width per batch; -1 = unbounded, v4):
                                           # padding columns cost the convolutions what text does; 0.25 keeps
-                                          # 85% of 0's saving and most of the old readings (bench/README.md)
+                                          # most of 0's saving and most of the old readings (bench/README.md)
     use_angle_cls: bool = True            # decide page orientation (0/90/180/270)
     cls_batch_num: int = 16
     cls_vote_lines: int = 24              # widest lines that vote on 0 versus 180
@@ -304,10 +304,9 @@ class OCREngine:
 
     def _recognise(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
         s = self.settings
-        slack = float(s.rec_batch_slack if s.rec_batch_slack is not None else -1)
         return recognise(crops, self.rec, self.charset, s.rec_batch_num, s.rec_batch_columns,
                          int(s.rec_min_width or 0), s.rec_interpolation, int(s.rec_width_step or REC_WIDTH_STEP),
-                         slack if slack >= 0 else None) if crops else []
+                         float(s.rec_batch_slack if s.rec_batch_slack is not None else -1)) if crops else []
 
     # --- public -----------------------------------------------------------------------------------
     def read(self, image: np.ndarray, page_index: int = 0, timings: dict[str, float] | None = None,

@@ -142,16 +142,16 @@ def ctc_decode(probs: np.ndarray, charset: list[str]) -> list[tuple[str, float]]
 
 
 def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: int,
-             slack: float | None = None) -> list[list[int]]:
+             slack: float = -1.0) -> list[list[int]]:
     """Consecutive runs of `order` (sorted narrow to wide) holding at most `max_lines` crops and at most
     `max_columns` padded columns in all: short lines batch many at a time, long lines few, so a batch's
-    memory (and oneDNN's buffers for its shape) stays bounded whatever the page holds. With `slack` set,
+    memory (and oneDNN's buffers for its shape) stays bounded whatever the page holds. With `slack` >= 0,
     a run also ends before a line more than that share wider than the run's first (padding bounded)."""
     batches: list[list[int]] = []
     current: list[int] = []
     for i in order:
         if current and (len(current) >= max_lines or (len(current) + 1) * widths[i] > max_columns
-                        or (slack is not None and widths[i] > widths[current[0]] * (1.0 + slack))):
+                        or (slack >= 0 and widths[i] > widths[current[0]] * (1.0 + slack))):
             batches.append(current)
             current = []
         current.append(int(i))
@@ -163,10 +163,10 @@ def _batches(widths: list[int], order: np.ndarray, max_lines: int, max_columns: 
 def recognise(crops: list[np.ndarray], predictor: Callable[[np.ndarray], np.ndarray], charset: list[str],
               batch: int, max_columns: int = 16 * REC_MIN_WIDTH, min_width: int = REC_MIN_WIDTH,
               interpolation: str = "linear", width_step: int = REC_WIDTH_STEP,
-              slack: float | None = None) -> list[tuple[str, float]]:
+              slack: float = -1.0) -> list[tuple[str, float]]:
     """Text and confidence per crop, in the order given; `interpolation` names the resize to 48 px
     (a key of INTERPOLATIONS); input widths are rounded up to `width_step` columns; `slack`: see
-    `_batches` (None = batches bounded only by lines and columns)."""
+    `_batches` (negative = batches bounded only by lines and columns)."""
     interp = INTERPOLATIONS[interpolation]
     step = max(1, int(width_step))
     widths = []
