@@ -10,6 +10,7 @@ x = 0); a slope of 0 gives the plain test for pages read straight.
     continues_right(a, b, slope)     under(key, box, slope)                 row_offset(a, b, slope)
     cluster_rows(cells, line_height, slope)            reading_order(lines)
     level_quads(quads, slope, width, height)           (the lines' corners with the tilt turned out)
+    level_reading_order(quads, width, height)          (slope, level quads, reading order of a tilted page)
     char_box(line_box, text, start, end)     (a character's share of its line by printed width)
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ JOIN_ROW = 0.4      # continues_right: centres this x the smaller line height ap
                     # height then overlap by 0.6 of it: one printed line that OCR cut in two)
 HALF_WIDTH_INK = 0.7  # ink_box: digits' and Latin letters' ink height in a line as tall as its Chinese characters
                       # (generated invoices: 12-13 px digits on 19 px lines)
+LEVEL_MIN_SLOPE = 0.005  # level_reading_order: a page tilted more than this (0.3 degree) is read level
 JOIN_BACK = 1.0     # continues_right: b may start this x line height left of a's right edge (glyph boxes of
                     # neighbouring OCR lines often overlap by most of a character)
 
@@ -59,6 +61,31 @@ def level_quads(quads: list, slope: float, width: float, height: float) -> list[
     c, s = float(np.cos(theta)), float(np.sin(theta))
     cx, cy = width / 2, height / 2
     return [[[cx + (x - cx) * c + (y - cy) * s, cy - (x - cx) * s + (y - cy) * c] for x, y in q] for q in quads]
+
+
+class _Placed:
+    """A quad's box and its index, for reading_order."""
+    __slots__ = ("box", "index")
+
+    def __init__(self, quad: Any, index: int) -> None:
+        q = np.asarray(quad, dtype=float)
+        self.box = (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
+        self.index = index
+
+
+def level_reading_order(quads: list, width: float, height: float,
+                        min_slope: float = LEVEL_MIN_SLOPE) -> tuple[float, list[list[list[float]]], list[int]]:
+    """The page tilt, the quads turned level (`level_quads`; the quads themselves on a page tilted
+    `min_slope` or less) and the indices of the quads in reading order, rows found on the level quads.
+    On a tilted page the upright boxes' rows interleave: a 2-degree photo lifts the right end of a
+    1,500 px row by 50 px, two line heights, so its right-hand cell was read after the next row's
+    left-hand one; the level quads keep each printed row one row."""
+    slope = page_slope(quads)
+    if abs(slope) <= min_slope:
+        slope = 0.0
+    level = level_quads(quads, slope, width, height)
+    order = [p.index for p in reading_order([_Placed(q, i) for i, q in enumerate(level)])]
+    return slope, level, order
 
 
 def lift(box: Box, slope: float) -> float:

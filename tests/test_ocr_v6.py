@@ -128,7 +128,7 @@ def test_concurrent_recognition_returns_each_crops_reading_widest_batches_first(
     assert fake.most == 2
 
 
-def test_recognition_batches_hold_one_width_when_slack_is_zero():
+def test_recognition_batches_hold_one_width_when_slack_is_zero(monkeypatch):
     """slack 0: a batch never pads a line (every line in it has the batch's width); unbounded slack packs
     lines of different widths together as before; each crop still gets its own reading."""
     from models.ocr import rec as rec_mod
@@ -157,7 +157,11 @@ def test_recognition_batches_hold_one_width_when_slack_is_zero():
     # v6 batches by width, v4 as before; v4's fingerprint (and its OCR caches) is unchanged by the new fields
     v6, v4 = OCRSettings(model="v6"), OCRSettings(model="v4")
     assert (v6.rec_width_step, v6.rec_batch_slack, v4.rec_width_step, v4.rec_batch_slack) == (8, 0.25, 32, -1)
+    import models.ocr.engine as engine_mod
+    monkeypatch.setattr(engine_mod, "READ_ORDER_VERSION", 1)
     assert v4.tag() == "b49b59831d48"            # v4's fingerprint before these two fields existed
+    monkeypatch.setattr(engine_mod, "READ_ORDER_VERSION", 2)
+    assert v4.tag() == "34be51432335"            # ... and after lines came out in tilt-free reading order
     assert v6.tag() != OCRSettings(model="v6", rec_width_step=32, rec_batch_slack=-1).tag()
     assert OCRSettings(model="v6", rec_batch_slack=0).tag() == OCRSettings(model="v6", rec_batch_slack=0.0).tag()
 
@@ -194,6 +198,24 @@ def test_v6_rendered_page_turned_a_quarter_reads_in_order(v6):
     assert page.rotation == 90 and page.index == 2
     assert (page.height, page.width) == upright.shape[:2]
     assert [ln.text for ln in page.lines] == lines
+
+
+@pytest.mark.heavy
+def test_v6_photo_tilted_two_degrees_reads_row_by_row(v6):
+    """Three rows of a key at the left and a figure at the far right, photographed 2.5 degrees off: the
+    figure stands a row lower (or higher) than its key as upright boxes go; the lines still come out a
+    printed row at a time, each key before its own figure."""
+    rows = [("发票号码", "12345678"), ("开票日期", "20240105"), ("价税合计", "39820.50")]
+    img = Image.new("RGB", (1600, 420), "white")
+    draw = ImageDraw.Draw(img)
+    for r, (key, figure) in enumerate(rows):
+        draw.text((60, 120 + 56 * r), key, fill="black", font=pil_font("song", 30))
+        draw.text((1300, 120 + 56 * r), figure, fill="black", font=pil_font("song", 30))
+    upright = np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
+    for turn in (2.5, -2.5):
+        m = cv2.getRotationMatrix2D((800, 210), turn, 1.0)
+        page = v6.read(cv2.warpAffine(upright, m, (1600, 420), borderValue=(255, 255, 255)))
+        assert [ln.text for ln in page.lines] == [t for row in rows for t in row], turn
 
 
 @pytest.mark.heavy

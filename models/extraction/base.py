@@ -145,20 +145,18 @@ def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
                  span=[offset + s.start, offset + s.end])
 
 
-LEVEL_MIN_SLOPE = 0.005   # level_lines: a page tilted more than this (0.3 degree) is turned level for the encoder
+LEVEL_MIN_SLOPE = geometry.LEVEL_MIN_SLOPE   # level_lines: a page tilted more than this is turned level
 
 
 def level_lines(page: Page, off: frozenset[str] = frozenset()) -> tuple[list[Line], list[int]]:
     """The page's lines as the encoder should see them, and each one's index in page.lines: on a page tilted
     more than LEVEL_MIN_SLOPE, turned level about the page centre (data/geometry.py `level_quads`) and put
-    in reading order again (on a tilted page the rows of the reading order as read interleave: a seller's
-    name read between two item cells); else, or with the rule in `off`, the lines themselves. Only the
+    in reading order again (`level_reading_order`: OCR already reads in that order, pages from older
+    caches or importers may not); else, or with the rule in `off`, the lines themselves. Only the
     encoder's input changes: decoding, boxes in the output and every layout rule use the lines as read."""
-    slope = 0.0 if "level_lines" in off else geometry.page_slope([ln.quad for ln in page.lines])
-    if abs(slope) <= LEVEL_MIN_SLOPE:
+    if "level_lines" in off:
         return page.lines, list(range(len(page.lines)))
-    quads = geometry.level_quads([ln.quad for ln in page.lines], slope, page.width, page.height)
-    level = [dataclasses.replace(ln, quad=q) for ln, q in zip(page.lines, quads)]
-    position = {id(ln): i for i, ln in enumerate(level)}
-    ordered = geometry.reading_order(level)
-    return ordered, [position[id(ln)] for ln in ordered]
+    slope, quads, order = geometry.level_reading_order([ln.quad for ln in page.lines], page.width, page.height)
+    if not slope:
+        return page.lines, list(range(len(page.lines)))
+    return [dataclasses.replace(page.lines[i], quad=quads[i]) for i in order], order

@@ -8,6 +8,7 @@ change without touching them.
 - onnx.py: onnxruntime sessions on the PP-OCRv6 ONNX files (v6);
 - eval.py: CER and line scores for benches and tests.
 """
+from data.geometry import reading_order
 from models.ocr.engine import (
     DEFAULT_MODEL,
     MODEL_ENV,
@@ -17,7 +18,6 @@ from models.ocr.engine import (
     OCRSettings,
     get_engine,
     read_quality,
-    reading_order,
 )
 
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "POOR_READ", "TUNED", "OCREngine", "OCRSettings", "get_engine",

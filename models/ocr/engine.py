@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from data.document import Line, Page
-from data.geometry import reading_order  # the one reading order (also used by decoding)
+from data.geometry import level_reading_order  # the one reading order (also used by decoding), tilt taken out
 from models.ocr.det import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -52,6 +52,7 @@ from models.runtime import on_model_thread
 DEFAULT_MODEL = "v6"
 MODEL_ENV = "OCR_MODEL"      # environment variable that overrides DEFAULT_MODEL for settings that name no model
 SEAL_MODES = ("", "det", "page")
+READ_ORDER_VERSION = 2      # 2: rows found with the page tilt turned out (data/geometry.py level_reading_order)
 
 # What was tuned per model generation with bench/ocr_bench.py (bench/README.md). An OCRSettings field
 # left at None takes its model's value here, so `OCRSettings(model="v6")` is the tuned v6 reader.
@@ -181,6 +182,8 @@ class OCRSettings:
             text = text.replace(f", rec_batch_slack={self.rec_batch_slack!r}", "")
         if not self.faint_below:
             text = text.replace(", faint_below=0.0", "").replace(", faint_below=0", "")
+        if READ_ORDER_VERSION > 1:  # lines come out in another order on tilted pages; decoding reads that order
+            text += f", read_order={READ_ORDER_VERSION}"
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     # typed views of the fields that __post_init__ fills in
@@ -363,7 +366,9 @@ class OCREngine:
                 quad = np.clip(quad - pad, 0, [w - 2 * pad - 1, h - 2 * pad - 1])
             lines.append(Line(text=text, quad=[[round(float(x), 1), round(float(y), 1)] for x, y in quad],
                               score=round(score, 4)))
-        return Page(index=page_index, width=w - 2 * pad, height=h - 2 * pad, lines=reading_order(lines),
+        width, height = w - 2 * pad, h - 2 * pad
+        _, _, order = level_reading_order([ln.quad for ln in lines], width, height)
+        return Page(index=page_index, width=width, height=height, lines=[lines[i] for i in order],
                     rotation=rotation)
 
 
