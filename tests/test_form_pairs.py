@@ -14,10 +14,12 @@ TAG_COL = {"O": 0, "H": 2, "Q": 4, "A": 6}
 
 
 def _page(lines: list[tuple[str, list[float]]], tags: list[str] | None = None, scores=None) -> tuple[Page, dict]:
-    """A page of OCR lines and a prediction whose tags are given per line as one letter per
-    character (O/H/Q/A, default all O: a model that knows nothing about the page, as on a real scan)."""
+    """A page of OCR lines (each with its box, or its quad on a tilted page) and a prediction whose tags
+    are given per line as one letter per character (O/H/Q/A, default all O: a model that knows nothing
+    about the page, as on a real scan)."""
     page = Page(index=0, width=1200, height=1600,
-                lines=[Line(text=t, quad=box_to_quad(b), score=(scores or {}).get(i, 0.99))
+                lines=[Line(text=t, quad=b if isinstance(b[0], list) else box_to_quad(b),
+                            score=(scores or {}).get(i, 0.99))
                        for i, (t, b) in enumerate(lines)])
     probs = []
     for i, (text, _) in enumerate(lines):
@@ -537,3 +539,4 @@ def test_pairs_of_one_row_come_left_to_right_whatever_their_top_edges():
     right = Pair(key="结束日期", value="2020-11-23", key_box=[300, 100, 380, 120], value_box=[390, 100, 480, 120])
     below = Pair(key="请假天数", value="6天", key_box=[60, 140, 140, 160], value_box=[150, 140, 200, 160])
     assert [p.key for p in reading_order([below, right, left])] == ["开始日期", "结束日期", "请假天数"]
+

@@ -12,6 +12,9 @@ from models.extraction.doctype import pick_type
 from models.extraction.forms import decode_form
 from models.extraction.rules import decode_fields
 from models.extraction.spans import decode_spans
+from tests.test_form_pairs import LABELS as FORM_TAGS
+from tests.test_form_pairs import _page as _form_page
+from tests.test_form_pairs import _pairs as _form_pairs
 
 
 def test_rules_are_named_once_in_order_and_print():
@@ -824,3 +827,43 @@ def test_the_encoder_reads_a_tilted_page_as_it_reads_the_page_level(tiny_model_d
     off = {ln.text: p for ln, p in zip(tilted.lines, ex.predict_page(tilted, frozenset(["level_lines"])).probs)}
     assert all(np.allclose(on[t], want[t], atol=1e-4) for t in texts)
     assert not all(np.allclose(off[t], want[t], atol=1e-4) for t in texts)
+
+
+def test_a_bare_first_option_before_boxed_ones_is_the_ticked_one():
+    # 是否加急 | 是 | □否: the filled box before 是 was lost by OCR; the one bare option is the answer, not
+    # the figure under the label (the next field's, or nobody's)
+    lines = [("是否加急", [100, 100, 196, 124]), ("是", [220, 100, 244, 124]), ("□否", [280, 100, 330, 124]),
+             ("2018.09", [100, 140, 180, 164])]
+    page, pred = _form_page(lines, ["QQQQ", "O", "AA", "AAAAAAA"])
+    assert [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS)] == [("是否加急", "是")]
+    off = frozenset({"form_bare_first_option"})
+    assert [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=off)] == [("是否加急", "2018.09")]
+    # a ticked box further on names the answer; two bare options leave it unknown
+    assert _form_pairs([lines[0], lines[1], ("☑否", [280, 100, 330, 124])]) == [("是否加急", "否")]
+    assert _form_pairs([lines[0], lines[1], lines[2], ("其他", [360, 100, 408, 124])]) == []
+
+
+def test_a_far_value_with_another_label_before_it_on_its_row_is_that_labels():
+    # two fields a row on a photo tilted 3 degrees, the left one (申请日期) empty; the right one's value
+    # wraps over two lines, the second starting 3 px further left, so it is 通讯地址's nearest piece, and
+    # the first line, nearer the date's row than 通讯地址 is, was offered to the date by the value column
+    slope = 0.05
+    rows = [("申请人", "上官磊雨"), ("受理编号", "5992290237"), ("经办人", "朱秀敏"), ("联系人", "谭红")]
+    lines, tags = [], []
+
+    def at(text: str, x: float, y: float, w: float, tag: str) -> None:
+        top, end = y + slope * x, y + slope * (x + w)
+        lines.append((text, [[x, top], [x + w, end], [x + w, end + 24], [x, top + 24]]))
+        tags.append(tag * len(text))
+    for i, (k, v) in enumerate(rows):
+        at(k, 60, 100 + 60 * i, 24 * len(k), "Q")
+        at(v, 700, 100 + 60 * i, 12 * len(v), "A")
+    at("申请日期", 60, 340, 96, "Q")
+    at("通讯地址", 520, 356, 96, "Q")
+    at("南宁市青秀区湖滨路260号", 700, 338, 230, "A")
+    at("工业园2609室", 697, 360, 120, "A")
+    got = _form_pairs(lines, tags)
+    assert ("通讯地址", "南宁市青秀区湖滨路260号工业园2609室") in got and not any(k == "申请日期" for k, _ in got)
+    page, pred = _form_page(lines, tags)
+    off = [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=frozenset({"form_far_past_key"}))]
+    assert ("申请日期", "南宁市青秀区湖滨路260号") in off and ("通讯地址", "工业园2609室") in off

@@ -17,6 +17,7 @@ from models.extraction.form_pieces import (
     KEY_ENDINGS,
     KOU,
     SENTENCE,
+    TICKED,
     Piece,
     cjk,
     glued_key,
@@ -37,6 +38,7 @@ TOUCH_OVERLAP = 0.5  # the OCR boxes of two lines of a packed cell may overlap b
 TABLE_COLUMNS = 3    # a data table in a form: this many column headings in a row (Layout.data_table) ...
 TABLE_ROWS = 2       # ... over this many rows of answers
 SPACED_GAP = 2.0     # x line height: the characters of a letter-spaced label (姓 | 名) stand this close
+PAST_KEY_ROW = 1.0   # Layout.past_a_key: a label within this x line height of the value's row stands on it
 COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
 SECTION = re.compile(r"^([一二三四五六七八九十]+[、.．]|\d+[、.．]\D|第.{1,3}[部章节条])")   # 一、基本信息: a heading
 
@@ -80,12 +82,22 @@ class Layout:
                 return others[i]
         return None
 
-    def column_values(self, keys: list[Piece]) -> dict[int, Piece]:
+    def past_a_key(self, k: Piece, v: Piece, keys: list[Piece]) -> bool:
+        """Whether another label stands between `k` and its far value `v`, on `v`'s row: the value is that
+        label's (申请日期 | (empty) | 通讯地址 | 南宁市…: the address is not the date's, though a rough tilt
+        estimate puts 通讯地址 off the row the date shares with the address). A value belongs to the
+        nearest label before it; "on its row" is looser here (PAST_KEY_ROW) than for pairing."""
+        h = self.line_height(k)
+        return any(p is not k and p is not v and p.box[0] >= k.box[2] - h / 2 and p.box[2] <= v.box[0] + h / 2
+                   and geometry.same_row(p.box, v.box, self.slope, PAST_KEY_ROW) for p in keys)
+
+    def column_values(self, keys: list[Piece], past_keys: bool = False) -> dict[int, Piece]:
         """id(key) -> its value across a wide gap, where the gap is the page's table structure: keys that
         start their rows with nothing within form_right_gap, whose nearest pieces further right stand in one
         column (same centre or same left edge within a line height) on at least COLUMN_ROWS rows. A grid
         with wide value cells (label | ......张三......) leaves every value far from its label; a lone far
-        piece on one row says nothing."""
+        piece on one row says nothing. Unless `past_keys`, a value with another of `keys` before it on its
+        row is not `k`'s (`past_a_key`), though it counts towards the column."""
         far: list[tuple[Piece, Piece]] = []
         for k in keys:
             if not self.first_in_row(k) or self.right_of(k) is not None:
@@ -99,7 +111,7 @@ class Layout:
             h = self.line_height(k)
             mid = (v.box[0] + v.box[2]) / 2
             rows = sum(abs((w.box[0] + w.box[2]) / 2 - mid) <= h or abs(w.box[0] - v.box[0]) <= h for _, w in far)
-            if rows >= COLUMN_ROWS:
+            if rows >= COLUMN_ROWS and (past_keys or not self.past_a_key(k, v, keys)):
                 out[id(k)] = v
         return out
 
@@ -281,13 +293,21 @@ def join_spaced(geo: Layout, pieces: list[Piece], merged_from: Callable[[Piece, 
     return out
 
 
-def option_group(geo: Layout, first: Piece) -> tuple[bool, Piece | None]:
+def option_group(geo: Layout, first: Piece, bare_first: bool = False) -> tuple[bool, Piece | None]:
     """Printed choices starting at `first` along its row (□男 ☑女, one box a piece or all in one):
     (whether `first` starts an option group, the piece holding the ticked option if any). A filled box
     OCR lost leaves its option bare among the boxed ones (□身份证 □护照 其他): the one bare option in
-    the group, ending it or followed by more boxes, is the ticked one."""
+    the group, ending it or followed by more boxes, is the ticked one; so is a bare first option right
+    before the boxes (是否加急 | 是 | □否) with `bare_first`, unless the boxes name a ticked option or
+    another bare one (then which is ticked is not known)."""
     if not boxed(geo, first):
-        return False, None
+        nxt = geo.right_of(first)
+        if not bare_first or nxt is None or not boxed(geo, nxt) or not _bare_option(first):
+            return False, None
+        group, tick = option_group(geo, nxt)
+        if tick is None:
+            return group, first
+        return group, (tick if TICKED.search(tick.text) else None)
     p: Piece | None = first
     seen = 0
     bare: list[Piece] = []

@@ -181,6 +181,7 @@ class _Decoder:
         self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
         self.table: set[int] = set()           # ids of a data table's headings and cells (Layout.data_table)
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
+        self.bare_first = "form_bare_first_option" not in off    # 是 | □否: 是 was ticked (form_layout.option_group)
         self.geo = Layout(page, pieces, st)
         # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
         # on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a page
@@ -276,7 +277,7 @@ class _Decoder:
             return True
         w = self.geo.right_of(v)
         if w is not None and not options(v.text) and "form_check_groups" not in self.off and \
-                option_group(self.geo, w)[0] and self.ks(v) >= self.st.form_key_min:
+                option_group(self.geo, w, self.bare_first)[0] and self.ks(v) >= self.st.form_key_min:
             return True                 # 证件类型 □身份证 □护照: a question with its own choices
         return w is not None and self.is_value(w) and not key_word(w.text) and \
             self.ks(v) >= self.st.form_key_min and self.ks(v) - self.ks(w) >= self.st.form_key_margin
@@ -328,8 +329,10 @@ class _Decoder:
     def _candidates(self, key_min: float, margin_min: float) -> list[Cand]:
         out: list[Cand] = []
         self.column = {}
+        keyish = [k for k in self.pieces if self.can_key(k, key_min, grid=True)]
+        past = "form_far_past_key" in self.off
         if "form_value_column" not in self.off:
-            self.column = self.geo.column_values([k for k in self.pieces if self.can_key(k, key_min, grid=True)])
+            self.column = self.geo.column_values(keyish, past_keys=past)
         for k in self.pieces:
             if not self.can_key(k, key_min):
                 continue
@@ -341,6 +344,8 @@ class _Decoder:
             far = False
             if right is None and (k.colon_key or qualified_label(k.text)) and self.geo.first_in_row(k):
                 right = self.geo.right_of(k, far=True)            # a cover's value far out on its underline
+                if right is not None and not past and self.geo.past_a_key(k, right, keyish):
+                    right = None                                  # another label's value
                 far = right is not None
             if right is None and "form_value_column" not in self.off:
                 right = self.column.get(id(k))                    # a wide value cell of the page's grid
@@ -352,7 +357,7 @@ class _Decoder:
                 if v is None:
                     continue
                 if where == "right" and "form_check_groups" not in self.off:
-                    group, tick = option_group(self.geo, v)
+                    group, tick = option_group(self.geo, v, self.bare_first)
                     if group:                            # the answer is the ticked box, or there is none
                         if tick is not None:
                             out.append(Cand(k, tick, where, 5.0 + self.link_term(k, tick), tick=True))
@@ -533,7 +538,8 @@ class _Decoder:
         """The value with its first line, where a value of two lines stands centred on its label's row in
         one cell (郑州市金水区东风路95 / 号A座2208室 beside 家庭住址) and layout found the second: a free value
         line right of the key, right above `v` as its previous line, reaching into the key's row and
-        with no other label left of it."""
+        with no other piece between the key and it (one further left, the empty field before the key's,
+        is no rival)."""
         if v.used is False or v.more or v.box[0] < k.box[2]:
             return v
         for u in self.pieces:
@@ -541,7 +547,8 @@ class _Decoder:
                     u.box[3] <= k.box[1] or u.box[1] >= v.box[1]:
                 continue
             left = self.geo.left_of(u)
-            if left not in (None, k) or not continues_value(self.geo, u, v, None) or not self.is_value(u, k) or \
+            rival = left is not None and left is not k and (left.box[0] > k.box[0] or "form_far_past_key" in self.off)
+            if rival or not continues_value(self.geo, u, v, None) or not self.is_value(u, k) or \
                     self.is_label(u) or options(u.text) or self.ks(u) >= self.st.form_key_min:
                 continue
             u.used = True
