@@ -265,8 +265,11 @@ def test_goods_rows_only_and_fill_by_arithmetic():
     # totals_by_arithmetic finds the same figure (the sum's terms and the 大写 line agree on it): both off, none
     assert _value(_fields("vat_invoice", rows, spans, frozenset(["totals_by_arithmetic"])), "total_with_tax") == \
         "20663.42"
-    assert "total_with_tax" not in _fields("vat_invoice", rows, spans,
-                                           frozenset(["fill_by_arithmetic", "totals_by_arithmetic"])).fields
+    # the label cell （小写） with the figure right of it finds it too (fields_by_label_cells): all three off, none
+    assert _value(_fields("vat_invoice", rows, spans, frozenset(["fill_by_arithmetic", "totals_by_arithmetic"])),
+                  "total_with_tax") == "20663.42"
+    assert "total_with_tax" not in _fields("vat_invoice", rows, spans, frozenset(
+        ["fill_by_arithmetic", "totals_by_arithmetic", "fields_by_label_cells"])).fields
 
 
 def test_drop_total_row():
@@ -524,6 +527,26 @@ def test_fill_by_key_phrase():
     # a value a chosen field already holds is not taken twice
     taken = _fields("vat_invoice", rows, [Span("invoice_number", 0, 4, 24, 0.9)], frozenset(["rekey_after_key_phrase"]))
     assert _value(taken, "invoice_number") == "29392485974249617064" and "check_code" not in taken.fields
+
+
+def test_fields_by_label_cells():
+    # a licence printed as label | value cells in two columns; the model, on a layout it never saw, took
+    # the scope's first line for the address, a piece of the capital, and no date at all
+    rows = [("名称", [130, 444, 228, 478]), ("南京佳浩房地产开发有限公司", [268, 453, 550, 484]),
+            ("注册资本", [830, 461, 922, 489]), ("人民币陆拾万元整", [964, 466, 1139, 497]),
+            ("成立日期", [828, 513, 921, 546]), ("2020年11月15日", [961, 520, 1119, 551]),
+            ("经营范围", [130, 610, 221, 638]), ("机械设备租赁；销售计算机、软件", [264, 616, 762, 651]),
+            ("住所", [824, 621, 920, 655]), ("南京市鼓楼区望江路526号", [961, 630, 1333, 662]),
+            ("法定代表人", [131, 554, 244, 586]), ("营业期限", [262, 561, 360, 588])]
+    spans = [Span("name", 1, 0, 13, 0.9), Span("registered_capital", 3, 1, 8, 0.6), Span("address", 7, 0, 6, 0.5),
+             Span("business_scope", 7, 0, 15, 0.4)]
+    on, off = _on_off("fields_by_label_cells", "business_licence", rows, spans)
+    assert (_value(on, "address"), _value(on, "registered_capital"), _value(on, "established_date")) == \
+        ("南京市鼓楼区望江路526号", "600000.00", "2020-11-15")
+    assert (_value(off, "address"), _value(off, "established_date")) == ("机械设备租赁", None)
+    assert _value(on, "name") == _value(off, "name") == "南京佳浩房地产开发有限公司"     # the model's, read as a name
+    # a label right of a label (法定代表人 | 营业期限: an empty cell) gives neither a value
+    assert "legal_representative" not in on.fields and "business_term" not in on.fields
 
 
 def test_title_nearest():

@@ -8,8 +8,18 @@ from __future__ import annotations
 
 import re
 
+from data import geometry
 from data.labels import COLONS
-from models.extraction.base import CODE_TYPES, TYPE_SHAPES, PageContext, Span, clean, line_starts, plausible
+from models.extraction.base import (
+    CODE_TYPES,
+    TYPE_SHAPES,
+    PageContext,
+    Span,
+    clean,
+    line_of,
+    line_starts,
+    plausible,
+)
 from models.extraction.doctype import complete_title, nearest_title, snap_title
 from models.extraction.fields import (
     credit_code_repair,
@@ -159,6 +169,53 @@ def fill_by_key_phrase(ctx: PageContext) -> None:
                     found.setdefault(clean(v.group(1)), Span(key, li, a, b, 0.5))
         if len(found) == 1:
             ctx.doc.fields[key] = ctx.make_field(key, spec, next(iter(found.values())))
+
+
+def fields_by_label_cells(ctx: PageContext) -> None:
+    """A label printed as a line of its own that is exactly one field's key phrase (成立日期, 住所), with a
+    line right of it on its row within `row_key_far` line heights (a licence's label | value cells): that
+    line is the field's value, when it reads as the field's type, is no label itself, and the model chose
+    for the field nothing, a value that does not read as its type, or a line that is another such
+    label's value (the scope's first line taken as the address). Layout says whose value a cell is
+    where the model's tags, on a layout it never saw, say otherwise."""
+    page = ctx.page
+    owners: dict[str, set[str]] = {}
+    for key, phs in ctx.phrases.items():
+        for ph in phs:
+            if ph:
+                owners.setdefault(ph, set()).add(key)
+    label = {li: next(iter(owners[t])) for li, ln in enumerate(page.lines)
+             if len(owners.get(t := re.sub(rf"[\s{COLONS}]+", "", ln.text), ())) == 1}
+    if not label:
+        return
+    slope = geometry.page_slope([ln.quad for ln in page.lines])
+    boxes = [ln.box for ln in page.lines]
+    value: dict[str, int] = {}
+    for li, key in label.items():
+        others = [j for j in range(len(boxes)) if j != li]
+        i = geometry.right_of(boxes[li], [boxes[j] for j in others], slope, ctx.settings.row_key_far)
+        if i is None or others[i] in label or key in value:
+            continue
+        text = page.lines[others[i]].text
+        if any(ph and re.sub(r"\s+", "", text).startswith(ph) for ph in ctx.every_phrase) or \
+                not plausible(ctx.specs[key], clean(text)):
+            continue
+        value[key] = others[i]
+    if not value:
+        return
+    offsets = line_starts(page)
+    theirs = {j: k for k, j in value.items()}
+    for key, vj in value.items():
+        spec, f = ctx.specs[key], ctx.doc.fields.get(key)
+        if f is not None and (f.page != page.index or not f.span):
+            continue
+        if f is not None:
+            at = line_of(offsets, f.span[0])
+            if plausible(spec, f.raw) and theirs.get(at, key) == key:
+                continue                # the model's value reads as the type and is no other label's
+        text = page.lines[vj].text
+        start = len(text) - len(text.lstrip())
+        ctx.doc.fields[key] = ctx.make_field(key, spec, Span(key, vj, start, len(text.rstrip()), 0.5))
 
 
 def _text_fields(ctx: PageContext) -> list:
