@@ -521,7 +521,9 @@ def test_grow_code_run():
 def test_fill_by_key_phrase():
     rows = _stacked(["校验码：29392485974249617064", "纳税人识别号：9251010749A2478Q71", "发票号码：4836428"])
     on, off = _on_off("fill_by_key_phrase", "vat_invoice", rows, [])
-    assert _value(on, "check_code") == "29392485974249617064" and "check_code" not in off.fields
+    assert _value(on, "check_code") == "29392485974249617064" == _value(off, "check_code")   # fill_by_pattern
+    off = _fields("vat_invoice", rows, [], frozenset(["fill_by_key_phrase", "fill_by_pattern"]))
+    assert "check_code" not in off.fields
     # 纳税人识别号 names the buyer's and the seller's: no owner; 4836428 does not read as an 8-digit number
     assert "buyer_tax_id" not in on.fields and "seller_tax_id" not in on.fields and "invoice_number" not in on.fields
     # a value a chosen field already holds is not taken twice
@@ -547,6 +549,21 @@ def test_fields_by_label_cells():
     assert _value(on, "name") == _value(off, "name") == "南京佳浩房地产开发有限公司"     # the model's, read as a name
     # a label right of a label (法定代表人 | 营业期限: an empty cell) gives neither a value
     assert "legal_representative" not in on.fields and "business_term" not in on.fields
+
+
+def test_fill_by_pattern():
+    # a ticket's departure time printed after its date; the model tagged the date only, the seat short of 号
+    rows = _stacked(["昆明南站", "2020年11月22日15:23开", "06车017号上铺", "检票口：4B"])
+    spans = [Span("departure_date", 1, 0, 11, 0.9), Span("seat", 2, 0, 6, 0.9), Span("from_station", 0, 0, 4, 0.9)]
+    on, off = _on_off("fill_by_pattern", "train_ticket", rows, spans)
+    assert (_value(on, "departure_time"), _value(on, "seat")) == ("15:23", "06车017号上铺")
+    assert (_value(off, "departure_time"), _value(off, "seat")) == (None, "06车017")
+    assert _value(on, "departure_date") == "2020-11-22"
+    assert _value(on, "from_station") == "昆明南"                    # the schema's drop_suffix: 站 is printed, not kept
+    # two different times on the page: which one is not known, nothing is filled
+    two = _fields("train_ticket", _stacked(["2020年11月22日15:23开", "到达 18:40"]),
+                  [Span("departure_date", 0, 0, 11, 0.9)])
+    assert "departure_time" not in two.fields
 
 
 def test_title_nearest():

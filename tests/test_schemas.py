@@ -71,6 +71,8 @@ def test_user_schema_file_loads(tmp_path):
     assert schema.field("total").validators == ["amount"]
     assert schema.field("room").validators == ["pattern"]
     assert schema.field("total").key_phrases == ["合计"]          # defaults to the label
+    assert schema.field("room").drop_suffix == ""
+    assert load_schema("train_ticket").field("to_station").drop_suffix == "站"
 
 
 @pytest.mark.parametrize("body, message", [
@@ -83,6 +85,7 @@ def test_user_schema_file_loads(tmp_path):
     ("name: x\nlabel: y\nfields: [\n", "not valid YAML"),
     ("name: x\nfields: []\n", "label"),
     ("name: x\nlabel: y\nfields:\n  - {key: a, label: b, type: enum}\n", "choices"),
+    ("name: x\nlabel: y\nfields:\n  - {key: a, label: b, drop_suffix: [站]}\n", "drop_suffix"),
     ("name: x\nlabel: y\ntitle_required: true\nfields:\n  - {key: a, label: b}\n", "title_phrases is empty"),
     ("name: x\nlabel: y\ntitle_phrases: [t]\ntitle_required: 1\nfields:\n  - {key: a, label: b}\n",
      "true or false"),

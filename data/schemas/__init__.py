@@ -55,6 +55,7 @@ class FieldSpec:
     pattern: str | None = None     # regex over the normalised value (validator "pattern")
     choices: list[str] | None = None   # allowed values (type "enum")
     description: str = ""
+    drop_suffix: str = ""          # printed after the value but no part of it (站 of 南京南站)
 
 
 @dataclass
@@ -109,10 +110,10 @@ def _parse_field(raw: Any, where: str) -> FieldSpec:
     if not isinstance(raw, dict):
         _fail(where, "each field must be a mapping with at least `key` and `label`")
     unknown = set(raw) - {"key", "label", "type", "key_phrases", "validators", "required",
-                          "pattern", "choices", "description"}
+                          "pattern", "choices", "description", "drop_suffix"}
     if unknown:
         _fail(where, f"unknown setting(s) {sorted(unknown)}; allowed: key, label, type, key_phrases, "
-                     "validators, required, pattern, choices, description")
+                     "validators, required, pattern, choices, description, drop_suffix")
     key = raw.get("key")
     if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
         _fail(where, f"`key` must be lower_snake_case English (e.g. invoice_number), got {key!r}")
@@ -149,10 +150,13 @@ def _parse_field(raw: Any, where: str) -> FieldSpec:
     choices = raw.get("choices")
     if ftype == "enum" and not (isinstance(choices, list) and choices):
         _fail(where, "type `enum` needs a non-empty `choices:` list")
+    suffix = raw.get("drop_suffix", "")
+    if not isinstance(suffix, str):
+        _fail(where, f"`drop_suffix` must be a string (e.g. 站), got {suffix!r}")
     return FieldSpec(key=key, label=label, type=ftype, key_phrases=list(phrases),
                      validators=list(validators), required=bool(raw.get("required", False)),
                      pattern=pattern, choices=[str(c) for c in choices] if choices else None,
-                     description=str(raw.get("description", "")))
+                     description=str(raw.get("description", "")), drop_suffix=suffix)
 
 
 def _parse_rule(raw: Any, where: str, keys: set[str], item_keys: set[str]) -> Rule:

@@ -139,6 +139,9 @@ def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
     line = page.lines[s.line]
     raw = clean(line.text[s.start:s.end])
     value = normalize_value(spec.type if spec else "text", raw)
+    suffix = getattr(spec, "drop_suffix", "") if spec else ""
+    if value is not None and suffix and value.endswith(suffix) and len(value) > len(suffix):
+        value = value[:-len(suffix)].rstrip()          # 南京南站 -> 南京南: the schema's value leaves it out
     offset = sum(len(ln.text) + 1 for ln in page.lines[:s.line])
     return Field(key=key, value=value if value is not None else raw, raw=raw, score=round(s.score, 4),
                  box=value_box(line, s.start, s.end), page=page.index, label=spec.label if spec else key,

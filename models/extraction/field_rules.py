@@ -171,6 +171,31 @@ def fill_by_key_phrase(ctx: PageContext) -> None:
             ctx.doc.fields[key] = ctx.make_field(key, spec, next(iter(found.values())))
 
 
+def fill_by_pattern(ctx: PageContext) -> None:
+    """A field whose schema gives its pattern (a departure time HH:MM, a seat 06车017号) and which the
+    model left empty, or filled with a value its pattern refuses: the one run on the page that the
+    pattern matches whole (not inside a longer run of letters and digits), reads as the field's type,
+    and is not inside another chosen field of that type (a departure date's span may hold the time
+    printed after it). Two different such runs on the page, and nothing is filled."""
+    offsets = line_starts(ctx.page)
+    for key, spec in ctx.specs.items():
+        f = ctx.doc.fields.get(key)
+        if not spec.pattern or (f is not None and (f.page != ctx.page.index or
+                                                   re.fullmatch(spec.pattern, str(f.value)) is not None)):
+            continue
+        others = [g.span for k, g in ctx.here().items() if k != key and g.span and
+                  ctx.specs[k].type == spec.type]
+        found: dict[str, Span] = {}
+        for li, ln in enumerate(ctx.page.lines):
+            for m in re.finditer(rf"(?<![0-9A-Za-z])(?:{spec.pattern})(?![0-9A-Za-z])", ln.text):
+                a, b = offsets[li] + m.start(), offsets[li] + m.end()
+                if any(t[0] < b and a < t[1] for t in others) or not plausible(spec, m.group(0)):
+                    continue
+                found.setdefault(m.group(0), Span(key, li, m.start(), m.end(), 0.5))
+        if len(found) == 1:
+            ctx.doc.fields[key] = ctx.make_field(key, spec, next(iter(found.values())))
+
+
 def fields_by_label_cells(ctx: PageContext) -> None:
     """A label printed as a line of its own that is exactly one field's key phrase (成立日期, 住所), with a
     line right of it on its row within `row_key_far` line heights (a licence's label | value cells): that

@@ -74,6 +74,7 @@ RULES: list[Rule] = [
     Rule("choose_fields", "fields", field_rules.choose_fields, core=True),
     Rule("fill_by_key_phrase", "fields", field_rules.fill_by_key_phrase),
     Rule("fields_by_label_cells", "fields", field_rules.fields_by_label_cells),
+    Rule("fill_by_pattern", "fields", field_rules.fill_by_pattern),
     Rule("check_char_repair", "fields", field_rules.check_char_repair),
     Rule("bracket_below", "fields", field_rules.bracket_below),
     Rule("bracket_head", "fields", field_rules.bracket_head),
