@@ -368,6 +368,23 @@ def test_type_unsure_is_generic():
     assert types[pick_type(sure, types, schemas, ["好又多超市", "合计：12.50"], generic=2)] == "receipt"
 
 
+def test_type_keys_read_fuzzily():
+    # a traditional-script e-invoice photographed with the tax bureau's seal over its title: the keys are
+    # printed, but as 開票日期 and 發票號码, not the schema's 开票日期 / 发票号码
+    types = ["e_invoice", "generic_form"]
+    schemas = {t: load_schema(t) for t in types}
+    lines = ["電", "通發票)", "發票號码：24331125618447864449", "開票日期：2024年09月20日", "名稱",
+             "统一社會信用代码/纳税人阈别號", "项目名稱", "规格型號", "單位", "数量", "單價", "金额", "税率/微收率",
+             "合計", "價税合計（大寫）", "備註", "開票人：王霞艳"]
+    leaning = np.array([0.999, 0.001])
+    assert types[pick_type(leaning, types, schemas, lines, generic=1)] == "e_invoice"
+    assert types[pick_type(leaning, types, schemas, lines, off=frozenset(["type_keys_read_fuzzily"]),
+                           generic=1)] == "generic_form"
+    # a form that shares two words with an invoice is still no invoice
+    form = ["个人信息登记表", "姓名", "张三", "出生日期", "1990年01月01日", "联系电话", "13800000000", "备注"]
+    assert types[pick_type(leaning, types, schemas, form, generic=1)] == "generic_form"
+
+
 def test_form_layout_rules():
     two_line = [("政治", [100, 100, 148, 124]), ("面貌", [100, 128, 148, 152]), ("中共党员", [260, 114, 360, 138])]
     assert _pairs(two_line) == [("政治面貌", "中共党员")]

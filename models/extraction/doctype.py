@@ -91,24 +91,37 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
         if schema is None or not schema.title_required or "type_needs_title" in off or \
                 title_evidence(schema.title_phrases, lines, st.title_evidence_extra,
                                st.title_min_chars) >= st.title_evidence or \
-                ("type_by_key_phrases" not in off and key_evidence(schema, lines) >= st.type_key_evidence):
+                ("type_by_key_phrases" not in off and
+                 key_evidence(schema, lines, fuzzy="type_keys_read_fuzzily" not in off) >= st.type_key_evidence):
             return int(i)
     return int(probs.argmax())
 
 
-def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int = 3) -> float:
+KEY_READ_SHARE = 0.75   # key_evidence: a key of 4+ characters counts when a line holds this share of them in order
+KEY_LINE_LONGER = 3     # ... and that line is at most this many times as long as the key
+
+
+def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int = 3, fuzzy: bool = True) -> float:
     """Share of a schema's fields whose own printed key (a key phrase of `min_len` characters or more: 发票代码,
     开票日期, 纳税人识别号; not 名称) the page prints somewhere. A title under a seal or torn off leaves an invoice
     with most of its keys, while a form or a letter that the classifier leaned towards an invoice prints few of
     them: a type whose title is not shown is still kept on this evidence (`type_key_evidence`). Fewer than
-    `min_found` keys shown is no evidence: a form asking for 公民身份号码 is no ID card."""
+    `min_found` keys shown is no evidence: a form asking for 公民身份号码 is no ID card. With `fuzzy`, a key
+    of four characters or more also counts when one line holds KEY_READ_SHARE of its characters in order:
+    開票日期 (traditional script), 纳税人阈别号 (OCR), as `title_evidence` reads titles."""
     text = "".join(lines)
     keyed = [[ph for ph in (re.sub(r"\s+", "", to_halfwidth(k)) for k in f.key_phrases) if len(ph) >= min_len]
              for f in list(schema.fields) + list(schema.item_fields)]
     keyed = [phs for phs in keyed if phs]
     if not keyed:
         return 0.0
-    found = sum(any(ph in text for ph in phs) for phs in keyed)
+
+    def shown(ph: str) -> bool:
+        if ph in text:
+            return True
+        return fuzzy and len(ph) >= 4 and any(len(ln) <= KEY_LINE_LONGER * len(ph) and
+                                              lcs_length(ph, ln) >= KEY_READ_SHARE * len(ph) for ln in lines)
+    found = sum(any(shown(ph) for ph in phs) for phs in keyed)
     return found / len(keyed) if found >= min_found else 0.0
 
 

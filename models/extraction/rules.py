@@ -60,6 +60,8 @@ RULES: list[Rule] = [
          about="a type whose pages all print a title is passed over when the page shows too little of it"),
     Rule("type_by_key_phrases", "type", pick_type,
          about="a titled type whose title is not shown is kept when the page prints most of its fields' keys"),
+    Rule("type_keys_read_fuzzily", "type", pick_type,
+         about="a key of 4+ characters read in traditional script or misread (開票日期) still counts as printed"),
     Rule("field_candidates", "fields", field_rules.field_candidates, core=True),
     Rule("rekey_after_key_phrase", "fields", field_rules.rekey_after_key_phrase),
     Rule("rekey_by_row_key", "fields", field_rules.rekey_by_row_key),
