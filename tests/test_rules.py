@@ -566,6 +566,13 @@ def test_fields_by_label_cells():
     assert _value(on, "name") == _value(off, "name") == "南京佳浩房地产开发有限公司"     # the model's, read as a name
     # a label right of a label (法定代表人 | 营业期限: an empty cell) gives neither a value
     assert "legal_representative" not in on.fields and "business_term" not in on.fields
+    # a piece of a line is weak (程 of the scope's line), and with 住所 unread, the address may not keep the
+    # scope's cell
+    unread = [r for r in rows if r[0] != "住所"]
+    spans = [Span("business_scope", 7, 7, 8, 0.9), Span("address", 7, 0, 6, 0.5)]
+    on, off = _on_off("fields_by_label_cells", "business_licence", unread, spans)
+    assert _value(on, "business_scope") == "机械设备租赁;销售计算机、软件" and "address" not in on.fields
+    assert (_value(off, "business_scope"), _value(off, "address")) == ("销", "机械设备租赁")
 
 
 def test_fill_by_pattern():
@@ -581,6 +588,18 @@ def test_fill_by_pattern():
     two = _fields("train_ticket", _stacked(["2020年11月22日15:23开", "到达 18:40"]),
                   [Span("departure_date", 0, 0, 11, 0.9)])
     assert "departure_time" not in two.fields
+
+
+def test_amounts_whole_and_an_amount_after_its_key_phrase():
+    # the model took 1401051951 of the passenger's masked ID for the price; ¥443.5元 is printed after ¥
+    rows = _stacked(["￥443.5元", "1401051951****7740 白浩娜"])
+    spans = [Span("price", 1, 0, 10, 0.4)]
+    on = _fields("train_ticket", rows, spans)
+    assert _value(on, "price") == "443.50"
+    assert _value(_fields("train_ticket", rows, spans, frozenset(["amounts_whole"])), "price") == "1401051951.00"
+    assert "price" not in _fields("train_ticket", rows, spans, frozenset(["fill_by_key_phrase"])).fields
+    # a figure standing alone is a price as before
+    assert _value(_fields("train_ticket", _stacked(["66.50"]), [Span("price", 0, 0, 5, 0.4)]), "price") == "66.50"
 
 
 def test_title_nearest():
@@ -621,9 +640,11 @@ def test_totals_by_arithmetic():
     # totals that add up are left alone
     rows, spans = _totals(3)
     assert _value(_fields("vat_invoice", rows, spans), "total_tax") == "12137.51"
-    # one total kept and nothing else agreeing (no words on the page) is a coincidence, not evidence
+    # one total kept and nothing else agreeing (no words, no （小写） total on the page) is a coincidence,
+    # not evidence; the printed （小写） total, read after its key phrase (fill_by_key_phrase), agrees
     rows, spans = _totals(0, words="")
-    assert _value(_fields("vat_invoice", rows, spans[:2]), "total_tax") == "375.56"
+    assert _value(_fields("vat_invoice", rows[:6], spans[:2]), "total_tax") == "375.56"
+    assert _value(_fields("vat_invoice", rows, spans[:2]), "total_tax") == "12137.51"
 
 
 def test_words_by_arithmetic():

@@ -10,6 +10,7 @@ import re
 
 from data import geometry
 from data.labels import COLONS
+from data.normalize import normalize_amount, to_halfwidth
 from models.extraction.base import (
     CODE_TYPES,
     TYPE_SHAPES,
@@ -108,6 +109,22 @@ def drop_weak_pieces(ctx: PageContext) -> None:
             ctx.header = [s for s in ctx.header if not any(s is w for w in weak)]
 
 
+RUN_CHAR = re.compile(r"[0-9A-Za-z*]")
+
+
+def amounts_whole(ctx: PageContext) -> None:
+    """A money figure is never a piece of a longer run of digits, letters or masks: 1401051951 cut out of
+    the passenger's 1401051951****7740 is no ticket price. Such candidates of amount fields leave."""
+    def cut(s: Span) -> bool:
+        text = ctx.text(s)
+        body = text[s.start:s.end]
+        a = s.start + len(body) - len(body.lstrip())
+        b = s.end - (len(body) - len(body.rstrip()))
+        return (a > 0 and RUN_CHAR.match(text[a - 1]) is not None) or \
+            (b < len(text) and RUN_CHAR.match(text[b]) is not None)
+    ctx.header = [s for s in ctx.header if ctx.specs[s.key].type != "amount" or not cut(s)]
+
+
 def prefer_plausible(ctx: PageContext) -> None:
     """Of a typed field's candidates (a code, a tax ID, a date, an amount), those that do not read as the
     type give way when one does: 103 of the cipher area tagged as the seller's tax ID at 0.48 loses to
@@ -143,7 +160,8 @@ def check_char_repair(ctx: PageContext) -> None:
 def fill_by_key_phrase(ctx: PageContext) -> None:
     """A typed field (a code, a date) the model tagged nowhere, printed after a key phrase that names it
     alone (校验码：2939..., 发票号码：4836...): the value after that colon, when it reads as the field's type
-    and pattern and no chosen value holds it. Exactly one such value on the page, else nothing is filled."""
+    and pattern and no chosen value holds it; an amount also right after its key phrase with no colon
+    (¥443.5元, 票价 66.50). Exactly one such value on the page, else nothing is filled."""
     owners: dict[str, set[str]] = {}
     for key, phs in ctx.phrases.items():
         for ph in phs:
@@ -151,11 +169,20 @@ def fill_by_key_phrase(ctx: PageContext) -> None:
     offsets = line_starts(ctx.page)
     taken = [f.span for f in ctx.here().values() if f.span]
     for key, spec in ctx.specs.items():
-        if key in ctx.doc.fields or spec.type not in CODE_TYPES + ("date",):
+        if key in ctx.doc.fields or spec.type not in CODE_TYPES + ("date", "amount"):
             continue
         own = [ph for ph in ctx.phrases.get(key, []) if ph and owners[ph] == {key}]
         found: dict[str, Span] = {}
         for li, ln in enumerate(ctx.page.lines):
+            if spec.type == "amount":
+                for ph in own:          # ￥ and ¥, （ and ( are one character here (to_halfwidth keeps offsets)
+                    for m in re.finditer(re.escape(to_halfwidth(ph)) + rf"[\s{COLONS}]*¥?\s*(" +
+                                         TYPE_SHAPES["amount"] + ")", to_halfwidth(ln.text)):
+                        a, b = m.start(1), m.end(1)
+                        if plausible(spec, m.group(1)) and \
+                                not any(t[0] < offsets[li] + b and offsets[li] + a < t[1] for t in taken):
+                            found.setdefault(normalize_amount(m.group(1)) or m.group(1), Span(key, li, a, b, 0.5))
+                continue
             for m in re.finditer(f"[{COLONS}]", ln.text):
                 head = re.sub(r"\s+", "", ln.text[:m.start()])
                 if not any(head.endswith(ph) for ph in own):
@@ -198,10 +225,13 @@ def fill_by_pattern(ctx: PageContext) -> None:
 
 def fields_by_label_cells(ctx: PageContext) -> None:
     """A label printed as a line of its own that is exactly one field's key phrase (成立日期, 住所), with a
-    line right of it on its row within `row_key_far` line heights (a licence's label | value cells): that
+    line right of it on its row within `label_cell_gap` line heights (a licence's label | value cells): that
     line is the field's value, when it reads as the field's type, is no label itself, and the model chose
     for the field nothing, a value that does not read as its type, or a line that is another such
-    label's value (the scope's first line taken as the address). Layout says whose value a cell is
+    label's value (the scope's first line taken as the address), or, for free text, under half of its
+    line (程 of a line of the scope). A field whose own label was not read loses a value that stands in
+    another label's cell (the scope's first line taken as the address under an unread 住所). Layout says
+    whose value a cell is
     where the model's tags, on a layout it never saw, say otherwise."""
     page = ctx.page
     owners: dict[str, set[str]] = {}
@@ -218,7 +248,7 @@ def fields_by_label_cells(ctx: PageContext) -> None:
     value: dict[str, int] = {}
     for li, key in label.items():
         others = [j for j in range(len(boxes)) if j != li]
-        i = geometry.right_of(boxes[li], [boxes[j] for j in others], slope, ctx.settings.row_key_far)
+        i = geometry.right_of(boxes[li], [boxes[j] for j in others], slope, ctx.settings.label_cell_gap)
         if i is None or others[i] in label or key in value:
             continue
         text = page.lines[others[i]].text
@@ -236,11 +266,16 @@ def fields_by_label_cells(ctx: PageContext) -> None:
             continue
         if f is not None:
             at = line_of(offsets, f.span[0])
-            if plausible(spec, f.raw) and theirs.get(at, key) == key:
+            whole = len(re.sub(r"\s+", "", page.lines[at].text))
+            piece = spec.type == "text" and 2 * len(re.sub(r"\s+", "", f.raw)) < whole    # 程 of a line
+            if plausible(spec, f.raw) and theirs.get(at, key) == key and not piece:
                 continue                # the model's value reads as the type and is no other label's
         text = page.lines[vj].text
         start = len(text) - len(text.lstrip())
         ctx.doc.fields[key] = ctx.make_field(key, spec, Span(key, vj, start, len(text.rstrip()), 0.5))
+    for key, f in list(ctx.here().items()):     # a field whose own label is not read keeps no other's value
+        if key not in value and f.span and theirs.get(line_of(offsets, f.span[0]), key) != key:
+            del ctx.doc.fields[key]
 
 
 def _text_fields(ctx: PageContext) -> list:

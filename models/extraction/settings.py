@@ -42,6 +42,7 @@ class DecodeSettings:
     long_key_share: float = 2 / 3      # ... and this share of the key's characters in order is key text
     row_key_reach: float = 0.3         # a key line left of a lone value ends at most this x line height into it
     row_key_far: float = 2.0           # a colon-less label more line heights left of a value is another column's
+    label_cell_gap: float = 4.0        # fields_by_label_cells: a label line's value starts within this x line height
     join_overlap: float = 0.3          # a line continuing another may overlap it by this x line height (OCR boxes
                                        # of a cut line overlap; a third of a line: the same ink read twice)
     join_below: float = 0.8            # a name's bracketed part stacked below it starts within this many lines
