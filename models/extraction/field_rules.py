@@ -262,9 +262,9 @@ def fields_by_label_cells(ctx: PageContext) -> None:
     theirs = {j: k for k, j in value.items()}
     for key, vj in value.items():
         spec, f = ctx.specs[key], ctx.doc.fields.get(key)
-        if f is not None and (f.page != page.index or not f.span):
-            continue
         if f is not None:
+            if f.page != page.index or not f.span:
+                continue
             at = line_of(offsets, f.span[0])
             whole = len(re.sub(r"\s+", "", page.lines[at].text))
             piece = spec.type == "text" and 2 * len(re.sub(r"\s+", "", f.raw)) < whole    # 程 of a line
