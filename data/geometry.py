@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from data.document import quad_to_box
+
 Box = Sequence[float]
 
 WIDE_LINE = 2.0     # lines at least this many times as wide as tall give the tilt (short cells: noisy edges)
@@ -68,9 +70,7 @@ class _Placed:
     __slots__ = ("box", "index")
 
     def __init__(self, quad: Any, index: int) -> None:
-        q = np.asarray(quad, dtype=float)
-        self.box = (float(q[:, 0].min()), float(q[:, 1].min()), float(q[:, 0].max()), float(q[:, 1].max()))
-        self.index = index
+        self.box, self.index = quad_to_box(quad), index
 
 
 def level_reading_order(quads: list, width: float, height: float,

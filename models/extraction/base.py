@@ -64,6 +64,11 @@ class PageContext:
         self.item_specs = {f.key: f for f in self.schema.item_fields}
         self.phrases = {k: [re.sub(r"\s+", "", ph) for ph in f.key_phrases] for k, f in self.specs.items()}
         self.every_phrase = [ph for phs in self.phrases.values() for ph in phs if ph]
+        self.owners: dict[str, set[str]] = {}          # key phrase -> the fields it names
+        for key, phs in self.phrases.items():
+            for ph in phs:
+                if ph:
+                    self.owners.setdefault(ph, set()).add(key)
 
     def text(self, s: Span) -> str:
         return self.page.lines[s.line].text
@@ -139,7 +144,7 @@ def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
     line = page.lines[s.line]
     raw = clean(line.text[s.start:s.end])
     value = normalize_value(spec.type if spec else "text", raw)
-    suffix = getattr(spec, "drop_suffix", "") if spec else ""
+    suffix = spec.drop_suffix if spec else ""
     if value is not None and suffix and value.endswith(suffix) and len(value) > len(suffix):
         value = value[:-len(suffix)].rstrip()          # 南京南站 -> 南京南: the schema's value leaves it out
     offset = sum(len(ln.text) + 1 for ln in page.lines[:s.line])

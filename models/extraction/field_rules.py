@@ -157,21 +157,22 @@ def check_char_repair(ctx: PageContext) -> None:
                 f.value = fixed
 
 
+def _overlaps(a: int, b: int, spans: list) -> bool:
+    """Whether page-text offsets [a, b) overlap any of `spans` ([start, end] pairs)."""
+    return any(t[0] < b and a < t[1] for t in spans)
+
+
 def fill_by_key_phrase(ctx: PageContext) -> None:
     """A typed field (a code, a date) the model tagged nowhere, printed after a key phrase that names it
     alone (校验码：2939..., 发票号码：4836...): the value after that colon, when it reads as the field's type
     and pattern and no chosen value holds it; an amount also right after its key phrase with no colon
     (¥443.5元, 票价 66.50). Exactly one such value on the page, else nothing is filled."""
-    owners: dict[str, set[str]] = {}
-    for key, phs in ctx.phrases.items():
-        for ph in phs:
-            owners.setdefault(ph, set()).add(key)
     offsets = line_starts(ctx.page)
     taken = [f.span for f in ctx.here().values() if f.span]
     for key, spec in ctx.specs.items():
         if key in ctx.doc.fields or spec.type not in CODE_TYPES + ("date", "amount"):
             continue
-        own = [ph for ph in ctx.phrases.get(key, []) if ph and owners[ph] == {key}]
+        own = [ph for ph in ctx.phrases.get(key, []) if ph and ctx.owners[ph] == {key}]
         found: dict[str, Span] = {}
         for li, ln in enumerate(ctx.page.lines):
             if spec.type == "amount":
@@ -179,8 +180,7 @@ def fill_by_key_phrase(ctx: PageContext) -> None:
                     for m in re.finditer(re.escape(to_halfwidth(ph)) + rf"[\s{COLONS}]*¥?\s*(" +
                                          TYPE_SHAPES["amount"] + ")", to_halfwidth(ln.text)):
                         a, b = m.start(1), m.end(1)
-                        if plausible(spec, m.group(1)) and \
-                                not any(t[0] < offsets[li] + b and offsets[li] + a < t[1] for t in taken):
+                        if plausible(spec, m.group(1)) and not _overlaps(offsets[li] + a, offsets[li] + b, taken):
                             found.setdefault(normalize_amount(m.group(1)) or m.group(1), Span(key, li, a, b, 0.5))
                 continue
             for m in re.finditer(f"[{COLONS}]", ln.text):
@@ -192,7 +192,7 @@ def fill_by_key_phrase(ctx: PageContext) -> None:
                 if v is None or not plausible(spec, v.group(1)):
                     continue
                 a, b = m.end() + v.start(1), m.end() + v.end(1)
-                if not any(t[0] < offsets[li] + b and offsets[li] + a < t[1] for t in taken):
+                if not _overlaps(offsets[li] + a, offsets[li] + b, taken):
                     found.setdefault(clean(v.group(1)), Span(key, li, a, b, 0.5))
         if len(found) == 1:
             ctx.doc.fields[key] = ctx.make_field(key, spec, next(iter(found.values())))
@@ -215,8 +215,8 @@ def fill_by_pattern(ctx: PageContext) -> None:
         found: dict[str, Span] = {}
         for li, ln in enumerate(ctx.page.lines):
             for m in re.finditer(rf"(?<![0-9A-Za-z])(?:{spec.pattern})(?![0-9A-Za-z])", ln.text):
-                a, b = offsets[li] + m.start(), offsets[li] + m.end()
-                if any(t[0] < b and a < t[1] for t in others) or not plausible(spec, m.group(0)):
+                if _overlaps(offsets[li] + m.start(), offsets[li] + m.end(), others) or \
+                        not plausible(spec, m.group(0)):
                     continue
                 found.setdefault(m.group(0), Span(key, li, m.start(), m.end(), 0.5))
         if len(found) == 1:
@@ -233,13 +233,8 @@ def fields_by_label_cells(ctx: PageContext) -> None:
     another label's cell (the scope's first line taken as the address under an unread 住所). Layout says
     whose value a cell is where the model's tags, on a layout it never saw, say otherwise."""
     page = ctx.page
-    owners: dict[str, set[str]] = {}
-    for key, phs in ctx.phrases.items():
-        for ph in phs:
-            if ph:
-                owners.setdefault(ph, set()).add(key)
-    label = {li: next(iter(owners[t])) for li, ln in enumerate(page.lines)
-             if len(owners.get(t := re.sub(rf"[\s{COLONS}]+", "", ln.text), ())) == 1}
+    label = {li: next(iter(ctx.owners[t])) for li, ln in enumerate(page.lines)
+             if len(ctx.owners.get(t := re.sub(rf"[\s{COLONS}]+", "", ln.text), ())) == 1}
     if not label:
         return
     slope = geometry.page_slope([ln.quad for ln in page.lines])
