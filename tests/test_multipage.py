@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from app import pipeline
 from app.pipeline import Analysis
 from bench.memory_bench import blank_pdf_bytes
-from data.document import Document, Field, Line, Page, box_to_quad
+from data.document import Document, Field, Line, Page, Pair, box_to_quad
 from data.fonts import pil_font
 
 
@@ -246,6 +246,37 @@ def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, 
     [record] = [json.loads(ln) for ln in corpus.read_text(encoding="utf-8").splitlines()]
     assert record["fields"]["invoice_number"]["value"] == "10000002"
     assert record["lines"][0]["text"] == "发票号码：10000002", "the record holds page 3 of the file"
+
+
+def test_ui_overview_of_a_file_counts_each_documents_fields_items_and_pairs(monkeypatch, tmp_path):
+    """A file holding an invoice and a form: the overview says what each holds, so a form (no schema
+    fields, its key-value pairs instead) does not look like a document that yielded nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    def fake(data, filename, model_dir=None, doc_type=None, on_page=None, on_stage=None):
+        pages = [Page(index=i, width=300, height=200, lines=[Line("x", box_to_quad([20, 20, 200, 40]))])
+                 for i in range(2)]
+        invoice = Document(source=filename, pages=[pages[0]], doc_type="vat_invoice", part=1, parts=2)
+        invoice.fields["invoice_number"] = Field("invoice_number", "10000000", page=0, box=[95, 20, 200, 40])
+        invoice.items = [{"name": Field("name", "*餐饮*餐费", page=0, box=[20, 60, 120, 80])}]
+        form = Document(source=filename, pages=[pages[1]], doc_type="generic_form", part=2, parts=2)
+        form.pairs = [Pair(key=k, value=v, key_box=[20, 20, 60, 40], value_box=[70, 20, 120, 40], page=1,
+                           score=0.9) for k, v in (("姓名", "张三"), ("电话", "13800000000"))]
+        return Analysis(Document(source=filename, pages=pages), [np.full((100, 150, 3), 255, np.uint8)] * 2,
+                        [invoice, form])
+
+    monkeypatch.setattr(pipeline, "analyse_bytes", fake)
+    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py"), default_timeout=60)
+    at.run()
+    at.file_uploader[0].set_value([("both.tif", tiff_bytes([white((300, 200))] * 2), "image/tiff")])
+    at.run()
+    assert not at.exception, at.exception
+    overview = at.dataframe[0].value
+    assert list(overview["字段 Fields"]) == [1, 0]
+    assert list(overview["明细 Items"]) == [1, 0]
+    assert list(overview["键值对 Pairs"]) == [0, 2]
 
 
 def test_overlay_on_a_preview_scales_the_boxes():

@@ -502,7 +502,8 @@ def part_view(result: dict) -> dict:
     st.info(f"此文件包含 {n} 份文档，每份从自己的页面读取（空白页跳过），请逐份核对。 This file holds {n} documents; "
             "each was read from its own page(s) (blank pages are skipped). Pick one to check and correct it.")
     overview = [{"#": d.part, "页 Pages": pages[i], "类型 Type": schema_label(d.doc_type) if d.doc_type else "—",
-                 "字段 Fields": len(d.fields), "错误 Error": (d.error or {}).get("message", "")}
+                 "字段 Fields": len(d.fields), "明细 Items": len(d.items), "键值对 Pairs": len(d.pairs),
+                 "错误 Error": (d.error or {}).get("message", "")}
                 for i, d in enumerate(parts)]
     st.dataframe(overview, hide_index=True, width="stretch")
     chosen = st.selectbox("文件内文档 Document in this file", range(n),
