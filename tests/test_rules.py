@@ -573,6 +573,14 @@ def test_fields_by_label_cells():
     on, off = _on_off("fields_by_label_cells", "business_licence", unread, spans)
     assert _value(on, "business_scope") == "机械设备租赁;销售计算机、软件" and "address" not in on.fields
     assert (_value(off, "business_scope"), _value(off, "address")) == ("销", "机械设备租赁")
+    # the model took a later line of the scope, in no label's cell, for the address: 住所's cell wins
+    more = rows + [("加工、建筑装饰工程施工；物业管理", [264, 660, 762, 690])]
+    spans = [Span("business_scope", 7, 0, 15, 0.9), Span("address", 12, 0, 16, 0.6)]
+    on, off = _on_off("fields_by_label_cells", "business_licence", more, spans)
+    assert _value(on, "address") == "南京市鼓楼区望江路526号" and _value(off, "address") == "加工、建筑装饰工程施工;物业管理"
+    # the model's own choice of that cell is kept as it is
+    spans = [Span("business_scope", 7, 0, 15, 0.9), Span("address", 9, 0, 14, 0.6)]
+    assert _value(_fields("business_licence", more, spans), "address") == "南京市鼓楼区望江路526号"
 
 
 def test_fill_by_pattern():

@@ -227,9 +227,9 @@ def fields_by_label_cells(ctx: PageContext) -> None:
     """A label printed as a line of its own that is exactly one field's key phrase (成立日期, 住所), with a
     line right of it on its row within `label_cell_gap` line heights (a licence's label | value cells): that
     line is the field's value, when it reads as the field's type and is no label itself, and the model
-    chose for the field nothing, a value that does not read as its type, a line that is another such
-    label's value (the scope's first line taken as the address), or, for free text, under half of its
-    line (程 of a line of the scope). A field whose own label was not read loses a value that stands in
+    chose for the field nothing, a value that does not read as its type, or a line other than that cell (the
+    scope's first line, or a line of the scope under its label, taken as the address), or, for free text,
+    under half of the cell's line (程 of a line of the scope). A field whose own label was not read loses a value that stands in
     another label's cell (the scope's first line taken as the address under an unread 住所). Layout says
     whose value a cell is where the model's tags, on a layout it never saw, say otherwise."""
     page = ctx.page
@@ -262,8 +262,8 @@ def fields_by_label_cells(ctx: PageContext) -> None:
             at = line_of(offsets, f.span[0])
             whole = len(re.sub(r"\s+", "", page.lines[at].text))
             piece = spec.type == "text" and 2 * len(re.sub(r"\s+", "", f.raw)) < whole    # 程 of a line
-            if plausible(spec, f.raw) and theirs.get(at, key) == key and not piece:
-                continue                # the model's value reads as the type and is no other label's
+            if plausible(spec, f.raw) and at == vj and not piece:
+                continue                # the model's value reads as the type and stands in its label's cell
         text = page.lines[vj].text
         start = len(text) - len(text.lstrip())
         ctx.doc.fields[key] = ctx.make_field(key, spec, Span(key, vj, start, len(text.rstrip()), 0.5))
