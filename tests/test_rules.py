@@ -585,11 +585,13 @@ def test_fields_by_label_cells():
 
 def test_fill_by_pattern():
     # a ticket's departure time printed after its date; the model tagged the date only, the seat short of 号
-    rows = _stacked(["昆明南站", "2020年11月22日15:23开", "06车017号上铺", "检票口：4B"])
+    rows = _stacked(["昆明南站", "2020年11月22日15:23开", "06车017号上铺", "新空调硬卧", "检票口：4B"])
     spans = [Span("departure_date", 1, 0, 11, 0.9), Span("seat", 2, 0, 6, 0.9), Span("from_station", 0, 0, 4, 0.9)]
     on, off = _on_off("fill_by_pattern", "train_ticket", rows, spans)
     assert (_value(on, "departure_time"), _value(on, "seat")) == ("15:23", "06车017号上铺")
     assert (_value(off, "departure_time"), _value(off, "seat")) == (None, "06车017")
+    # the seat class the model left untagged: the schema's pattern lists the railway's classes
+    assert _value(on, "seat_class") == "新空调硬卧" and _value(off, "seat_class") is None
     assert _value(on, "departure_date") == "2020-11-22"
     assert _value(on, "from_station") == "昆明南"                    # the schema's drop_suffix: 站 is printed, not kept
     # two different times on the page: which one is not known, nothing is filled
