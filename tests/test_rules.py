@@ -294,6 +294,21 @@ def test_figure_from_words():
     assert _value(both, "total_amount") == "309261.36"
 
 
+def test_totals_by_arithmetic_with_a_printed_zero():
+    # a receipt paid exactly (找零 0.00): the model took the zero for 实收 and left 找零 empty; the printed
+    # zero is a term of 合计 + 找零 = 实收
+    rows = _stacked(["合计：104.34", "实收：104.34", "找零：0.00", "小计 52.17"])
+    spans = [Span("total_amount", 0, 3, 9, 0.9), Span("paid_amount", 2, 3, 7, 0.6)]
+    phrases = frozenset(["fill_by_key_phrase", "rekey_after_key_phrase"])     # (they find these keys here too)
+    on = _fields("receipt", rows, spans, phrases)
+    off = _fields("receipt", rows, spans, phrases | {"totals_by_arithmetic"})
+    assert (_value(on, "total_amount"), _value(on, "paid_amount"), _value(on, "change")) == ("104.34", "104.34", "0.00")
+    assert (_value(off, "paid_amount"), _value(off, "change")) == ("0.00", None)
+    invoice = _stacked(["合计 ¥500.00", "税额 ¥0.00 免税", "价税合计（小写）¥500.00"])
+    spans = [Span("total_with_tax", 2, 9, 16, 0.9)]
+    assert "total_tax" not in _fields("vat_invoice", invoice, spans).fields, "one total kept is not enough"
+
+
 def test_id_number_facts():
     rows = [("公民身份号码", [50, 440, 170, 460]), ("340104199102167611", [240, 440, 520, 460])]
     on, off = _on_off("id_number_facts", "id_card_front", rows, [Span("id_number", 1, 0, 18, 0.9)])
@@ -577,7 +592,8 @@ def test_fields_by_label_cells():
     more = rows + [("加工、建筑装饰工程施工；物业管理", [264, 660, 762, 690])]
     spans = [Span("business_scope", 7, 0, 15, 0.9), Span("address", 12, 0, 16, 0.6)]
     on, off = _on_off("fields_by_label_cells", "business_licence", more, spans)
-    assert _value(on, "address") == "南京市鼓楼区望江路526号" and _value(off, "address") == "加工、建筑装饰工程施工;物业管理"
+    assert _value(on, "address") == "南京市鼓楼区望江路526号"
+    assert _value(off, "address") == "加工、建筑装饰工程施工;物业管理"
     # the model's own choice of that cell is kept as it is
     spans = [Span("business_scope", 7, 0, 15, 0.9), Span("address", 9, 0, 14, 0.6)]
     assert _value(_fields("business_licence", more, spans), "address") == "南京市鼓楼区望江路526号"

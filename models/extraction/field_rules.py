@@ -227,11 +227,12 @@ def fields_by_label_cells(ctx: PageContext) -> None:
     """A label printed as a line of its own that is exactly one field's key phrase (成立日期, 住所), with a
     line right of it on its row within `label_cell_gap` line heights (a licence's label | value cells): that
     line is the field's value, when it reads as the field's type and is no label itself, and the model
-    chose for the field nothing, a value that does not read as its type, or a line other than that cell (the
-    scope's first line, or a line of the scope under its label, taken as the address), or, for free text,
-    under half of the cell's line (程 of a line of the scope). A field whose own label was not read loses a value that stands in
-    another label's cell (the scope's first line taken as the address under an unread 住所). Layout says
-    whose value a cell is where the model's tags, on a layout it never saw, say otherwise."""
+    chose for the field nothing, a value that does not read as its type, or a line other than that cell
+    (the scope's first line, or a line of the scope under its label, taken as the address), or, for free
+    text, under half of the cell's line (程 of a line of the scope). A field whose own label was not read
+    loses a value that stands in another label's cell (the scope's first line taken as the address under
+    an unread 住所). Layout says whose value a cell is where the model's tags, on a layout it never saw,
+    say otherwise."""
     page = ctx.page
     label = {li: next(iter(ctx.owners[t])) for li, ln in enumerate(page.lines)
              if len(ctx.owners.get(t := re.sub(rf"[\s{COLONS}]+", "", ln.text), ())) == 1}
