@@ -131,14 +131,14 @@ def id_number_facts(ctx: PageContext) -> None:
                             f"from {specs[id_key].label} ({id_key})")
 
 
-def _page_figures(ctx: PageContext) -> dict[Any, list[tuple[int, int, int]]]:
+def _page_figures(ctx: PageContext, zero: bool = False) -> dict[Any, list[tuple[int, int, int]]]:
     """Every positive money figure printed on the page (with a decimal point), taken by a field or item
-    cell or not: value -> [(line, start, end)]."""
+    cell or not: value -> [(line, start, end)]; with `zero`, printed zeros (0.00) too."""
     out: dict[Any, list[tuple[int, int, int]]] = {}
     for li, ln in enumerate(ctx.page.lines):
         for m in FIGURE.finditer(ln.text):
             value = parse_amount(m.group())
-            if value is not None and value > 0 and "." in m.group():
+            if value is not None and (value > 0 or zero and value == 0) and "." in m.group():
                 out.setdefault(value, []).append((li, m.start(), m.end()))
     return out
 
@@ -177,7 +177,8 @@ def totals_by_arithmetic(ctx: PageContext) -> None:
     that do: among every triple of the page's money figures with a + t = s, the one holding most of the
     figures the model chose for these totals (under any of the three keys: a model's 合计金额 taken for
     价税合计 still counts), with the 大写 line that reads as s (`words_line`) as one more; then the one
-    keeping most of them in place; then a tax smaller than the amount it is levied on. The best must hold
+    keeping most of them in place; then a tax smaller than the amount it is levied on. A printed zero is a
+    term too (a receipt's 找零 0.00: 合计 = 实收), its triple a + 0 = a counting a once. The best must hold
     at least `sum_keep` and be the only best. Each total changed says so in a warning."""
     doc, specs, st = ctx.doc, ctx.specs, ctx.settings
     for rule in _rules(ctx, "sum"):
@@ -188,7 +189,7 @@ def totals_by_arithmetic(ctx: PageContext) -> None:
         cur = {k: _value_of(ctx, k) for k in keys}
         if None not in cur.values() and abs(cur[keys[0]] + cur[keys[1]] - cur[keys[2]]) <= Decimal("0.01"):
             continue
-        figures = _page_figures(ctx)
+        figures = _page_figures(ctx, zero=True)
         words = next((r.words for r in _rules(ctx, "words_match") if r.figure == rule.equals and r.words), None)
         said = _value_of(ctx, words) if words else None
         chosen = {v for v in cur.values() if v is not None}      # a model's total given to the wrong key counts
@@ -196,10 +197,10 @@ def totals_by_arithmetic(ctx: PageContext) -> None:
         for a in figures:
             for t in figures:
                 s = a + t
-                if s not in figures:
+                if s not in figures or a == 0:
                     continue
                 exact = sum(cur[k] == v for k, v in zip(keys, (a, t, s)))
-                keep = sum(v in chosen for v in (a, t, s))
+                keep = sum(v in chosen for v in ((a, t, s) if t else (a, t)))
                 if words:
                     keep += said == s or words_line(ctx, s)[0] >= st.words_share
                 ranked.append(((keep, exact, a > t), (a, t, s)))
