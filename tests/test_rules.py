@@ -309,6 +309,20 @@ def test_totals_by_arithmetic_with_a_printed_zero():
     assert "total_tax" not in _fields("vat_invoice", invoice, spans).fields, "one total kept is not enough"
 
 
+def test_close_bracket():
+    # the model's tags stop inside a bracket the line goes on to close: 川亿快餐店(海 of 川亿快餐店(海曙区店)
+    rows = _stacked(["川亿快餐店(海曙区店)", "地址：宁波市海曙区中山路12号（二楼：前台）"])
+    spans = [Span("store_name", 0, 0, 7, 0.9)]
+    rest = frozenset(["text_to_segment_end", "text_whole_line"])      # (they reach the line's end here too)
+    on = _fields("receipt", rows, spans, rest)
+    off = _fields("receipt", rows, spans, rest | {"close_bracket"})
+    assert (_value(on, "store_name"), _value(off, "store_name")) == ("川亿快餐店(海曙区店)", "川亿快餐店(海")
+    # a bracket closed only past a colon is left open
+    spans = [Span("store_address", 1, 3, 17, 0.9)]
+    rest |= {"text_through_colon"}
+    assert _value(_fields("receipt", rows, spans, rest), "store_address") == "宁波市海曙区中山路12号(二"
+
+
 def test_id_number_facts():
     rows = [("公民身份号码", [50, 440, 170, 460]), ("340104199102167611", [240, 440, 520, 460])]
     on, off = _on_off("id_number_facts", "id_card_front", rows, [Span("id_number", 1, 0, 18, 0.9)])

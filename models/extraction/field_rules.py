@@ -293,6 +293,28 @@ def bracket_head(ctx: PageContext) -> None:
         join_bracket_tail(f, ctx.page, lines, ctx.settings)
 
 
+def close_bracket(ctx: PageContext) -> None:
+    """Free text the model tagged to inside a bracket (瑞联咖啡(西 of 瑞联咖啡 | (西城区店)) runs on to the
+    bracket's close when the line it ends on closes it within a few characters, with no colon between: a
+    value never ends inside its own bracket."""
+    from data.normalize import normalize_value
+    offsets = line_starts(ctx.page)
+    for f in _text_fields(ctx):
+        if not f.raw or not f.span or sum(f.raw.count(c) for c in "(（") <= sum(f.raw.count(c) for c in ")）"):
+            continue
+        li = line_of(offsets, f.span[1] - 1)
+        line = ctx.page.lines[li]
+        m = re.match(r"[^（()）:：]{0,12}[)）]", line.text[f.span[1] - offsets[li]:])
+        if m is None:
+            continue
+        f.raw += m.group()
+        f.value = normalize_value("text", f.raw) or f.raw
+        f.span = [f.span[0], f.span[1] + m.end()]
+        if f.box is not None:
+            b = line.box
+            f.box = [min(f.box[0], b[0]), min(f.box[1], b[1]), max(f.box[2], b[2]), max(f.box[3], b[3])]
+
+
 def text_through_colon(ctx: PageContext) -> None:
     """Free text that is itself "label：content" runs through its colon to the line's end."""
     here = ctx.here()

@@ -81,6 +81,7 @@ RULES: list[Rule] = [
     Rule("check_char_repair", "fields", field_rules.check_char_repair),
     Rule("bracket_below", "fields", field_rules.bracket_below),
     Rule("bracket_head", "fields", field_rules.bracket_head),
+    Rule("close_bracket", "fields", field_rules.close_bracket),
     Rule("text_through_colon", "fields", field_rules.text_through_colon),
     Rule("title_from_line", "fields", field_rules.title_from_line),
     Rule("title_snap", "fields", field_rules.title_snap),
