@@ -210,9 +210,21 @@ def test_the_pixel_cap_counts_every_tiff_frame(tmp_path):
 
 # --- the UI: several documents in one upload -------------------------------------------------------------------
 
-def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, tmp_path):
+def _ui_upload(monkeypatch, tmp_path, fake, name: str, pages: int):
+    """The UI (Streamlit's AppTest) with the pipeline replaced by `fake`, after uploading a TIFF of blank pages."""
     from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(pipeline, "analyse_bytes", fake)
+    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py"), default_timeout=60)
+    at.run()
+    at.file_uploader[0].set_value([(name, tiff_bytes([white((300, 200))] * pages), "image/tiff")])
+    at.run()
+    assert not at.exception, at.exception
+    return at
 
+
+def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, tmp_path):
     def fake(data, filename, model_dir=None, doc_type=None, on_page=None, on_stage=None):
         pages = [Page(index=i, width=300, height=200,
                       lines=[Line(f"发票号码：1000000{i}", box_to_quad([20, 20, 200, 40]))]) for i in range(3)]
@@ -225,14 +237,7 @@ def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, 
         previews = [np.full((100, 150, 3), 255, np.uint8) for _ in pages]     # half-size previews
         return Analysis(Document(source=filename, pages=pages), previews, results)
 
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
-    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py"), default_timeout=60)
-    at.run()
-    at.file_uploader[0].set_value([("two.tif", tiff_bytes([white((300, 200))] * 3), "image/tiff")])
-    at.run()
-    assert not at.exception, at.exception
+    at = _ui_upload(monkeypatch, tmp_path, fake, "two.tif", 3)
     picker = [s for s in at.selectbox if s.label == "文件内文档 Document in this file"][0]
     assert picker.options == ["第 1/2 份 Document 1 of 2 — page 1", "第 2/2 份 Document 2 of 2 — page 3"]
     picker.set_value(1).run()
@@ -251,7 +256,6 @@ def test_ui_shows_each_document_of_a_file_and_saves_the_right_page(monkeypatch, 
 def test_ui_overview_of_a_file_counts_each_documents_fields_items_and_pairs(monkeypatch, tmp_path):
     """A file holding an invoice and a form: the overview says what each holds, so a form (no schema
     fields, its key-value pairs instead) does not look like a document that yielded nothing."""
-    from streamlit.testing.v1 import AppTest
 
     def fake(data, filename, model_dir=None, doc_type=None, on_page=None, on_stage=None):
         pages = [Page(index=i, width=300, height=200, lines=[Line("x", box_to_quad([20, 20, 200, 40]))])
@@ -265,14 +269,7 @@ def test_ui_overview_of_a_file_counts_each_documents_fields_items_and_pairs(monk
         return Analysis(Document(source=filename, pages=pages), [np.full((100, 150, 3), 255, np.uint8)] * 2,
                         [invoice, form])
 
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
-    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py"), default_timeout=60)
-    at.run()
-    at.file_uploader[0].set_value([("both.tif", tiff_bytes([white((300, 200))] * 2), "image/tiff")])
-    at.run()
-    assert not at.exception, at.exception
+    at = _ui_upload(monkeypatch, tmp_path, fake, "both.tif", 2)
     overview = at.dataframe[0].value
     assert list(overview["字段 Fields"]) == [1, 0]
     assert list(overview["明细 Items"]) == [1, 0]
