@@ -164,13 +164,16 @@ def test_fit_to_type():
 
 
 def test_text_to_segment_end():
-    on, off = _on_off("text_to_segment_end", "receipt", _stacked(["支付方式：微信支付"]),
-                      [Span("payment_method", 0, 5, 7, 0.9)])
+    rows, spans = _stacked(["支付方式：微信支付"]), [Span("payment_method", 0, 5, 7, 0.9)]
+    word = frozenset(["text_to_word_end"])            # (which also runs a value on to its word's end)
+    on, off = _fields("receipt", rows, spans, word), _fields("receipt", rows, spans, word | {"text_to_segment_end"})
     assert _value(on, "payment_method") == "微信支付" and _value(off, "payment_method") == "微信"
 
 
 def test_text_whole_line():
-    on, off = _on_off("text_whole_line", "vat_invoice", _stacked(["白兰华"]), [Span("drawer", 0, 0, 2, 0.9)])
+    rows, spans = _stacked(["白兰华"]), [Span("drawer", 0, 0, 2, 0.9)]
+    word = frozenset(["text_to_word_end"])
+    on, off = _fields("vat_invoice", rows, spans, word), _fields("vat_invoice", rows, spans, word | {"text_whole_line"})
     assert _value(on, "drawer") == "白兰华" and _value(off, "drawer") == "白兰"
 
 
@@ -321,6 +324,19 @@ def test_close_bracket():
     spans = [Span("store_address", 1, 3, 17, 0.9)]
     rest |= {"text_through_colon"}
     assert _value(_fields("receipt", rows, spans, rest), "store_address") == "宁波市海曙区中山路12号(二"
+
+
+def test_text_to_word_end():
+    # the model tagged a passenger's name one character short: 孟燕 of 4201061974****9347  孟燕建
+    rows = _stacked(["4201061974****9347  孟燕建", "二等座"])
+    spans = [Span("passenger_name", 0, 20, 22, 0.9)]
+    on, off = _on_off("text_to_word_end", "train_ticket", rows, spans)
+    assert (_value(on, "passenger_name"), _value(off, "passenger_name")) == ("孟燕建", "孟燕")
+    # more than `word_end_chars` left of the word, or a word going on into digits, is not taken
+    long = _stacked(["4201061974****9347  孟燕建国华"])
+    assert _value(_fields("train_ticket", long, [Span("passenger_name", 0, 20, 22, 0.9)]), "passenger_name") == "孟燕"
+    glued = _fields("train_ticket", _stacked(["孟燕建5630"]), [Span("passenger_name", 0, 0, 2, 0.9)])
+    assert _value(glued, "passenger_name") == "孟燕"
 
 
 def test_id_number_facts():

@@ -293,6 +293,9 @@ def bracket_head(ctx: PageContext) -> None:
         join_bracket_tail(f, ctx.page, lines, ctx.settings)
 
 
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
 def close_bracket(ctx: PageContext) -> None:
     """Free text the model tagged to inside a bracket (瑞联咖啡(西 of 瑞联咖啡 | (西城区店)) runs on to the
     bracket's close when the line it ends on closes it within a few characters, with no colon between: a
@@ -313,6 +316,30 @@ def close_bracket(ctx: PageContext) -> None:
         if f.box is not None:
             b = line.box
             f.box = [min(f.box[0], b[0]), min(f.box[1], b[1]), max(f.box[2], b[2]), max(f.box[3], b[3])]
+
+
+def text_to_word_end(ctx: PageContext) -> None:
+    """Free text the model tagged short of the end of a word of Chinese characters (孟燕 of 9347  孟燕建)
+    runs on to the word's end, when at most `word_end_chars` characters are left of it and no other field
+    holds them: OCR separates words with spaces, and a value does not end inside one."""
+    offsets = line_starts(ctx.page)
+    held = [g.span for g in ctx.here().values() if g.span]
+    for f in _text_fields(ctx):
+        if not f.raw or not f.span:
+            continue
+        li = line_of(offsets, f.span[0])
+        text = ctx.page.lines[li].text
+        a, b = int(f.span[0] - offsets[li]), int(f.span[1] - offsets[li])
+        if b > len(text) or b < 1 or not _HAN.fullmatch(text[b - 1]):
+            continue
+        m = re.match(r"[\u4e00-\u9fff]+", text[b:])
+        after = text[b + m.end():b + m.end() + 1] if m else ""
+        if m is None or m.end() > ctx.settings.word_end_chars or after not in ("", " ", "\t"):
+            continue
+        lo, hi = f.span[1], f.span[1] + m.end()
+        if any(o[0] < hi and lo < o[1] for o in held if o is not f.span):
+            continue
+        ctx.doc.fields[f.key] = ctx.make_field(f.key, ctx.specs[f.key], Span(f.key, li, a, b + m.end(), f.score))
 
 
 def text_through_colon(ctx: PageContext) -> None:

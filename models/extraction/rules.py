@@ -82,6 +82,7 @@ RULES: list[Rule] = [
     Rule("bracket_below", "fields", field_rules.bracket_below),
     Rule("bracket_head", "fields", field_rules.bracket_head),
     Rule("close_bracket", "fields", field_rules.close_bracket),
+    Rule("text_to_word_end", "fields", field_rules.text_to_word_end),
     Rule("text_through_colon", "fields", field_rules.text_through_colon),
     Rule("title_from_line", "fields", field_rules.title_from_line),
     Rule("title_snap", "fields", field_rules.title_snap),

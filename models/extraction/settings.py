@@ -43,6 +43,7 @@ class DecodeSettings:
     row_key_reach: float = 0.3         # a key line left of a lone value ends at most this x line height into it
     row_key_far: float = 2.0           # a colon-less label more line heights left of a value is another column's
     label_cell_gap: float = 4.0        # fields_by_label_cells: a label line's value starts within this x line height
+    word_end_chars: int = 2            # text_to_word_end: a value tagged short of its word runs on by at most this many
     join_overlap: float = 0.3          # a line continuing another may overlap it by this x line height (OCR boxes
                                        # of a cut line overlap; a third of a line: the same ink read twice)
     join_below: float = 0.8            # a name's bracketed part stacked below it starts within this many lines
