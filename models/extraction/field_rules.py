@@ -10,7 +10,7 @@ import re
 
 from data import geometry
 from data.labels import COLONS
-from data.normalize import normalize_amount, to_halfwidth
+from data.normalize import normalize_amount, normalize_value, to_halfwidth
 from models.extraction.base import (
     CODE_TYPES,
     TYPE_SHAPES,
@@ -300,7 +300,6 @@ def close_bracket(ctx: PageContext) -> None:
     """Free text the model tagged to inside a bracket (瑞联咖啡(西 of 瑞联咖啡 | (西城区店)) runs on to the
     bracket's close when the line it ends on closes it within a few characters, with no colon between: a
     value never ends inside its own bracket."""
-    from data.normalize import normalize_value
     offsets = line_starts(ctx.page)
     for f in _text_fields(ctx):
         if not f.raw or not f.span or sum(f.raw.count(c) for c in "(（") <= sum(f.raw.count(c) for c in ")）"):
