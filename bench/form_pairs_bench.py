@@ -64,7 +64,14 @@ def load_xfund(samples: Path, cache: Path) -> tuple[list[tuple[str, str]], Page]
     gt = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
     gold = [(p["key"], p["value"]) for p in gt["kv_pairs"]]
     if cache.is_file():
-        return gold, Document.from_json(cache.read_text(encoding="utf-8")).pages[0]
+        raw = json.loads(cache.read_text(encoding="utf-8"))
+        page = Document.from_dict(raw).pages[0]
+        if "rules" not in raw["pages"][0]:          # read before OCR kept ruled lines
+            import cv2
+
+            from training.trainer import add_rulings
+            add_rulings(page, cv2.imread(str(samples / gt["image"])))
+        return gold, page
     from app.pipeline import analyse_file
     doc = analyse_file(str(samples / gt["image"]), None, doc_type=FORM).document
     cache.write_text(Document(pages=doc.pages).to_json(), encoding="utf-8")
@@ -97,12 +104,20 @@ def load_xfund_variants(samples: Path, cache: Path) -> list[tuple[str, list[tupl
     import cv2
     gt = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
     gold = [(p["key"], p["value"]) for p in gt["kv_pairs"]]
+    from training.trainer import add_rulings
     done = {}
+    unruled = []
     if cache.is_file():
         for raw in cache.read_text(encoding="utf-8").splitlines():
             if raw.strip():
                 row = json.loads(raw)
                 done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+                if "rules" not in row["page"]:
+                    unruled.append(row["id"])
+    if unruled:                                     # read before OCR kept ruled lines
+        image = cv2.imread(str(samples / gt["image"]))
+        for name in unruled:
+            add_rulings(done[name], _variant(image, name))
     todo = [v for v in VARIANTS if v not in done]
     if todo:
         from models.ocr import get_engine

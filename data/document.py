@@ -80,6 +80,7 @@ class Page:
     height: int
     lines: list[Line] = field(default_factory=list)
     rotation: int = 0              # degrees the input was turned to come out upright (0/90/180/270)
+    rules: list[list[float]] = field(default_factory=list)   # ruled lines [x0, y0, x1, y1] (models/ocr/rulings.py)
 
     @property
     def text(self) -> str:
@@ -155,7 +156,8 @@ class Document:
     def from_dict(cls, d: dict[str, Any]) -> "Document":
         pages = [Page(index=p["index"], width=p["width"], height=p["height"],
                       lines=[Line(**ln) for ln in p.get("lines", [])],
-                      rotation=p.get("rotation", 0)) for p in d.get("pages", [])]
+                      rotation=p.get("rotation", 0), rules=[list(r) for r in p.get("rules", [])])
+                 for p in d.get("pages", [])]
         return cls(
             source=d.get("source", ""),
             pages=pages,

@@ -109,16 +109,19 @@ def generated_page(layout: str, level: str, seed: int
     the printed lines (`truth_lines`) the role model learns from."""
     from data.document import Line, Page, box_to_quad
     from data.synth.generator import generate
+    from models.ocr.rulings import find_rulings
     from training.dataset import gt_lines
     from training.evaluate import gold_of
     from training.noise import NoiseConfig, add_noise
-    _, gt = generate(FORM, seed, layout, level)
+    image, gt = generate(FORM, seed, layout, level)
     rec = {**gt, "doc_type": FORM}
     tagged = gt_lines(rec)
     noisy = add_noise(tagged.lines, NoiseConfig(page_shift=0.0, page_scale=0.0), random.Random(seed))
     kept = [t for t in noisy if t.text.strip()]
     page = Page(index=0, width=int(gt["width"]), height=int(gt["height"]),
                 lines=[Line(text=t.text, quad=box_to_quad(t.box), score=0.99) for t in kept])
+    page.rules = find_rulings(np.asarray(image)[:, :, ::-1].copy(),           # the grid (RGB -> BGR)
+                              [box_to_quad(t.box) for t in tagged.lines])
     truth = [(set(p.get("key_lines") or [p.get("key_line")]), set(p.get("value_lines") or [p.get("value_line")]))
              for p in gt.get("pairs") or []]
 
@@ -167,6 +170,11 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
         n = 0
         for rec in recs:
             page = cached.get(str(rec["id"])) or read.get(str(rec["id"]))
+            if page is not None and not page.rules:     # read before OCR kept ruled lines
+                import cv2
+
+                from training.trainer import add_rulings
+                add_rulings(page, cv2.imread(str(rec["image"])))
             if page is not None:
                 add(str(rec.get("layout")), str(rec.get("degrade")), "ocr", page, gold_of(rec, None)[2], None,
                     truth_lines(rec))

@@ -109,12 +109,20 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
     from models.ocr import OCRSettings, get_engine
     tag = OCRSettings().tag()
     done: dict[str, Page] = {}
+    unruled: set[str] = set()       # read before pages kept their ruled lines: found again from the image
     if cache.is_file():
         for raw in cache.read_text(encoding="utf-8").splitlines():
             if raw.strip():
                 row = json.loads(raw)
                 if row.get("ocr") == tag:
                     done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+                    if "rules" not in row["page"]:
+                        unruled.add(row["id"])
+                    else:
+                        unruled.discard(row["id"])
+    for rec in records:
+        if _rid(rec) in unruled and rec.get("image"):
+            add_rulings(done[_rid(rec)], cv2.imread(rec["image"]))
     todo = [r for r in records if _rid(r) not in done and r.get("image")]
     if todo:
         engine = get_engine()
@@ -131,6 +139,14 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
                                     ensure_ascii=False) + "\n")
                 fh.flush()
     return done
+
+
+def add_rulings(page: Page, image) -> None:
+    """Give a page read before OCR kept ruled lines (models/ocr/rulings.py) its lines from `image`, the
+    upright page it was read from (a page OCR turned upright keeps none: its image here is not upright)."""
+    from models.ocr.rulings import find_rulings
+    if image is not None and not page.rotation and image.shape[:2] == (page.height, page.width):
+        page.rules = find_rulings(image, [ln.quad for ln in page.lines])
 
 
 def _rid(rec: dict) -> str:

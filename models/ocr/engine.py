@@ -44,6 +44,7 @@ from models.ocr.det import (
     small_text_zoom,
 )
 from models.ocr.rec import REC_WIDTH_STEP, classify_angles, crop_line, filter_crop, recognise
+from models.ocr.rulings import find_rulings
 from models.ocr.runtime import MODELS, ModelPaths, Predictor, cpu_has_bf16, load_charset
 from models.ocr.seal import VERSION as SEAL_VERSION
 from models.ocr.seal import unseal
@@ -136,6 +137,7 @@ class OCRSettings:
                                           # the real samples (bench/seal_bench.py, bench/README.md)
     seal_reread: bool = False             # lines over a found seal are read again from the red channel of their
                                           # original crop (seal ink light, print dark), the more confident kept
+    rulings: bool = True                  # find the page's ruled lines (models/ocr/rulings.py: a form's cells)
     faint_below: float = 0.15             # show-through: a line whose ink spans less than this share of the grey
                                           # range of the page's boldest lines (90th percentile; 1st-99th
                                           # percentile of grey in its crop), read under FAINT_SCORE, is print
@@ -180,6 +182,9 @@ class OCRSettings:
             text = text.replace(f", rec_width_step={REC_WIDTH_STEP}", "")
         if self.rec_batch_slack is not None and self.rec_batch_slack < 0:
             text = text.replace(f", rec_batch_slack={self.rec_batch_slack!r}", "")
+        # the ruled lines are found after reading and change no reading: caches made before stay valid (their
+        # pages get the lines from the image where they are read back: training/trainer.py, bench/)
+        text = text.replace(f", rulings={self.rulings}", "")
         if not self.faint_below:
             text = text.replace(", faint_below=0.0", "").replace(", faint_below=0", "")
         if READ_ORDER_VERSION > 1:  # lines come out in another order on tilted pages; decoding reads that order
@@ -358,6 +363,13 @@ class OCREngine:
                 timings[key] = timings.get(key, 0.0) + dt
         faint = faint_lines(crops, texts, self.settings.faint_below)
         h, w = image.shape[:2]
+        kept = [i for i, (text, score) in enumerate(texts)
+                if score >= self.settings.min_score and text.strip() and i not in faint]
+        rules = find_rulings(image, [quads[i] for i in kept]) if self.settings.rulings else []
+        if pad:
+            rules = [[round(v - pad, 1) for v in r] for r in rules]
+        if timings is not None:
+            timings["rules"] = timings.get("rules", 0.0) + time.perf_counter() - t3
         lines = []
         for i, (quad, (text, score)) in enumerate(zip(quads, texts)):
             if score < self.settings.min_score or not text.strip() or i in faint:
@@ -369,7 +381,7 @@ class OCREngine:
         width, height = w - 2 * pad, h - 2 * pad
         _, _, order = level_reading_order([ln.quad for ln in lines], width, height)
         return Page(index=page_index, width=width, height=height, lines=[lines[i] for i in order],
-                    rotation=rotation)
+                    rotation=rotation, rules=rules)
 
 
 FAINT_SCORE = 0.99    # show-through is dropped only where it is also read unsurely (it is mirrored)

@@ -1,0 +1,90 @@
+"""Ruled lines of a page: the borders of a form's table cells, found in the image once its text is read.
+
+A form's grid says whose value a cell is better than any distance: a label's value is the text in the
+next cell of its row however wide that cell is (申请事项 | ......已提交......), and the cells after it on
+that row are more of its values. OCR gives text lines only, so the grid is found here from the page
+image: the text lines' boxes are blanked out of the binarised page first (so no stroke of a character
+can pass for a border), then long thin runs of ink across and down are kept (a morphological opening)
+and each run is fitted with a straight segment, which follows a photo's tilt.
+
+    rulings = find_rulings(image, [line.quad for line in page.lines])    # [[x0, y0, x1, y1], ...]
+
+Page.rules holds the result (page pixels, upright page); models/extraction/form_layout.py counts the
+vertical ones standing between two pieces of a row (`Layout.walls`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+BLOCK = 25            # adaptive threshold window (px) and ...
+OFFSET = 12           # ... how much darker than its window a pixel must be to count as ink
+ACROSS_KERNEL = 0.6   # x median text height: the opening keeps horizontal runs at least this long (a
+                      # photo tilted 3 degrees breaks a 2 px line into runs of 2 / tan(3) = 38 px) ...
+ACROSS_MIN = 3.0      # ... and a horizontal ruling is at least this long
+DOWN_KERNEL = 0.6     # x median text height: vertical runs at least this long (a photo's tilt breaks a
+                      # vertical border into steps of about its thickness / tan(tilt) px)
+DOWN_MIN = 1.2        # ... and a vertical ruling (one row's cell border) at least this long
+BRIDGE = 1.0          # x median text height: gaps this long along a ruling are closed (a break where a
+                      # text box touching it was blanked, a faint stretch of a photo)
+THICK_MAX = 0.5       # x median text height: a ruling is thinner than this across its length (a filled bar,
+                      # a stamp or a photo's dark desk edge is no ruling)
+TEXT_SHRINK = 0.15    # text boxes are blanked this share short of each edge: a cell border touching a line's
+                      # box is kept
+MAX_RULINGS = 400     # a page with more thin runs than this is a photo of texture, not a form
+
+
+def _text_height(quads: Sequence) -> float:
+    hs = [float(np.hypot(*(np.asarray(q, float)[3] - np.asarray(q, float)[0]))) for q in quads]
+    return float(np.median(hs)) if hs else 20.0
+
+
+def find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
+    """The ruled lines of a page as segments [x0, y0, x1, y1] (image pixels): horizontal ones left to
+    right, vertical ones top to bottom. `quads` are the page's text lines (4 corners each), blanked first."""
+    grey = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    if grey.dtype != np.uint8:
+        grey = np.clip(grey, 0, 255).astype(np.uint8)
+    ink = cv2.adaptiveThreshold(grey, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV, BLOCK, OFFSET)
+    th = max(8.0, _text_height(quads))
+    for q in quads:
+        q = np.asarray(q, dtype=np.float32)
+        c = q.mean(axis=0)
+        cv2.fillConvexPoly(ink, np.round(c + (q - c) * (1 - TEXT_SHRINK)).astype(np.int32), 0)
+    out: list[list[float]] = []
+    for across in (True, False):
+        k = max(5, int(round((ACROSS_KERNEL if across else DOWN_KERNEL) * th)))
+        kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (k, 1) if across else (1, k))
+        runs = cv2.morphologyEx(ink, cv2.MORPH_OPEN, kernel)
+        runs = cv2.dilate(runs, np.ones((3, 3), np.uint8))       # a tilted border's steps become one run
+        bridge = max(3, int(round(BRIDGE * th)))                  # a border broken where text was blanked
+        runs = cv2.morphologyEx(runs, cv2.MORPH_CLOSE, cv2.getStructuringElement(
+            cv2.MORPH_RECT, (bridge, 1) if across else (1, bridge)))
+        # components at half the resolution (every run is 3 px thick or more now): a quarter of the pixels
+        half = cv2.resize(runs, (runs.shape[1] // 2, runs.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(half, connectivity=8)
+        if n - 1 > MAX_RULINGS:
+            continue
+        least = (ACROSS_MIN if across else DOWN_MIN) * th / 2
+        for i in range(1, n):
+            x, y, w, h, area = (int(v) for v in stats[i])
+            length = w if across else h
+            if length < least or area / max(1, length) > (THICK_MAX * th + 2) / 2:
+                continue
+            rows, cols = np.nonzero(labels[y:y + h, x:x + w] == i)
+            xs, ys = 2.0 * (cols + x) + 0.5, 2.0 * (rows + y) + 0.5      # back to page pixels
+            x0, x1, y0, y1 = 2 * x, 2 * (x + w) - 1, 2 * y, 2 * (y + h) - 1
+            if across:       # y = a x + b
+                a, b = np.polyfit(xs, ys, 1) if np.ptp(xs) > 0 else (0.0, float(ys.mean()))
+                seg = [x0, a * x0 + b, x1, a * x1 + b]
+            else:            # x = a y + b
+                a, b = np.polyfit(ys, xs, 1) if np.ptp(ys) > 0 else (0.0, float(xs.mean()))
+                seg = [a * y0 + b, y0, a * y1 + b, y1]
+            out.append([round(float(v), 1) for v in seg])
+    return out
+
+
+def is_vertical(seg: Sequence[float]) -> bool:
+    return abs(seg[3] - seg[1]) > abs(seg[2] - seg[0])
