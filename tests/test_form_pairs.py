@@ -540,3 +540,67 @@ def test_pairs_of_one_row_come_left_to_right_whatever_their_top_edges():
     below = Pair(key="请假天数", value="6天", key_box=[60, 140, 140, 160], value_box=[150, 140, 200, 160])
     assert [p.key for p in reading_order([below, right, left])] == ["开始日期", "结束日期", "请假天数"]
 
+
+
+# --- a ruled grid (Page.rules, models/ocr/rulings.py) says whose value a cell is -------------------------
+
+def _ruled(lines, rules, tags=None, off=frozenset()) -> list[tuple[str, str]]:
+    page, pred = _page(lines, tags)
+    page.rules = rules
+    return [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)]
+
+
+def _row_grid(xs: list[float], top: float = 90, bottom: float = 134) -> list[list[float]]:
+    return [[x, top, x, bottom] for x in xs] + [[xs[0], top, xs[-1], top], [xs[0], bottom, xs[-1], bottom]]
+
+
+def test_a_value_centred_in_a_wide_ruled_cell_answers_the_label_in_the_cell_before_it():
+    # 申请事项 | ..........已提交..........: 17 line heights out, one ruled line between them
+    lines, tags = [("申请事项", [60, 100, 156, 124]), ("已提交", [560, 102, 632, 126])], ["QQQQ", "AAA"]
+    grid = _row_grid([40, 180, 1100])
+    assert _ruled(lines, grid, tags) == [("申请事项", "已提交")]
+    assert _ruled(lines, [], tags) == []                # no grid: nothing says the far piece answers it
+    assert _ruled(lines, grid, tags, off=frozenset({"form_cells"})) == []
+    # another ruled line between them: an empty cell stands between the label and that text
+    assert _ruled(lines, _row_grid([40, 180, 400, 1100]), tags) == []
+
+
+def test_a_value_lower_in_its_cell_than_a_label_over_its_hint_answers_it():
+    # 出生日期 over (须与证件一致) in one cell; the date centred in the next cell, below the label's row
+    lines = [("出生日期", [60, 96, 156, 120]), ("(须与证件一致)", [62, 124, 150, 136]),
+             ("1969-10-05", [200, 112, 320, 134])]
+    grid = _row_grid([40, 180, 900], 88, 146)
+    assert _ruled(lines, grid) == [("出生日期", "1969-10-05")]
+    assert _ruled(lines, []) == []
+
+
+def test_a_label_keeps_every_ruled_cell_of_its_row_however_far():
+    lines = [("学习经历", [60, 100, 156, 124]), ("2013.09-2017.06", [200, 102, 350, 124]),
+             ("华中科技大学", [760, 102, 880, 124]), ("本科", [1100, 102, 1140, 124])]
+    grid = _row_grid([40, 180, 740, 1080, 1300])
+    assert _ruled(lines, grid) == [("学习经历", "2013.09-2017.06"), ("学习经历", "华中科技大学"),
+                                   ("学习经历", "本科")]
+    assert _ruled(lines, []) == [("学习经历", "2013.09-2017.06")]       # 18 line heights on: too far
+
+
+def test_a_label_whose_first_line_ends_as_labels_do_joins_into_a_label_everybody_knows():
+    # 联系 / 电话 / (选填) in one cell, the number beside them: 联系 ends as 关系 does, but 联系电话 is a label
+    lines = [("联系", [600, 357, 648, 386]), ("电话", [603, 382, 648, 408]), ("(选填)", [602, 405, 648, 431]),
+             ("15294334076", [827, 381, 934, 399])]
+    assert ("联系电话", "15294334076") in _pairs(lines)
+
+
+def test_two_lines_of_one_ruled_cell_beside_one_value_cell_are_one_key():
+    # 户口所 / 在地 beside one value cell: no label everybody knows, and 户口所 ends as no label does, but
+    # the grid puts both lines in one cell whose next cell holds one value
+    # (as OCR read a generated page: the value's middle is no quarter line below the first line's)
+    lines = [("户口所", [646, 352, 720, 385]), ("在地", [654, 378, 711, 412]), ("山东省南京市", [902, 362, 1030, 388])]
+    tags = ["QQQ", "QQ", "AAAAAA"]
+    grid = _row_grid([632, 736, 1200], 340, 414)
+    assert _ruled(lines, grid, tags) == [("户口所在地", "山东省南京市")]
+    assert ("户口所在地", "山东省南京市") not in _ruled(lines, [], tags)
+    # a ruled line between the two lines: two rows of the grid
+    assert ("户口所在地", "山东省南京市") not in _ruled(lines, grid + [[632, 381, 736, 381]], tags)
+    # an answer over the next row's label, the border between them too faint to be found: no join
+    lines = [("闫霞", [130, 226, 170, 250]), ("请假类型", [129, 255, 187, 282])]
+    assert all(k != "闫霞请假类型" for k, _ in _ruled(lines, _row_grid([118, 430], 190, 370), ["AA", "QQQQ"]))

@@ -394,6 +394,13 @@ def test_the_learned_cuts_rule_is_switched_off_in_its_own_tests():
     assert 'off=frozenset({"form_cuts"})' in text
 
 
+def test_form_cells():
+    from tests.test_form_pairs import _row_grid, _ruled
+    lines, tags = [("申请事项", [60, 100, 156, 124]), ("已提交", [560, 102, 632, 126])], ["QQQQ", "AAA"]
+    assert _ruled(lines, _row_grid([40, 180, 1100]), tags) == [("申请事项", "已提交")]
+    assert _ruled(lines, _row_grid([40, 180, 1100]), tags, off=frozenset(["form_cells"])) == []
+
+
 def test_every_rule_that_can_be_switched_off_has_a_test_here():
     import inspect
     import sys

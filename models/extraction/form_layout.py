@@ -40,6 +40,8 @@ TABLE_ROWS = 2       # ... over this many rows of answers
 SPACED_GAP = 2.0     # x line height: the characters of a letter-spaced label (姓 | 名) stand this close
 PAST_KEY_ROW = 1.0   # Layout.past_a_key: a label within this x line height of the value's row stands on it
 COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
+WALL_SLACK = 0.3     # x line height: a ruled line between two pieces may reach this far into either's box, and
+                     # its ends this far short of their rows
 SECTION = re.compile(r"^([一二三四五六七八九十]+[、.．]|\d+[、.．]\D|第.{1,3}[部章节条])")   # 一、基本信息: a heading
 
 
@@ -51,6 +53,12 @@ class Layout:
         self.st = st
         self.slope = geometry.page_slope([ln.quad for ln in page.lines])
         self.pieces = pieces
+        # the page's vertical ruled lines (models/ocr/rulings.py), top end first: a form's cell borders
+        self.vrules = [(r[0], r[1], r[2], r[3]) if r[1] <= r[3] else (r[2], r[3], r[0], r[1])
+                       for r in page.rules if abs(r[3] - r[1]) > abs(r[2] - r[0])]
+        # ... and its horizontal ones, left end first: the borders between a grid's rows
+        self.hrules = [(r[0], r[1], r[2], r[3]) if r[0] <= r[2] else (r[2], r[3], r[0], r[1])
+                       for r in page.rules if abs(r[3] - r[1]) <= abs(r[2] - r[0])]
 
     @staticmethod
     def height(p: Piece) -> float:
@@ -63,9 +71,10 @@ class Layout:
     def centre(self, p: Piece) -> float:
         return geometry.deskewed_centre(p.box, self.slope)
 
-    def right_of(self, k: Piece, pieces: list[Piece] | None = None, far: bool = False) -> Piece | None:
+    def right_of(self, k: Piece, pieces: list[Piece] | None = None, far: bool = False,
+                 gap: float | None = None) -> Piece | None:
         """The nearest piece to the right of `k` on its row, if it starts close enough (`far`: within
-        form_far_gap line heights, else form_right_gap)."""
+        form_far_gap line heights, else form_right_gap; `gap`: within this many)."""
         others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
         boxes = [k.box]
         if k.more:      # a label over two lines: its value spans both, or stands on the colon's line or the first
@@ -77,10 +86,115 @@ class Layout:
                 boxes = [boxes[0], boxes[2], boxes[1]]
         for box in boxes:
             i = geometry.right_of(box, [p.box for p in others], self.slope,
-                                  self.st.form_far_gap if far else self.st.form_right_gap, self.st.form_row_tol)
+                                  gap if gap is not None else self.st.form_far_gap if far else self.st.form_right_gap,
+                                  self.st.form_row_tol)
             if i is not None:
                 return others[i]
         return None
+
+    def walls(self, a: Piece, b: Piece) -> int | None:
+        """How many of the page's vertical ruled lines stand between `a` and `b` (b right of a) across both
+        their rows: 1, `b` is in the next cell of `a`'s row; None where the page has no vertical ruled lines
+        (no grid found: nothing can be said). Lines closer than half a line height count once (a double
+        border)."""
+        if not self.vrules:
+            return None
+        h = min(self.line_height(a), self.line_height(b))
+        ya, yb = self.centre(a), self.centre(b)        # (tilt out: a ruled line's ends are its cell's corners)
+        xs = []
+        y = (a.box[1] + a.box[3] + b.box[1] + b.box[3]) / 4
+        for seg in self.vrules:
+            x0, y0, x1, y1 = seg
+            if not all(y0 - self.slope * x0 - WALL_SLACK * h <= yc <= y1 - self.slope * x1 + WALL_SLACK * h
+                       for yc in (ya, yb)):
+                continue
+            x = _x_at(seg, y)
+            if a.box[2] - WALL_SLACK * h < x < b.box[0] + WALL_SLACK * h:
+                xs.append(x)
+        xs.sort()
+        return sum(1 for i, x in enumerate(xs) if i == 0 or x - xs[i - 1] > h / 2)
+
+    def floors(self, a: Piece, b: Piece) -> int:
+        """How many of the page's horizontal ruled lines stand between `a` and `b` (b below a), at the middle
+        of where the two overlap across (or between them): 1 or more, `b` is in another row of a grid."""
+        if not self.hrules:
+            return 0
+        h = min(self.line_height(a), self.line_height(b))
+        x = (max(a.box[0], b.box[0]) + min(a.box[2], b.box[2])) / 2
+        ys = []
+        for seg in self.hrules:
+            if seg[0] <= x <= seg[2] and a.box[3] - WALL_SLACK * h < (y := _y_at(seg, x)) < b.box[1] + WALL_SLACK * h:
+                ys.append(y)
+        ys.sort()
+        return sum(1 for i, y in enumerate(ys) if i == 0 or y - ys[i - 1] > h / 2)
+
+    def _wall(self, p: Piece, right: bool) -> float | None:
+        """x of the nearest vertical ruled line left (right) of `p` across its middle: its cell's edge."""
+        h = self.line_height(p)
+        y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
+        best: float | None = None
+        for seg in self.vrules:
+            x0, y0, x1, y1 = seg
+            if not y0 - self.slope * x0 - WALL_SLACK * h <= level <= y1 - self.slope * x1 + WALL_SLACK * h:
+                continue
+            x = _x_at(seg, y)
+            if right and x > p.box[2] - WALL_SLACK * h and (best is None or x < best):
+                best = x
+            if not right and x < p.box[0] + WALL_SLACK * h and (best is None or x > best):
+                best = x
+        return best
+
+    def _floor(self, p: Piece, below: bool) -> tuple[float, float, float, float] | None:
+        """The nearest horizontal ruled line above (below) `p` across its middle: its cell's edge."""
+        h = self.line_height(p)
+        x = (p.box[0] + p.box[2]) / 2
+        best, at = None, 0.0
+        for seg in self.hrules:
+            if not seg[0] <= x <= seg[2]:
+                continue
+            y = _y_at(seg, x)
+            if (below and y > p.box[3] - WALL_SLACK * h and (best is None or y < at)) or \
+                    (not below and y < p.box[1] + WALL_SLACK * h and (best is None or y > at)):
+                best, at = seg, y
+        return best
+
+    def same_cell(self, a: Piece, b: Piece) -> bool:
+        """`a` and `b` (b below a) stand in one ruled cell: the same vertical ruled lines left and right of
+        both, and no horizontal one between them."""
+        if not self.vrules:
+            return False
+        h = min(self.line_height(a), self.line_height(b))
+        sides = [(self._wall(a, right), self._wall(b, right)) for right in (False, True)]
+        return all(p is not None and q is not None and abs(p - q) <= h / 2 for p, q in sides) and \
+            self.floors(a, b) == 0
+
+    def cell_right(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
+        """The first piece of the next cell right of `k`, however far (申请事项 | ...已提交...: a value centred
+        in a wide merged cell; 出生日期 over its hint (须与证件一致) | a value centred lower in its cell), where
+        the page's ruled lines draw the cells: the piece stands right of `k`'s cell's right border, that
+        border is its own cell's left one, and its middle is within `k`'s cell's height (or `k`'s row where
+        no horizontal lines close the cell). None on a page without vertical ruled lines."""
+        if not self.vrules:
+            return None
+        edge = self._wall(k, right=True)
+        if edge is None:
+            return None
+        h = self.line_height(k)
+        top, bottom = self._floor(k, below=False), self._floor(k, below=True)
+        others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
+        inside = []
+        for p in others:
+            if p.box[0] < edge - WALL_SLACK * h:
+                continue
+            left = self._wall(p, right=False)
+            if left is None or abs(left - edge) > h / 2:
+                continue
+            mid, x = (p.box[1] + p.box[3]) / 2, (p.box[0] + p.box[2]) / 2
+            if top is not None and bottom is not None:
+                inside += [p] if _y_at(top, x) < mid < _y_at(bottom, x) else []
+            elif geometry.same_row(p.box, k.box, self.slope, self.st.form_row_tol):
+                inside.append(p)
+        return min(inside, key=lambda p: (self.centre(p), p.box[0])) if inside else None
 
     def past_a_key(self, k: Piece, v: Piece, keys: list[Piece]) -> bool:
         """Whether another label stands between `k` and its far value `v`, on `v`'s row: the value is that
@@ -192,6 +306,18 @@ class Layout:
         return abs(a.box[0] - b.box[0]) <= h or abs((a.box[0] + a.box[2]) / 2 - (b.box[0] + b.box[2]) / 2) <= h
 
 
+def _y_at(seg: tuple[float, float, float, float], x: float) -> float:
+    """Where a ruled line (left end first) stands at `x` (extended straight beyond its ends)."""
+    x0, y0, x1, y1 = seg
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
+
+
+def _x_at(seg: tuple[float, float, float, float], y: float) -> float:
+    """Where a vertical ruled line (top end first) stands at `y`."""
+    x0, y0, x1, y1 = seg
+    return x0 + (x1 - x0) * (y - y0) / (y1 - y0) if y1 > y0 else x0
+
+
 def _first_of_line(p: Piece, pieces: list[Piece]) -> bool:
     return all(q.start >= p.start for q in pieces if q.line == p.line)
 
@@ -213,14 +339,20 @@ def _touching_below(geo: Layout, a: Piece, pieces: list[Piece]) -> Piece | None:
 
 
 def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bool],
-                is_label_part: Callable[[Piece], bool]) -> list[Piece]:
+                is_label_part: Callable[[Piece], bool], key_like: Callable[[Piece], bool] | None = None) -> list[Piece]:
     """A label printed over two lines of one cell (政治 / 面貌, 提交证件 / 情况：, 申报学院 / （部门）) is one
     key. The second line continues the first when it ends the key with a colon, is a bracketed part of
-    it, or when the value beside them stands between the two lines (one cell spanning both)."""
+    it, or when the value beside them stands between the two lines (one cell spanning both), or when the
+    page's ruled lines put both in one cell, both tagged more question than answer (`key_like`) and together they
+    read as a label or have one value in the next cell (统一社会 / 信用代码, whatever else the model's tags on
+    a layout it never saw say: a heading)."""
     out = list(pieces)
     for a in pieces:
         if a.used or a.colon_key or not _alone(a, pieces) or len(a.text) > 8 or any(c.isdigit() for c in a.text) \
-                or options(a.text) or is_hint(a.text) or SECTION.match(a.text) or not is_label_part(a):
+                or options(a.text) or is_hint(a.text) or SECTION.match(a.text):
+            continue
+        part = is_label_part(a)
+        if not part and not geo.vrules:
             continue
         below = geo.below(a, [p for p in out if not p.used])
         if below is None or not geo.stacked(a, below):
@@ -232,20 +364,30 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                 b.box[2] - b.box[0] > a.box[2] - a.box[0] + geo.line_height(a):
             continue
         whole = re.sub(r"\s+", "", a.text + b.text)
+        # one ruled cell holds both, and together they end as labels end or the next cell beside both holds one
+        # value (户口所 / 在地 | 山东省南京市); neither tagged an answer (开户银行 / 交通银行, 闫霞 / 请假类型 where the
+        # border between two rows is too faint to be found)
+        celled = key_like is not None and not b.colon_key and not is_hint(b.text) and key_like(a) and key_like(b) \
+            and geo.same_cell(a, b) and \
+            (key_word(whole) or whole.endswith(KEY_ENDINGS) or geo.cell_right(a) is geo.cell_right(b) is not None)
+        if not part and not celled:
+            continue
         # a label everybody knows over a line that neither goes on from it nor makes a known label with it is
         # two rows of a packed column, not one label (年龄 / 教育背景, 医师签名 / 病历号, 学号 / 密级：)
         two_rows = qualified_label(a.text) and b.text[0] not in CONTINUES and not qualified_label(whole)
         ends_key = b.colon_key and (b.value is None or is_value(b.value)) and not two_rows
         bracket = b.text[0] in OPEN_BRACKET and not is_hint(b.text)
         # two fragments printed touching in one cell that only together make a label (家庭 / 住址, 紧急联 / 系人,
-        # 论文 / 题目, 是否一般 / 纳税人): the first no label on its own, the whole one ending as labels end
+        # 论文 / 题目, 是否一般 / 纳税人): the first no label on its own, the whole one ending as labels end (the
+        # first may end as a label does where the whole is a label everybody knows: 联系 / 电话)
         # (the first no label of its own, not 所在学院 / 专业 of two rows; a four-character second line too
         # where the two make a label everybody knows: 统一社会 / 信用代码,
         # not 就诊科室 / 联系电话, two labels of two rows)
         tight = not b.colon_key and len(a.text) <= TIGHT_CHARS and \
             (len(b.text) <= 3 or (len(b.text) <= TIGHT_CHARS and key_word(whole))) and \
             not qualified_label(a.text) and \
-            not a.text.endswith(KEY_ENDINGS) and (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
+            (not a.text.endswith(KEY_ENDINGS) or key_word(whole)) and \
+            (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
             b.box[1] - a.box[3] <= TIGHT_GAP * geo.line_height(a)
         between = tight
         if not ends_key and not bracket and not b.colon_key and not tight:
@@ -266,7 +408,7 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                                    is_value(rb) and len(a.text) <= 3 and len(b.text) <= 3 and
                                    not key_word(a.text) and not a.text.endswith(KEY_ENDINGS) and
                                    geo.stacked(ra, rb, [ra.box[0]]))
-        if ends_key or bracket or between:
+        if ends_key or bracket or between or celled:
             a.join(b)
             out.remove(b)
     return out

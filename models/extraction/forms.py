@@ -38,7 +38,7 @@ form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_jo
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
 form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
 form_cuts (the learned line cuts of form_cuts.py, likewise), form_code_cuts, form_column_cuts,
-form_column_pairs.
+form_column_pairs, form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -100,7 +100,7 @@ FEATURES = (
     "key_len", "value_len", "key_digits", "value_digits", "value_latin", "key_bracket", "value_bracket",
     "value_ticked", "value_options", "key_word", "value_word", "key_qualified", "value_qualified", "key_ending",
     "value_ending", "value_sentence", "key_first", "key_q", "key_a", "key_h", "key_o", "value_q", "value_a",
-    "value_h", "value_o", "key_furniture", "value_furniture", "ocr",
+    "value_h", "value_o", "key_furniture", "value_furniture", "ocr", "ruled", "ruled_between", "cell_next",
 )
 
 
@@ -194,7 +194,8 @@ class _Decoder:
             pieces = self.geo.pieces = join_spaced(self.geo, pieces, self.merged_tags)
             pieces = join_labels(self.geo, pieces, self.is_value,
                                  lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture and
-                                 not self.role_answer(p))
+                                 not self.role_answer(p),
+                                 lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
             self.geo.pieces = pieces
         self.pieces = pieces
         # a label printed over two lines of one cell was joined by layout: that is key evidence itself
@@ -224,11 +225,12 @@ class _Decoder:
         """Key score; a colon key is a key whatever its text."""
         return 9.0 if p.colon_key else self.own.get(id(p), 0.0)
 
-    def is_value(self, v: Piece, of: Piece | None = None) -> bool:
+    def is_value(self, v: Piece, of: Piece | None = None, cell: bool = False) -> bool:
         """Could `v` answer a question (`of`: this one)? A line the model calls furniture cannot, unless it
-        stands right of a plain label (`plain_field`: the model's tags mislead it on a layout it never saw)."""
-        furniture = v.line in self.furniture and not (of is not None and (self.plain_field(of, v) or
-                                                                          self.column.get(id(of)) is v))
+        stands right of a plain label (`plain_field`: the model's tags mislead it on a layout it never saw)
+        or in the next ruled cell of its row (`cell`: the grid outweighs a tag, as the value column does)."""
+        furniture = v.line in self.furniture and not cell and \
+            not (of is not None and (self.plain_field(of, v) or self.column.get(id(of)) is v))
         mass = self.masses[v.line]
         if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
             furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
@@ -347,6 +349,9 @@ class _Decoder:
                 if right is not None and not past and self.geo.past_a_key(k, right, keyish):
                     right = None                                  # another label's value
                 far = right is not None
+            if right is None and "form_cells" not in self.off:
+                right = self.geo.cell_right(k)                    # the next cell of a ruled grid, however wide
+                far = right is not None
             if right is None and "form_value_column" not in self.off:
                 right = self.column.get(id(k))                    # a wide value cell of the page's grid
                 far = right is not None
@@ -397,6 +402,9 @@ class _Decoder:
             ks, vs = self.ks(k), (0.0 if c.tick else self.own.get(id(v), 0.0))
             ki, vi = by_key[id(k)], by_val[id(v)]
             ocr = min(self.page.lines[li].score for li in k.lines | v.lines)
+            # ruled lines crossed from key to value (models/ocr/rulings.py): a grid's cell borders
+            walls = (self.geo.floors(k, v) if c.where == "below" else
+                     0 if c.where == "colon" else (self.geo.walls(k, v) or 0))
             f = {
                 "where_colon": float(c.where == "colon"), "where_right": float(c.where == "right" and not c.far),
                 "where_far": float(c.far), "where_below": float(c.where == "below"), "where_tick": float(c.tick),
@@ -432,6 +440,8 @@ class _Decoder:
                 "value_q": float(vt[0]), "value_a": float(vt[1]), "value_h": float(vt[2]), "value_o": float(vt[3]),
                 "key_furniture": float(k.line in self.furniture), "value_furniture": float(v.line in self.furniture),
                 "ocr": float(ocr),
+                "ruled": float(bool(self.page.rules)), "ruled_between": float(min(walls, 3)),
+                "cell_next": float(c.where == "right" and walls == 1),
             }
             out.append(f)
         return out
@@ -516,12 +526,16 @@ class _Decoder:
         last = v
         for _ in range(8):
             n = self.geo.right_of(last, far=True)
-            if n is None or n.used or not self.is_value(n) or self.is_label(n) or options(n.text) or \
+            if n is None and "form_cells" not in self.off:
+                n = self.geo.cell_right(last)                     # the row's next ruled cell, however wide
+            # the next ruled cell of a label's row: a cell of its own, answering the label whatever the tags say
+            cell = n is not None and "form_cells" not in self.off and self.geo.walls(last, n) == 1
+            if n is None or n.used or not self.is_value(n, cell=cell) or self.is_label(n) or options(n.text) or \
                     self.ks(n) >= self.st.form_key_min + self.st.form_key_margin / 2:
                 break
             tags = piece_tags(n, self.masses)
             link = self.link((k.line, k.start), (n.line, n.start))
-            if not (any(ch.isdigit() for ch in n.text) or tags[1] > tags[0] + 0.2
+            if not (cell or any(ch.isdigit() for ch in n.text) or tags[1] > tags[0] + 0.2
                     or (link is not None and link > self.st.form_row_link)):
                 break
             n.used = True
