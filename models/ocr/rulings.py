@@ -31,8 +31,8 @@ BRIDGE = 1.0          # x median text height: gaps this long along a ruling are 
                       # text box touching it was blanked, a faint stretch of a photo)
 THICK_MAX = 0.5       # x median text height: a ruling is thinner than this across its length (a filled bar,
                       # a stamp or a photo's dark desk edge is no ruling)
-TEXT_SHRINK = 0.15    # text boxes are blanked this share short of each edge: a cell border touching a line's
-                      # box is kept
+TEXT_SHRINK = 0.08    # text boxes are blanked this share of their height short of their top and bottom
+                      # edges: a cell border touching a line's box is kept
 MAX_RULINGS = 400     # a page with more thin runs than this is a photo of texture, not a form
 
 
@@ -51,8 +51,11 @@ def find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
     th = max(8.0, _text_height(quads))
     for q in quads:
         q = np.asarray(q, dtype=np.float32)
-        c = q.mean(axis=0)
-        cv2.fillConvexPoly(ink, np.round(c + (q - c) * (1 - TEXT_SHRINK)).astype(np.int32), 0)
+        # top and bottom edges moved in (a border touching the box survives), the ends kept (the first
+        # character's left stroke, stacked over a column of labels, would pass for a vertical line)
+        top, bottom = q[[0, 1]], q[[3, 2]]
+        inner = np.concatenate([top + TEXT_SHRINK * (bottom - top), bottom + TEXT_SHRINK * (top - bottom)])
+        cv2.fillConvexPoly(ink, np.round(inner[[0, 1, 3, 2]]).astype(np.int32), 0)
     out: list[list[float]] = []
     for across in (True, False):
         k = max(5, int(round((ACROSS_KERNEL if across else DOWN_KERNEL) * th)))
