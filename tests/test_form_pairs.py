@@ -604,3 +604,24 @@ def test_two_lines_of_one_ruled_cell_beside_one_value_cell_are_one_key():
     # an answer over the next row's label, the border between them too faint to be found: no join
     lines = [("闫霞", [130, 226, 170, 250]), ("请假类型", [129, 255, 187, 282])]
     assert all(k != "闫霞请假类型" for k, _ in _ruled(lines, _row_grid([118, 430], 190, 370), ["AA", "QQQQ"]))
+
+
+def test_every_line_of_a_ruled_value_cell_is_the_value():
+    # 经营范围 over its hint (必填), the scope over two lines beside them: the hint stands left of the second
+    # line, which without the grid reads as the next row's value with a label of its own
+    lines = [("经营范围", [79, 424, 166, 451]), ("设计、制作、代理、发布广告、会议及展览服务", [179, 427, 760, 449]),
+             ("(必填)", [97, 448, 148, 476]), ("交流活动、环境保护专用设备销售", [180, 452, 560, 475])]
+    tags = ["QQQQ", "A" * 21, "OOOO", "A" * 15]
+    grid = _row_grid([60, 172, 1100], 414, 486)
+    assert _ruled(lines, grid, tags) == \
+        [("经营范围", "设计、制作、代理、发布广告、会议及展览服务交流活动、环境保护专用设备销售")]
+    assert _ruled(lines, [], tags) == [("经营范围", "设计、制作、代理、发布广告、会议及展览服务")]
+
+
+def test_a_label_over_two_lines_of_a_ruled_cell_tagged_half_a_heading_still_takes_the_next_cell():
+    # 提交证 / 件情况 | 按规定执行 on a photo: the model tags the label's lines more heading than question
+    lines = [("提交证", [170, 420, 236, 452]), ("按规定执行", [420, 436, 540, 460]), ("件情况", [170, 453, 236, 488])]
+    tags = ["HHQ", "AAAAA", "HHQ"]
+    grid = _row_grid([150, 260, 900], 410, 496)
+    assert _ruled(lines, grid, tags) == [("提交证件情况", "按规定执行")]
+    assert _ruled(lines, grid, tags, off=frozenset({"form_cells"})) == []

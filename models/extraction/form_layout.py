@@ -59,6 +59,7 @@ class Layout:
         # ... and its horizontal ones, left end first: the borders between a grid's rows
         self.hrules = [(r[0], r[1], r[2], r[3]) if r[0] <= r[2] else (r[2], r[3], r[0], r[1])
                        for r in page.rules if abs(r[3] - r[1]) <= abs(r[2] - r[0])]
+        self._walls: dict[tuple, float | None] = {}        # _wall's answers (pieces do not move)
 
     @staticmethod
     def height(p: Piece) -> float:
@@ -130,6 +131,20 @@ class Layout:
 
     def _wall(self, p: Piece, right: bool) -> float | None:
         """x of the nearest vertical ruled line left (right) of `p` across its middle: its cell's edge."""
+        key = (id(p), right, tuple(p.box), len(p.more))
+        if key not in self._walls:
+            self._walls[key] = self._find_wall(p, right)
+        return self._walls[key]
+
+    def row_walls(self, p: Piece) -> int:
+        """How many vertical ruled lines cross `p`'s row anywhere (a grid row of label and value cells has
+        three or more; a section heading's row spans the table: its two edges)."""
+        h = self.line_height(p)
+        level = self.centre(p)
+        return sum(y0 - self.slope * x0 - WALL_SLACK * h <= level <= y1 - self.slope * x1 + WALL_SLACK * h
+                   for x0, y0, x1, y1 in self.vrules)
+
+    def _find_wall(self, p: Piece, right: bool) -> float | None:
         h = self.line_height(p)
         y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
         best: float | None = None
@@ -339,7 +354,8 @@ def _touching_below(geo: Layout, a: Piece, pieces: list[Piece]) -> Piece | None:
 
 
 def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bool],
-                is_label_part: Callable[[Piece], bool], key_like: Callable[[Piece], bool] | None = None) -> list[Piece]:
+                is_label_part: Callable[[Piece], bool], key_like: Callable[[Piece], bool] | None = None,
+                merged_from: Callable[[Piece, Piece, Piece], None] | None = None) -> list[Piece]:
     """A label printed over two lines of one cell (政治 / 面貌, 提交证件 / 情况：, 申报学院 / （部门）) is one
     key. The second line continues the first when it ends the key with a colon, is a bracketed part of
     it, or when the value beside them stands between the two lines (one cell spanning both), or when the
@@ -409,6 +425,8 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
                                    not key_word(a.text) and not a.text.endswith(KEY_ENDINGS) and
                                    geo.stacked(ra, rb, [ra.box[0]]))
         if ends_key or bracket or between or celled:
+            if celled and merged_from is not None:
+                merged_from(a, a, b)        # judged as the whole label (统一社会 half tagged a heading)
             a.join(b)
             out.remove(b)
     return out

@@ -43,6 +43,7 @@ Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -195,7 +196,8 @@ class _Decoder:
             pieces = join_labels(self.geo, pieces, self.is_value,
                                  lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture and
                                  not self.role_answer(p),
-                                 lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
+                                 (lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
+                                 if "form_cells" not in off else None, self.merged_tags)
             self.geo.pieces = pieces
         self.pieces = pieces
         # a label printed over two lines of one cell was joined by layout: that is key evidence itself
@@ -306,7 +308,8 @@ class _Decoder:
         """Could `k` be a key? `grid`: the model's furniture tag aside (its value may stand in the page's
         value column, which outweighs a tag on a layout the model never saw)."""
         furniture = k.line in self.furniture and not key_word(k.text) and not (grid or id(k) in self.column)
-        if SENTENCE.search(k.text) or (not self.soft and (is_header(k, self.masses[k.line]) or furniture)):
+        header = is_header(k, self.masses[k.line]) and not self.opens_cell_row(k)
+        if SENTENCE.search(k.text) or (not self.soft and (header or furniture)):
             return False
         if id(k) in self.table or (not k.colon_key and SECTION_HEAD.match(k.text)):
             return False                          # a data table's column heading; a section's (四、审核意见)
@@ -315,6 +318,16 @@ class _Decoder:
             return False                          # □男 is nobody's key; neither is （请勾选）
         floor = self.st.form_key_min if key_min is None else key_min
         return k.colon_key or ("form_colonless_keys" not in self.off and self.ks(k) >= floor)
+
+    def opens_cell_row(self, k: Piece) -> bool:
+        """A ruled grid says `k`, a label over two lines of one cell, is a label whatever the tags say (a
+        heading): the next cell of its row holds a value, no label or heading itself (提交证 / 件情况 |
+        按规定执行; a section heading spans its row)."""
+        if "form_cells" in self.off or not k.more:      # (one line: a table's heading row looks the same)
+            return False
+        n = self.geo.cell_right(k)
+        return n is not None and not n.colon_key and self.ks(n) < self.st.form_key_min and \
+            not is_header(n, self.masses[n.line]) and self.is_value(n, k)     # (第一债务人 | 第二债务人: headings)
 
     # --- candidates ----------------------------------------------------------------------------------
     def candidates(self, wide: bool = False) -> list[Cand]:
@@ -572,7 +585,8 @@ class _Decoder:
 
     def wrap(self, k: Piece, v: Piece) -> None:
         """A value that runs over several lines takes its next lines: right under it, same type size,
-        starting where it starts, no key or label, no one else's value."""
+        starting where it starts, no key or label, no one else's value; or any next line in the same ruled
+        cell (the cell outweighs spacing and a hint under the label beside it)."""
         for _ in range(4):
             # a line read as a weak colon key with its own value (研究：基于...) may still be this value's next
             free = [p for p in self.pieces if p.line not in v.lines and not p.absorbed and
@@ -591,11 +605,15 @@ class _Decoder:
                 w.used = w.value.used = w.absorbed = True
                 v.join(whole, _sep(v.text, whole.text))
                 continue
-            if not continues_value(self.geo, v, w, k):
+            # one ruled cell holding both: the cell says they are one value, however tight or loose the lines
+            cell = "form_cells" not in self.off and self.geo.same_cell(v, w) and \
+                not re.match(r"^[（(].*[)）]$", w.text)
+            if not cell and not continues_value(self.geo, v, w, k):
                 return
             left = self.geo.left_of(w)
-            if left is not None and left is not k and left not in k.more:
-                return                  # the next row's value: its own label stands left of it
+            if left is not None and left is not k and left not in k.more and not (cell and is_hint(left.text)):
+                return                  # the next row's value: its own label stands left of it (not a hint
+                                        # under this value's label, in the label's cell: 经营范围 / (必填))
             if not self.is_value(w, k) or self.is_label(w) or qualified_label(w.text) or options(w.text) or \
                     self.ks(w) >= self.st.form_key_min + self.st.form_key_margin:
                 return

@@ -134,7 +134,8 @@ RULES: list[Rule] = [
     Rule("form_far_past_key", "forms", decode_form,
          about="a far value with another label before it on its row is that label's, not the far one's"),
     Rule("form_cells", "forms", decode_form,
-         about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far"),
+         about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
+               "and every line of that cell"),
     Rule("form_column_pairs", "forms", decode_form,
          about="an unpaired label in the page's keys' column pairs with the piece right of it in the values' column"),
     Rule("form_cuts", "forms", decode_form,
