@@ -136,14 +136,6 @@ class Layout:
             self._walls[key] = self._find_wall(p, right)
         return self._walls[key]
 
-    def row_walls(self, p: Piece) -> int:
-        """How many vertical ruled lines cross `p`'s row anywhere (a grid row of label and value cells has
-        three or more; a section heading's row spans the table: its two edges)."""
-        h = self.line_height(p)
-        level = self.centre(p)
-        return sum(y0 - self.slope * x0 - WALL_SLACK * h <= level <= y1 - self.slope * x1 + WALL_SLACK * h
-                   for x0, y0, x1, y1 in self.vrules)
-
     def _find_wall(self, p: Piece, right: bool) -> float | None:
         h = self.line_height(p)
         y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
