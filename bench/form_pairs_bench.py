@@ -69,7 +69,7 @@ def load_xfund(samples: Path, cache: Path) -> tuple[list[tuple[str, str]], Page]
         if "rules" not in raw["pages"][0]:          # read before OCR kept ruled lines
             import cv2
 
-            from training.trainer import add_rulings
+            from models.ocr.rulings import add_rulings
             add_rulings(page, cv2.imread(str(samples / gt["image"])))
         return gold, page
     from app.pipeline import analyse_file
@@ -104,7 +104,7 @@ def load_xfund_variants(samples: Path, cache: Path) -> list[tuple[str, list[tupl
     import cv2
     gt = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
     gold = [(p["key"], p["value"]) for p in gt["kv_pairs"]]
-    from training.trainer import add_rulings
+    from models.ocr.rulings import add_rulings
     done = {}
     unruled = []
     if cache.is_file():

@@ -157,8 +157,11 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
         page, gold, by_lines, truth = generated_page(layout, level, seed * 100_003 + i)
         add(layout, level, "gen", page, gold, by_lines, truth)
     for folder in sets:
+        import cv2
+
         from bench.form_pairs_bench import _cached_pages, load_set
         from data.corpus import corpus_from_synth_dir
+        from models.ocr.rulings import add_rulings
         if not (folder / "manifest.jsonl").is_file():
             raise RefusedError(f"{folder} is no generator folder (no manifest.jsonl)")
         recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM and r.get("layout") in layouts]
@@ -171,9 +174,6 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
         for rec in recs:
             page = cached.get(str(rec["id"])) or read.get(str(rec["id"]))
             if page is not None and not page.rules:     # read before OCR kept ruled lines
-                import cv2
-
-                from training.trainer import add_rulings
                 add_rulings(page, cv2.imread(str(rec["image"])))
             if page is not None:
                 add(str(rec.get("layout")), str(rec.get("degrade")), "ocr", page, gold_of(rec, None)[2], None,

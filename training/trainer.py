@@ -107,6 +107,7 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
 
     from data.document import Document
     from models.ocr import OCRSettings, get_engine
+    from models.ocr.rulings import add_rulings
     tag = OCRSettings().tag()
     done: dict[str, Page] = {}
     unruled: set[str] = set()       # read before pages kept their ruled lines: found again from the image
@@ -139,14 +140,6 @@ def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dic
                                     ensure_ascii=False) + "\n")
                 fh.flush()
     return done
-
-
-def add_rulings(page: Page, image) -> None:
-    """Give a page read before OCR kept ruled lines (models/ocr/rulings.py) its lines from `image`, the
-    upright page it was read from (a page OCR turned upright keeps none: its image here is not upright)."""
-    from models.ocr.rulings import find_rulings
-    if image is not None and not page.rotation and image.shape[:2] == (page.height, page.width):
-        page.rules = find_rulings(image, [ln.quad for ln in page.lines])
 
 
 def _rid(rec: dict) -> str:

@@ -72,10 +72,9 @@ class Layout:
     def centre(self, p: Piece) -> float:
         return geometry.deskewed_centre(p.box, self.slope)
 
-    def right_of(self, k: Piece, pieces: list[Piece] | None = None, far: bool = False,
-                 gap: float | None = None) -> Piece | None:
+    def right_of(self, k: Piece, pieces: list[Piece] | None = None, far: bool = False) -> Piece | None:
         """The nearest piece to the right of `k` on its row, if it starts close enough (`far`: within
-        form_far_gap line heights, else form_right_gap; `gap`: within this many)."""
+        form_far_gap line heights, else form_right_gap)."""
         others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
         boxes = [k.box]
         if k.more:      # a label over two lines: its value spans both, or stands on the colon's line or the first
@@ -87,8 +86,7 @@ class Layout:
                 boxes = [boxes[0], boxes[2], boxes[1]]
         for box in boxes:
             i = geometry.right_of(box, [p.box for p in others], self.slope,
-                                  gap if gap is not None else self.st.form_far_gap if far else self.st.form_right_gap,
-                                  self.st.form_row_tol)
+                                  self.st.form_far_gap if far else self.st.form_right_gap, self.st.form_row_tol)
             if i is not None:
                 return others[i]
         return None
@@ -105,9 +103,7 @@ class Layout:
         xs = []
         y = (a.box[1] + a.box[3] + b.box[1] + b.box[3]) / 4
         for seg in self.vrules:
-            x0, y0, x1, y1 = seg
-            if not all(y0 - self.slope * x0 - WALL_SLACK * h <= yc <= y1 - self.slope * x1 + WALL_SLACK * h
-                       for yc in (ya, yb)):
+            if not (self._crosses(seg, ya, h) and self._crosses(seg, yb, h)):
                 continue
             x = _x_at(seg, y)
             if a.box[2] - WALL_SLACK * h < x < b.box[0] + WALL_SLACK * h:
@@ -136,13 +132,18 @@ class Layout:
             self._walls[key] = self._find_wall(p, right)
         return self._walls[key]
 
+    def _crosses(self, seg: tuple[float, float, float, float], level: float, h: float) -> bool:
+        """A vertical ruled line (top end first) crosses the row whose deskewed centre is `level` (its ends
+        are its cell's corners, so they are deskewed too), allowing WALL_SLACK line heights `h`."""
+        x0, y0, x1, y1 = seg
+        return y0 - self.slope * x0 - WALL_SLACK * h <= level <= y1 - self.slope * x1 + WALL_SLACK * h
+
     def _find_wall(self, p: Piece, right: bool) -> float | None:
         h = self.line_height(p)
         y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
         best: float | None = None
         for seg in self.vrules:
-            x0, y0, x1, y1 = seg
-            if not y0 - self.slope * x0 - WALL_SLACK * h <= level <= y1 - self.slope * x1 + WALL_SLACK * h:
+            if not self._crosses(seg, level, h):
                 continue
             x = _x_at(seg, y)
             if right and x > p.box[2] - WALL_SLACK * h and (best is None or x < best):
@@ -499,6 +500,11 @@ def _bare_option(p: Piece, ends: set[str] | frozenset[str] = frozenset()) -> boo
         not is_hint(t) and (not t.endswith(KEY_ENDINGS) or t[-1:] in ends)
 
 
+def bracketed_note(text: str) -> bool:
+    """A line that is all one bracket ((须与证件一致), （如有）): a note, no part of a value above it."""
+    return re.match(r"^[（(].*[)）]$", text) is not None
+
+
 def continues_value(geo: Layout, v: Piece, w: Piece, key: Piece | None) -> bool:
     """`w` is the next line of value `v` (an address, a title that wraps): right under it, the same type
     size, starting where the value starts, back at its key's left edge, or centred under it (a title
@@ -507,7 +513,7 @@ def continues_value(geo: Layout, v: Piece, w: Piece, key: Piece | None) -> bool:
     h = max(geo.line_height(v), geo.line_height(w))
     centred = abs((v.box[0] + v.box[2]) / 2 - (w.box[0] + w.box[2]) / 2) <= h and w.box[2] - w.box[0] <= \
         v.box[2] - v.box[0] + h                   # a title centred on its underline, the next line shorter
-    if re.match(r"^[（(].*[)）]$", w.text):       # a bracketed note under a value is no part of it
+    if bracketed_note(w.text):                  # a bracketed note under a value is no part of it
         return False
     return geo.stacked(v, w, lefts) or (centred and geo.stacked(v, w, gap_max=geo.st.form_title_gap))
 

@@ -43,7 +43,6 @@ Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -56,6 +55,7 @@ from models.extraction.form_cuts import CutModel
 from models.extraction.form_layout import SECTION as SECTION_HEAD
 from models.extraction.form_layout import (
     Layout,
+    bracketed_note,
     code_cuts,
     column_cuts,
     continues_value,
@@ -606,8 +606,7 @@ class _Decoder:
                 v.join(whole, _sep(v.text, whole.text))
                 continue
             # one ruled cell holding both: the cell says they are one value, however tight or loose the lines
-            cell = "form_cells" not in self.off and self.geo.same_cell(v, w) and \
-                not re.match(r"^[（(].*[)）]$", w.text)
+            cell = "form_cells" not in self.off and self.geo.same_cell(v, w) and not bracketed_note(w.text)
             if not cell and not continues_value(self.geo, v, w, k):
                 return
             left = self.geo.left_of(w)

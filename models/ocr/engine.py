@@ -365,15 +365,15 @@ class OCREngine:
         h, w = image.shape[:2]
         kept = [i for i, (text, score) in enumerate(texts)
                 if score >= self.settings.min_score and text.strip() and i not in faint]
+        t4 = time.perf_counter()
         rules = find_rulings(image, [quads[i] for i in kept]) if self.settings.rulings else []
         if pad:
             rules = [[round(v - pad, 1) for v in r] for r in rules]
         if timings is not None:
-            timings["rules"] = timings.get("rules", 0.0) + time.perf_counter() - t3
+            timings["rules"] = timings.get("rules", 0.0) + time.perf_counter() - t4
         lines = []
-        for i, (quad, (text, score)) in enumerate(zip(quads, texts)):
-            if score < self.settings.min_score or not text.strip() or i in faint:
-                continue
+        for i in kept:
+            quad, (text, score) = quads[i], texts[i]
             if pad:
                 quad = np.clip(quad - pad, 0, [w - 2 * pad - 1, h - 2 * pad - 1])
             lines.append(Line(text=text, quad=[[round(float(x), 1), round(float(y), 1)] for x, y in quad],

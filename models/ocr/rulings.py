@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
+from data.document import Page
+
 BLOCK = 25            # adaptive threshold window (px) and ...
 OFFSET = 12           # ... how much darker than its window a pixel must be to count as ink
 ACROSS_KERNEL = 0.6   # x median text height: the opening keeps horizontal runs at least this long (a
@@ -87,6 +89,13 @@ def find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
                 seg = [a * y0 + b, y0, a * y1 + b, y1]
             out.append([round(float(v), 1) for v in seg])
     return out
+
+
+def add_rulings(page: Page, image: np.ndarray | None) -> None:
+    """Give a page read before OCR kept ruled lines its lines from `image`, the upright page it was read
+    from (a page OCR turned upright keeps none: its image here is not upright)."""
+    if image is not None and not page.rotation and image.shape[:2] == (page.height, page.width):
+        page.rules = find_rulings(image, [ln.quad for ln in page.lines])
 
 
 def is_vertical(seg: Sequence[float]) -> bool:
