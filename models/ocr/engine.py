@@ -31,6 +31,7 @@ import numpy as np
 
 from data.document import Line, Page
 from data.geometry import level_reading_order  # the one reading order (also used by decoding), tilt taken out
+from data.io import MAX_PIXELS
 from models.ocr.det import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -205,6 +206,37 @@ class OCRSettings:
         return float(self.drop_score or 0.0)
 
 
+class PageTooLarge(ValueError):
+    """A page the engine refuses before allocating anything for it: its pixels with the white border a small
+    page gets (OCRSettings.small_image_pad) are above `MAX_PAGE_PIXELS`."""
+
+
+# Every stage's memory is bounded by the page's own pixels: the page (3 bytes a pixel) and the copy the
+# seal finder paints (3), the rulings finder's masks (~5 at most), the detector's input at most
+# det_limit_side_len / small_text_max_side pixels a side, the seal finder's working copy at most
+# seal.WORK_PIXELS pixels whatever the page's size. A page of MAX_PAGE_PIXELS (data.io.MAX_PIXELS, 64 MP) padded
+# or not, so stays near 1 GB with the models loaded (bench/memory_bench.py: 48 MP photo, 64 MP page).
+MAX_PAGE_PIXELS = MAX_PIXELS
+
+
+def padding(h: int, w: int, pad: int) -> int:
+    """White border (px, each side) that `read` gives an h x w page: half of OCRSettings.small_image_pad when
+    its shorter side is under that, else 0."""
+    return pad // 2 if min(h, w) < pad else 0
+
+
+def check_page(h: int, w: int, pad: int) -> None:
+    """Refuse (PageTooLarge) a page whose pixels after padding are above MAX_PAGE_PIXELS before any copy of it
+    is made: a 20,000,000 x 3 px page (60 MP, under data.io's limit) was padded to 1.34 G pixels, 4 GB, and the
+    seal finder's float copies of that. Files never get here so thin (data.io.MAX_ASPECT refuses them); an
+    array handed to `read` of any shape is read within the same pixel budget."""
+    border = padding(h, w, pad)
+    padded = (h + 2 * border) * (w + 2 * border)
+    if padded > MAX_PAGE_PIXELS:
+        raise PageTooLarge(f"page is {w:,} x {h:,} pixels ({padded:,} with its white border), above the limit "
+                           f"of {MAX_PAGE_PIXELS:,} (data.io.MAX_PIXELS); downscale it first")
+
+
 def _rotate_points(pts: np.ndarray, degrees: int, h: int, w: int) -> np.ndarray:
     """Map points of an h x w image to the same image turned `degrees` clockwise."""
     x, y = pts[:, 0], pts[:, 1]
@@ -321,10 +353,10 @@ class OCREngine:
              on_stage: Callable[[str], None] | None = None) -> Page:
         """OCR one page (BGR uint8, or grey/BGRA which are converted). `timings` gets seconds per stage added;
         `on_stage` is told "detect", then "recognise", as each starts (the UI's progress bar)."""
+        check_page(image.shape[0], image.shape[1], self.settings.small_image_pad)
         image = _as_bgr(image)
-        pad = 0
-        if min(image.shape[:2]) < self.settings.small_image_pad:
-            pad = self.settings.small_image_pad // 2
+        pad = padding(image.shape[0], image.shape[1], self.settings.small_image_pad)
+        if pad:
             image = cv2.copyMakeBorder(image, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=(255, 255, 255))
         if on_stage:
             on_stage("detect")

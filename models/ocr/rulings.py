@@ -36,6 +36,10 @@ THICK_MAX = 0.5       # x median text height: a ruling is thinner than this acro
 TEXT_SHRINK = 0.08    # text boxes are blanked this share of their height short of their top and bottom
                       # edges: a cell border touching a line's box is kept
 MAX_RULINGS = 400     # a page with more thin runs than this is a photo of texture, not a form
+WORK_PIXELS = 12_000_000  # larger pages are searched on a copy downscaled to this many pixels (INTER_AREA: a
+                      # thin border keeps its darkness against the adaptive threshold's window, half of it at
+                      # the smallest scale, 0.43 for a 64 MP page), the segments scaled back: the masks here
+                      # take ~6 bytes a pixel, 0.3 GB on a 48 MP photo, whose borders are 3-10 px thick anyway
 
 
 def _text_height(quads: Sequence) -> float:
@@ -45,11 +49,31 @@ def _text_height(quads: Sequence) -> float:
 
 def find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
     """The ruled lines of a page as segments [x0, y0, x1, y1] (image pixels): horizontal ones left to
-    right, vertical ones top to bottom. `quads` are the page's text lines (4 corners each), blanked first."""
+    right, vertical ones top to bottom. `quads` are the page's text lines (4 corners each), blanked first.
+    A page of more than WORK_PIXELS is searched on a downscaled copy (`work_scale`)."""
+    h, w = image.shape[:2]
+    scale = work_scale(h, w)
+    if scale >= 1.0:
+        return _find_rulings(image, quads)
+    sw, sh = max(1, round(w * scale)), max(1, round(h * scale))
+    fx, fy = sw / w, sh / h
+    small = cv2.resize(image, (sw, sh), interpolation=cv2.INTER_AREA)
+    scaled = [np.asarray(q, dtype=np.float32) * np.array([fx, fy], dtype=np.float32) for q in quads]
+    return [[round(float(v) / (fx if i % 2 == 0 else fy), 1) for i, v in enumerate(seg)]
+            for seg in _find_rulings(small, scaled)]
+
+
+def work_scale(h: int, w: int) -> float:
+    """Scale of the copy an h x w page's ruled lines are looked for on: 1.0 up to WORK_PIXELS pixels."""
+    return 1.0 if h * w <= WORK_PIXELS else (WORK_PIXELS / (h * w)) ** 0.5
+
+
+def _find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
     grey = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
     if grey.dtype != np.uint8:
         grey = np.clip(grey, 0, 255).astype(np.uint8)
     ink = cv2.adaptiveThreshold(grey, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV, BLOCK, OFFSET)
+    del grey
     th = max(8.0, _text_height(quads))
     for q in quads:
         q = np.asarray(q, dtype=np.float32)

@@ -41,27 +41,56 @@ STRICT = (0.2, 0.3)   # further passes' EXCESS: print touching the ring drops ou
 PAPER_TINT = 0.25     # a seal's box, median pixel: red above max(green, blue) by at most this share of red
 PAINT = 0.5           # a seal found by a stricter pass: its ink painted over from this share of that pass's EXCESS
                       # (changed pages of seal_bench: under-seal CER 0.41 old, 0.12 at 0.5, 0.14 at 0.25, 0.23 at 1.0)
+WORK_PIXELS = 12_000_000  # seals are looked for on a copy of the page of at most this many pixels (a 12 MP phone
+                      # photo, an A4 page at 300 dpi: the page itself): every test here is relative to the page's
+                      # size and a seal spans 5-40% of its shorter side, so a 48 MP photo needs no more; its ink
+                      # is then painted over at full resolution around each seal found. The finder holds about
+                      # 25 bytes a working pixel (float channels, masks): 1.3 GB on a 48 MP photo before
 VERSION = 2           # of the seal finder, in OCRSettings.tag(): seals found where none were change the readings
 
 
-def _paper(image: np.ndarray) -> np.ndarray:
-    """Local paper colour, per channel: each channel max-filtered over about two character heights, so
-    text and seal strokes are bridged by the paper around them."""
-    k = max(9, (min(image.shape[:2]) // 40) | 1)
+def _paper_kernel(h: int, w: int) -> int:
+    """Side of `_paper`'s filter for an h x w page: about two character heights."""
+    return max(9, (min(h, w) // 40) | 1)
+
+
+def _paper(image: np.ndarray, k: int | None = None) -> np.ndarray:
+    """Local paper colour, per channel: each channel max-filtered over about two character heights (`k`, by
+    default the page's `_paper_kernel`), so text and seal strokes are bridged by the paper around them."""
+    k = k or _paper_kernel(*image.shape[:2])
     return cv2.dilate(image, cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)))
 
 
-def _redness(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _page_level(paper: np.ndarray) -> float:
+    """Brightness of the page's brightest paper (95th percentile of the local paper's level)."""
+    return float(np.percentile(paper.max(axis=2)[::4, ::4], 95))
+
+
+def _redness(image: np.ndarray, k: int | None = None, page_level: float | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
     """(how much a pixel's red exceeds its green and blue, relative to the local paper, where it could be
-    seal ink, -1 elsewhere; local paper colour) of a BGR page: `seal_ink`'s mask is this above a threshold."""
+    seal ink, -1 elsewhere; local paper colour) of a BGR page: `seal_ink`'s mask is this above a threshold.
+    `k` and `page_level` (the paper filter's side, `_page_level`) are the whole page's when `image` is a
+    window of it. One float channel at a time, in place where it can: the same numbers as whole-page float
+    copies, in about 25 bytes a pixel instead of 40."""
     smooth = cv2.medianBlur(image, 3)
-    paper = _paper(smooth)
-    rel = smooth.astype(np.float32) / np.maximum(paper, 40).astype(np.float32)
-    b, g, r = rel[..., 0], rel[..., 1], rel[..., 2]
+    paper = _paper(smooth, k)
+
+    def rel(c: int) -> np.ndarray:
+        return smooth[..., c].astype(np.float32) / np.maximum(paper[..., c], 40).astype(np.float32)
+
+    r = rel(2)
     near_print = cv2.dilate((r < PRINT).astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_RECT, (5, 5))) > 0
     level = paper.max(axis=2)
-    on_paper = level >= ON_PAPER * float(np.percentile(level[::4, ::4], 95))
-    redness = np.where((r > BRIGHT) & ~near_print & on_paper, r - np.maximum(g, b), -1.0).astype(np.float32)
+    on_paper = level >= ON_PAPER * (_page_level(paper) if page_level is None else page_level)
+    del level
+    redness = rel(1)
+    np.maximum(redness, rel(0), out=redness)
+    np.subtract(r, redness, out=redness)            # red above max(green, blue)
+    keep = r > BRIGHT
+    keep &= ~near_print
+    keep &= on_paper
+    redness[~keep] = -1.0
     return redness, paper
 
 
@@ -79,8 +108,31 @@ def seal_ink(image: np.ndarray, excess: float = EXCESS) -> tuple[np.ndarray, np.
 def seal_boxes(image: np.ndarray, found: tuple[np.ndarray, np.ndarray] | None = None
                ) -> list[tuple[int, int, int, int]]:
     """(x0, y0, x1, y1) of each seal on a BGR page (`found`: `_redness`'s answer, if already computed): first
-    with the EXCESS ink mask, then the stricter `STRICT` ones, each adding the seals that overlap none found."""
+    with the EXCESS ink mask, then the stricter `STRICT` ones, each adding the seals that overlap none found.
+    A page of more than WORK_PIXELS is searched on a downscaled copy, the boxes given in the page's pixels."""
+    if found is None and image.ndim == 3 and work_scale(*image.shape[:2]) < 1.0:
+        return [box for box, _ in _find_scaled(image)[0]]
     return [box for box, _ in _seals(image, found)]
+
+
+def work_scale(h: int, w: int) -> float:
+    """Scale of the copy an h x w page's seals are looked for on: 1.0 up to WORK_PIXELS pixels."""
+    return 1.0 if h * w <= WORK_PIXELS else (WORK_PIXELS / (h * w)) ** 0.5
+
+
+def _find_scaled(image: np.ndarray) -> tuple[list[tuple[tuple[int, int, int, int], float]], float]:
+    """`_seals` of a page above WORK_PIXELS, found on a copy downscaled to it (INTER_AREA: thin seal strokes
+    keep their colour, lighter), boxes scaled back out to the page's pixels; and the page's paper level."""
+    h, w = image.shape[:2]
+    scale = work_scale(h, w)
+    sw, sh = max(1, round(w * scale)), max(1, round(h * scale))
+    small = cv2.resize(image, (sw, sh), interpolation=cv2.INTER_AREA)
+    redness, paper = _redness(small)
+    level = _page_level(paper)
+    found = _seals(small, (redness, paper))
+    fx, fy = w / sw, h / sh
+    return [((max(0, int(x0 * fx)), max(0, int(y0 * fy)), min(w, int(np.ceil(x1 * fx))), min(h, int(np.ceil(y1 * fy)))),
+             excess) for (x0, y0, x1, y1), excess in found], level
 
 
 def _seals(image: np.ndarray, found: tuple[np.ndarray, np.ndarray] | None = None
@@ -172,7 +224,7 @@ def _ring_like(ink: np.ndarray, box: tuple[int, int, int, int]) -> bool:
     px, py = int(w * 0.35), int(h * 0.35)
     wx0, wy0, wx1, wy1 = max(0, x0 - px), max(0, y0 - py), min(width, x1 + px), min(height, y1 + py)
     win = ink[wy0:wy1, wx0:wx1]
-    yy, xx = np.mgrid[wy0:wy1, wx0:wx1]
+    yy, xx = np.ogrid[wy0:wy1, wx0:wx1]        # broadcast: no two window-sized integer grids
     dx, dy = (xx + 0.5 - (x0 + x1) / 2) / (w / 2), (yy + 0.5 - (y0 + y1) / 2) / (h / 2)
     d = np.hypot(dx, dy)
     sector = ((np.arctan2(dy, dx) + np.pi) / (2 * np.pi) * 36).astype(int).clip(0, 35)
@@ -190,18 +242,44 @@ def unseal(image: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int
     the page itself when it has no seal. BGR in, BGR out."""
     if image.ndim != 3 or image.shape[2] != 3:
         return image, []
-    redness, paper = _redness(image)
-    seals = _seals(image, (redness, paper))
+    h, w = image.shape[:2]
+    if work_scale(h, w) < 1.0:
+        seals, level = _find_scaled(image)
+        k = _paper_kernel(h, w)
+        margin = k // 2 + 4     # the median (1 px), paper filter (k // 2) and print dilation (2) reach this far
+
+        def window(box: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+            """`_redness` of the page in a seal's box, at full resolution, computed on the box and a margin."""
+            x0, y0, x1, y1 = box
+            wx0, wy0 = max(0, x0 - margin), max(0, y0 - margin)
+            red, paper = _redness(image[wy0:min(h, y1 + margin), wx0:min(w, x1 + margin)], k, level)
+            return red[y0 - wy0:y1 - wy0, x0 - wx0:x1 - wx0], paper[y0 - wy0:y1 - wy0, x0 - wx0:x1 - wx0]
+    else:
+        redness, paper = _redness(image)
+        seals = _seals(image, (redness, paper))
+
+        def window(box: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+            x0, y0, x1, y1 = box
+            return redness[y0:y1, x0:x1], paper[y0:y1, x0:x1]
     if not seals:
         return image, []
-    # a seal found by a stricter pass touches print whose light rims are red too: only ink about as saturated
-    # as that pass's is painted over there (a photo's blurred title strokes have no dark core to protect them)
-    inside = np.full(redness.shape, np.inf, dtype=np.float32)
-    for (x0, y0, x1, y1), excess in seals:
-        inside[y0:y1, x0:x1] = np.minimum(inside[y0:y1, x0:x1], EXCESS_INSIDE if excess == EXCESS else excess * PAINT)
-    # inside a seal, paler red counts too (a photo's blur and JPEG grey its thin characters); never a pixel
-    # that is dark itself (a thin stroke's tip the median smoothed away)
-    mask = (redness > inside) & (image[..., 2].astype(np.float32) >= BRIGHT * paper[..., 2])
     out = image.copy()
-    out[mask] = paper[mask]
+    for box, _ in seals:
+        x0, y0, x1, y1 = box
+        if x1 <= x0 or y1 <= y0:
+            continue
+        # a seal found by a stricter pass touches print whose light rims are red too: only ink about as
+        # saturated as that pass's is painted over there (a photo's blurred title strokes have no dark core to
+        # protect them); where seals overlap, the most permissive threshold of those covering a pixel
+        inside = np.full((y1 - y0, x1 - x0), np.inf, dtype=np.float32)
+        for (bx0, by0, bx1, by1), excess in seals:
+            ix0, iy0, ix1, iy1 = max(x0, bx0), max(y0, by0), min(x1, bx1), min(y1, by1)
+            if ix1 > ix0 and iy1 > iy0:
+                cell = inside[iy0 - y0:iy1 - y0, ix0 - x0:ix1 - x0]
+                np.minimum(cell, EXCESS_INSIDE if excess == EXCESS else excess * PAINT, out=cell)
+        red, pap = window(box)
+        # inside a seal, paler red counts too (a photo's blur and JPEG grey its thin characters); never a pixel
+        # that is dark itself (a thin stroke's tip the median smoothed away)
+        mask = (red > inside) & (image[y0:y1, x0:x1, 2].astype(np.float32) >= BRIGHT * pap[..., 2])
+        out[y0:y1, x0:x1][mask] = pap[mask]
     return out, [box for box, _ in seals]
