@@ -17,6 +17,7 @@ import importlib
 import os
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,35 @@ class UsageError(ValueError):
     """A problem with the command line found before any work: reported on stderr, exit status 2."""
 
 
+class OutputError(RuntimeError):
+    """An output (--json, --csv, an overlay) could not be written after the work was done (a full disk, a
+    folder made read-only meanwhile): reported on stderr as one sentence, exit status 1."""
+
+
+# Bidirectional-text controls: they reorder what follows on a terminal ("gpj.exe" shown as "exe.jpg").
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def terminal_text(text: str) -> str:
+    """`text` (a file name, a message naming one) safe to print on a terminal: undecodable bytes as `\\xNN`
+    (data.document.display_name) and every control character (ESC, CR, BEL, C1 controls, DEL, bidi
+    overrides) escaped as `\\xNN` / `\\uNNNN`, so a file named "a\\x1b[2Jb.png" cannot clear the screen or
+    forge a line. For what the CLIs print only; JSON and CSV keep the real name."""
+    text = display_name(text)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7f <= code <= 0x9f:
+            out.append(f"\\x{code:02x}")
+        elif ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Zl", "Zp"):   # U+2028/9 break lines too
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)    # an ideographic space or a joiner is not a control: shown as it is
+    return "".join(out)
+
+
 def check_inputs(files: Iterable[str]) -> None:
     """Every FILE must be a readable regular file before the first one is processed, so a typo in the
     last argument does not surface after the OCR of all the others. Raises UsageError naming each bad
@@ -93,9 +123,9 @@ def check_writable(path: str, what: str, directory: bool = False) -> None:
     """Fail now, before any OCR, if `path` (a file to be written, or a folder to write into) cannot be
     written: its folder is created if missing and a scratch file is made there and removed."""
     if directory and os.path.exists(path) and not os.path.isdir(path):
-        raise UsageError(f"{what} {display_name(path)}: is a file, not a folder; give a folder")
+        raise UsageError(f"{what} {terminal_text(path)}: is a file, not a folder; give a folder")
     if not directory and os.path.isdir(path):
-        raise UsageError(f"{what} {display_name(path)}: is a folder; give a file name")
+        raise UsageError(f"{what} {terminal_text(path)}: is a folder; give a file name")
     folder = path if directory else os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -103,7 +133,7 @@ def check_writable(path: str, what: str, directory: bool = False) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"{what} {display_name(path)}: cannot be written ({exc.strerror or exc}); "
+        raise UsageError(f"{what} {terminal_text(path)}: cannot be written ({exc.strerror or exc}); "
                          "choose another path") from None
 
 
@@ -114,11 +144,23 @@ def write_documents(out: str | os.PathLike, docs: Sequence[Document]) -> str:
     undecodable bytes included, is written as valid UTF-8 (Document.to_json). Returns what was written,
     for the message: "JSON" or "JSON Lines"."""
     path = Path(out)
-    if len(docs) == 1 and path.suffix.lower() != ".jsonl":
-        write_text_atomic(path, docs[0].to_json(indent=1) + "\n")
-        return "JSON"
-    write_text_atomic(path, "".join(d.to_json() + "\n" for d in docs))
-    return "JSON Lines"
+    one = len(docs) == 1 and path.suffix.lower() != ".jsonl"
+    text = docs[0].to_json(indent=1) + "\n" if one else "".join(d.to_json() + "\n" for d in docs)
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:     # the old file, if any, is left as it was (atomic write)
+        raise output_error("--json", out, exc, f"the {len(docs)} document(s) were processed but not saved") from None
+    return "JSON" if one else "JSON Lines"
+
+
+def output_error(what: str, path: str | os.PathLike, exc: OSError, consequence: str) -> OutputError:
+    """The one sentence for an output that could not be written: which, where, why (no space, read-only)
+    and what it means, instead of a traceback."""
+    why = exc.strerror or str(exc)
+    hint = {28: "free some space", 30: "the filesystem is read-only", 122: "the disk quota is used up"}.get(
+        exc.errno or 0, "check the folder's permissions and free space")
+    return OutputError(f"{what} {terminal_text(os.fsdecode(path))}: cannot be written ({why}); {consequence}; "
+                       f"{hint} and run the command again")
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, str]]:
@@ -156,11 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     from data.io import InputError
     try:
         return int(args._run(args) or 0)
+    except OutputError as exc:         # the work was done, its output could not be saved
+        if os.environ.get("APP_DEBUG"):
+            raise
+        print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
+        return EXIT_FAILED
     except (UsageError, InputError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         if os.environ.get("APP_DEBUG"):
             raise
-        for line in str(exc).splitlines():
-            print(f"error: {line}", file=sys.stderr)
+        for line in str(exc).split("\n"):     # not splitlines(): a CR in a file name is escaped, not a break
+            print(f"error: {terminal_text(line)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

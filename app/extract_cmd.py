@@ -22,8 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cli import EXIT_FAILED, JSON_HELP, UsageError, check_inputs, check_writable, write_documents, write_png
-from data.document import Document, Page, display_name
+from app.cli import (
+    EXIT_FAILED,
+    JSON_HELP,
+    UsageError,
+    check_inputs,
+    check_writable,
+    terminal_text,
+    write_documents,
+    write_png,
+)
+from data.document import Document, Page
 
 HELP = "OCR and extract fields from images or PDFs; print a table, write JSON and overlays"
 
@@ -109,32 +118,32 @@ def run(args: argparse.Namespace) -> int:
             analysis = (analyse_file(path, args.model, args.doc_type, on_image=drawer) if drawer is not None
                         else analyse_file(path, args.model, args.doc_type))
         except (ModelDirError, FileNotFoundError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
             return 2
         docs = analysis.parts()
         written.extend(docs)
         failed += analysis.document.error is not None or any(d.error is not None for d in docs)
-        shown_path = display_name(path)     # printable whatever bytes the name holds (GBK from a zip)
+        shown_path = terminal_text(path)    # printable whatever the name holds (GBK bytes, escape sequences)
         for doc in docs:
             if doc.error:       # on stderr (exit status 1); --json keeps it as the document's error entry
-                message = display_name(str(doc.error.get("message")))
-                named = shown_path in message or display_name(str(Path(path))) in message
+                message = terminal_text(str(doc.error.get("message")))
+                named = shown_path in message or terminal_text(str(Path(path))) in message
                 print(f"error: {message if named else f'{shown_path}: {message}'}", file=sys.stderr)
             else:
                 print(result_title(shown_path, doc))
                 print(field_table(doc))
             for page in doc.pages:
                 if drawer is not None and page.index in drawer.written:
-                    print(f"  overlay: {display_name(str(drawer.written[page.index]))}")
+                    print(f"  overlay: {terminal_text(str(drawer.written[page.index]))}")
         if drawer is not None:          # pages skipped as blank belong to no document: listed once
             shown = {p.index for d in docs for p in d.pages}
             for index, overlay in sorted(drawer.written.items()):
                 if index not in shown:
-                    print(f"  overlay (page {index + 1}, skipped as blank): {display_name(str(overlay))}")
+                    print(f"  overlay (page {index + 1}, skipped as blank): {terminal_text(str(overlay))}")
     if args.json:
         kind = write_documents(args.json, written)
         print(f"{kind} ({len(written)} document{'s' if len(written) != 1 else ''}) written to "
-              f"{display_name(args.json)}")
+              f"{terminal_text(args.json)}")
     return EXIT_FAILED if failed else 0
 
 

@@ -15,7 +15,17 @@ import sys
 import time
 from pathlib import Path
 
-from app.cli import EXIT_FAILED, JSON_HELP, UsageError, check_inputs, check_writable, write_documents, write_png
+from app.cli import (
+    EXIT_FAILED,
+    JSON_HELP,
+    UsageError,
+    check_inputs,
+    check_writable,
+    output_error,
+    terminal_text,
+    write_documents,
+    write_png,
+)
 
 HELP = "OCR images or PDFs (PP-OCR, offline): print lines, write Document JSON and overlay PNGs"
 
@@ -73,8 +83,12 @@ def ocr_file(path: str, engine, dpi: int, page_range: tuple[int, int] | None, dr
         if draw_dir is not None:
             turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
             upright = image if not page.rotation else cv2.rotate(image, turns[page.rotation])
-            draw_dir.mkdir(parents=True, exist_ok=True)
-            write_png(draw_dir / f"{Path(path).stem}_p{index + 1}.png", draw_document_page(upright, page))
+            overlay = draw_dir / f"{Path(path).stem}_p{index + 1}.png"
+            try:
+                draw_dir.mkdir(parents=True, exist_ok=True)
+                write_png(overlay, draw_document_page(upright, page))
+            except OSError as exc:      # a full or read-only disk: one sentence, not a traceback
+                raise output_error("--draw", overlay, exc, "the overlay images stop here") from None
         index += 1
     timings["total"] = time.perf_counter() - t_total
     doc.timings = {k: round(v, 4) for k, v in timings.items()}
@@ -110,18 +124,19 @@ def run(args: argparse.Namespace) -> int:
         try:
             doc = ocr_file(path, engine, args.dpi or DEFAULT_DPI, page_range, draw_dir)
         except InputError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
             docs.append(Document(source=path, error={"type": "InputError", "message": exc.reason}))
             failed += 1
             continue
         docs.append(doc)
         n_lines = sum(len(p.lines) for p in doc.pages)
         if args.summary:
-            print(f"{path}: {len(doc.pages)} page(s), {n_lines} lines, {doc.timings['total']:.2f} s")
+            print(f"{terminal_text(path)}: {len(doc.pages)} page(s), {n_lines} lines, {doc.timings['total']:.2f} s")
         else:
             for page in doc.pages:
                 turned = f", turned {page.rotation} deg" if page.rotation else ""
-                print(f"== {path} page {page.index + 1} ({page.width}x{page.height}{turned}, {len(page.lines)} lines)")
+                print(f"== {terminal_text(path)} page {page.index + 1} ({page.width}x{page.height}{turned}, "
+                      f"{len(page.lines)} lines)")
                 for line in page.lines:
                     print(f"{line.score:.2f}  {line.text}")
     if args.json:

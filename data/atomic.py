@@ -1,7 +1,12 @@
 """Files written so that a reader (or a rerun after a crash) sees the old file or the new one, never a
 part: write to a temporary name in the same folder, fsync it, rename it over the target, fsync the
 folder. The one implementation for results, corpora, reports, CSV, JSON, overlays and registry
-pointers; checkpoints use `fsync_path` for their own directory-level protocol."""
+pointers; checkpoints use `fsync_path` for their own directory-level protocol.
+
+The file gets the permissions a plain `open(path, "w")` gives a new file, 0666 less the umask: `tempfile.mkstemp`
+creates 0600, which, renamed into place, left every output, registry pointer and report unreadable to a
+service account or the group whatever the umask said. (The mode is set on every write, so a file left
+0600 by older versions is repaired when next written.)"""
 from __future__ import annotations
 
 import contextlib
@@ -26,6 +31,26 @@ def fsync_path(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux says it (/proc/self/status, so no other
+    thread ever sees a zero umask); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The permission bits `open(path, "w")` gives a new file: 0666 less the umask."""
+    return 0o666 & ~current_umask()
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Iterator[IO[Any]]:
     """`with atomic_write(path) as fh: ...` writes `path` atomically: the block writes a temporary file
@@ -40,6 +65,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> It
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=".tmp", dir=folder)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, mode, **open_kw) as fh:
             yield fh
             fh.flush()

@@ -17,12 +17,15 @@ from __future__ import annotations
 import errno
 import io
 import os
+import stat
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
+
+from data.input_error import InputError  # noqa: F401 - raised here, imported from here by callers
 
 MAX_FILE_BYTES = 256 * 1024 * 1024   # larger files are refused before reading (a 600-page scan is ~200 MB)
 MAX_PIXELS = 64_000_000              # per page; 8000 x 8000. A 48 MP phone photo passes, a pixel bomb does not
@@ -30,23 +33,21 @@ MAX_PAGES = 500                      # per document; pass page_range to read par
 MAX_DOC_PIXELS = 2_000_000_000       # all pages of one file together: 500 A4 pages at 200 dpi (3.9 MP each)
                                      # pass, a file of many pixel-bomb pages (500 x 64 MP) is refused before
                                      # any page is rendered: it would take hours and gigabytes
+MAX_ASPECT = 100                     # a page's longer side at most this many times its shorter one: a 2 m till
+                                     # roll is 25:1, a phone's full-length screenshot under MAX_PIXELS at most
+                                     # 55:1; a 20,000,000 x 3 px "page" is refused before it is decoded
+STRIP_PIXELS = 4_000_000             # a frame is converted to BGR this many pixels at a time (no second copy)
 DEFAULT_DPI = 200                    # PDF render resolution: PP-OCR reads 8-pt print reliably from here up
 MAX_DPI = 600
 
-SUPPORTED = "JPEG, PNG, BMP, WebP, TIFF or PDF"
+SUPPORTED = "JPEG, PNG, BMP, WebP, TIFF, PDF or OFD"
 
 
-class InputError(ValueError):
-    """A file (or upload) that cannot be turned into pages. `path` names it, `reason` says why and what to do."""
-
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        self.path = str(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 def sniff(head: bytes) -> str | None:
-    """'jpeg' | 'png' | 'bmp' | 'webp' | 'tiff' | 'pdf' from a file's first bytes, or None."""
+    """'jpeg' | 'png' | 'bmp' | 'webp' | 'tiff' | 'pdf' | 'ofd' from a file's first bytes, or None. Any zip
+    archive sniffs as 'ofd' (GB/T 33190 is a zip of XML); one without OFD.xml is refused when opened."""
     if head.startswith(b"\xff\xd8\xff"):
         return "jpeg"
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -59,6 +60,8 @@ def sniff(head: bytes) -> str | None:
         return "tiff"
     if b"%PDF-" in head[:1024]:      # the spec allows junk before the header
         return "pdf"
+    if head.startswith(b"PK\x03\x04"):
+        return "ofd"
     return None
 
 
@@ -67,7 +70,7 @@ def _describe_unknown(head: bytes) -> str:
         return "content is all zero bytes"
     try:
         head[:256].decode("utf-8")
-        return "content looks like text, not an image or PDF"
+        return "content looks like text, not an image, PDF or OFD"
     except UnicodeDecodeError:
         return "unrecognised binary content"
 
@@ -90,6 +93,50 @@ def _missing_reason(path: Path) -> str:
     return "no such file; check the path"
 
 
+def non_regular_kind(mode: int) -> str | None:
+    """What a file of `mode` (st_mode) is when it is neither a regular file nor a directory ("a FIFO
+    (named pipe)", "a character device", ...), else None. Such a file is never read: a FIFO blocks until
+    someone writes to it, /dev/zero or /dev/urandom never end."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "not a regular file"
+
+
+def not_regular_reason(path: str | os.PathLike, kind: str) -> str:
+    """The message for a path that is `kind` (non_regular_kind), naming the link target if it is a link."""
+    link = f" (a symbolic link to {os.path.realpath(path)!r})" if os.path.islink(path) else ""
+    return (f"is {kind}{link}, not a regular file; it is not read (it could block or never end); "
+            "pass the document file itself")
+
+
+def open_regular(path: str | os.PathLike) -> int:
+    """A read-only descriptor of `path` if it is a regular file (links followed), else InputError saying
+    what it is. Opened non-blocking and checked with fstat on the descriptor itself, so neither a FIFO
+    (the open would wait for a writer) nor a file swapped for one after a stat can hang the caller; the
+    descriptor is switched back to blocking reads before it is returned. OSError when it cannot be opened."""
+    kind = non_regular_kind(os.stat(path).st_mode)
+    if kind is not None:
+        raise InputError(path, not_regular_reason(path, kind))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(path, not_regular_reason(path, non_regular_kind(mode) or "a directory"))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _check_path(path: Path) -> int:
     """Size in bytes of a readable regular file, else InputError."""
     if not path.exists():
@@ -97,8 +144,9 @@ def _check_path(path: Path) -> int:
     if path.is_dir():
         raise InputError(path, "is a directory; pass the files inside it (the batch command walks folders)")
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
+        fd = open_regular(path)
+        with open(fd, "rb") as fh:
+            size = os.fstat(fd).st_size
             fh.read(1)
     except PermissionError:
         raise InputError(path, "permission denied; make the file readable (chmod +r) and retry") from None
@@ -162,20 +210,42 @@ def _select_pages(name: str, total: int, max_pages: int, page_range: tuple[int, 
 
 # --- images -----------------------------------------------------------------------------------------
 
+def aspect_reason(w: float, h: float, unit: str = "pixels") -> str | None:
+    """Why a page of w x h (`unit`) is refused for its shape (longer side above MAX_ASPECT times the shorter,
+    or a side of zero), else None. No document is that thin; such a page would only be decoded, padded and
+    searched for text at the cost of gigabytes."""
+    short, long = min(w, h), max(w, h)
+    if short <= 0 or long > MAX_ASPECT * short:
+        ratio = f"{long / short:,.0f}:1" if short > 0 else "a side of zero"
+        return (f"page is {w:,.0f} x {h:,.0f} {unit} ({ratio}), thinner than any document (a page's longer side "
+                f"may be at most {MAX_ASPECT} times its shorter one, data.io.MAX_ASPECT); crop or re-export it")
+    return None
+
+
 def _to_bgr(img) -> np.ndarray:
-    """A decoded PIL frame of any mode -> contiguous BGR uint8."""
-    if img.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
-        arr = np.asarray(img, dtype=np.float64)
-        hi = arr.max() or 1.0
-        grey = np.clip(arr * (255.0 / hi), 0, 255).astype(np.uint8)
-        return np.ascontiguousarray(np.repeat(grey[:, :, None], 3, axis=2))
-    if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
-        from PIL import Image
-        rgba = img.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))   # transparent reads as paper, not black
-        img = Image.alpha_composite(white, rgba)
-    rgb = np.asarray(img.convert("RGB"))
-    return np.ascontiguousarray(rgb[:, :, ::-1])
+    """A decoded PIL frame of any mode -> contiguous BGR uint8, converted a strip of rows at a time into the
+    one output array: whole-frame conversions (PIL's RGB copy, its bytes for numpy, the channel swap) held
+    three more copies of a 48 MP photo at once, 0.6 GB. Every conversion here is per pixel, so a strip's
+    pixels come out as the whole frame's would (16-bit and float frames use the frame's maximum)."""
+    from PIL import Image
+    w, h = img.size
+    out = np.empty((h, w, 3), np.uint8)
+    rows = max(1, STRIP_PIXELS // max(1, w))
+    wide = img.mode in ("I;16", "I;16B", "I;16L", "I", "F")
+    hi = float(img.getextrema()[1] or 1.0) if wide else 1.0
+    alpha = img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info)
+    for y in range(0, h, rows):
+        strip = img.crop((0, y, w, min(h, y + rows)))
+        if wide:
+            grey = np.clip(np.asarray(strip, dtype=np.float64) * (255.0 / hi), 0, 255).astype(np.uint8)
+            out[y:y + rows] = grey[:, :, None]
+            continue
+        if alpha:
+            rgba = strip.convert("RGBA")
+            white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))   # transparent reads as paper, not black
+            strip = Image.alpha_composite(white, rgba)
+        out[y:y + rows] = np.asarray(strip.convert("RGB"))[:, :, ::-1]
+    return out
 
 
 def _check_doc_pixels(name: str, total: int, pages: int, max_doc_pixels: int | None) -> None:
@@ -186,17 +256,26 @@ def _check_doc_pixels(name: str, total: int, pages: int, max_doc_pixels: int | N
                                "split the file or lower the resolution (dpi)")
 
 
-def _decode_frame(img, i: int, kind: str, name: str, max_pixels: int) -> np.ndarray:
+def _decode_frame(img, i: int, kind: str, name: str, max_pixels: int, last: bool = False) -> np.ndarray:
     """Frame `i` of an open PIL image as BGR. A function of its own so that no local of the page
-    generator still holds a page after it was yielded."""
+    generator still holds a page after it was yielded. `last`: the file's last page, after which the
+    PIL image is closed, so its decoded frame is not kept alive while the page is read."""
     from PIL import ImageOps
     img.seek(i)
     fw, fh = img.size
     if fw * fh > max_pixels:
         raise InputError(name, f"page {i + 1} is {fw} x {fh} pixels, above the limit of {max_pixels:,}")
+    if (shape := aspect_reason(fw, fh)) is not None:
+        raise InputError(name, f"page {i + 1}: {shape}")
     img.load()
-    frame = ImageOps.exif_transpose(img) if kind in ("jpeg", "webp", "tiff", "png") else img
-    return _to_bgr(frame)
+    frame = img
+    # exif_transpose copies a frame that needs no turn too: look at the orientation first
+    if kind in ("jpeg", "webp", "tiff", "png") and img.getexif().get(0x0112, 1) not in (1, None):
+        frame = ImageOps.exif_transpose(img)
+    page = _to_bgr(frame)
+    if last:
+        img.close()
+    return page
 
 
 def _iter_image(name: str, fp: BinaryIO, kind: str, max_pages: int, max_pixels: int,
@@ -217,6 +296,8 @@ def _iter_image(name: str, fp: BinaryIO, kind: str, max_pages: int, max_pixels: 
     if w * h > max_pixels:
         raise InputError(name, f"image is {w} x {h} = {w * h:,} pixels, above the limit of {max_pixels:,} "
                                "(data.io.MAX_PIXELS); downscale it first")
+    if (shape := aspect_reason(w, h)) is not None:
+        raise InputError(name, shape)
     if len(pages) > 1:     # a TIFF's frame sizes are in its directories: reading them decodes no pixels
         total = 0
         try:
@@ -232,7 +313,7 @@ def _iter_image(name: str, fp: BinaryIO, kind: str, max_pages: int, max_pixels: 
         try:
             for i in pages:
                 try:
-                    yield _decode_frame(img, i, kind, name, max_pixels)
+                    yield _decode_frame(img, i, kind, name, max_pixels, last=i == pages[-1])
                 except InputError:
                     raise
                 except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
@@ -313,7 +394,9 @@ def _render_pdf_page(pdf, i: int, name: str, dpi: int, max_pixels: int) -> np.nd
 
 def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixels: int,
               page_range: tuple[int, int] | None, password: str | None,
-              max_doc_pixels: int | None = None) -> Iterator[np.ndarray]:
+              max_doc_pixels: int | None = None, text: bool = False) -> Iterator[Any]:
+    """Rendered pages (BGR arrays), or with `text` data.textlayer.SourcePage: rendered and, where the
+    page's text layer can be trusted, read from it."""
     if not 36 <= dpi <= MAX_DPI:
         raise InputError(name, f"dpi {dpi} is outside 36..{MAX_DPI}")
     import pypdfium2 as pdfium
@@ -326,6 +409,8 @@ def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixe
                 w_pt, h_pt = pdf.get_page_size(i)
             except pdfium.PdfiumError as exc:
                 raise InputError(name, f"cannot read the size of page {i + 1} ({exc})") from None
+            if (shape := aspect_reason(w_pt, h_pt, "pt")) is not None:    # from the MediaBox, before rendering
+                raise InputError(name, f"page {i + 1}: {shape}")
             scale = _pdf_scale(w_pt, h_pt, dpi, max_pixels)
             total += int(w_pt * scale) * int(h_pt * scale)
         _check_doc_pixels(name, total, len(pages), max_doc_pixels)
@@ -333,10 +418,14 @@ def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixe
         pdf.close()
         raise
 
-    def gen() -> Iterator[np.ndarray]:
+    def gen() -> Iterator[Any]:
+        from data.textlayer import read_pdf_page
         try:
             for i in pages:
-                yield _render_pdf_page(pdf, i, name, dpi, max_pixels)
+                if text:
+                    yield read_pdf_page(pdf, i, name, _render_pdf_page(pdf, i, name, dpi, max_pixels))
+                else:
+                    yield _render_pdf_page(pdf, i, name, dpi, max_pixels)
         finally:
             pdf.close()
 
@@ -353,8 +442,29 @@ def iter_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int =
     The file is checked (exists, readable, non-empty, known content, page count, pixel count) before
     this returns, so most bad inputs raise `InputError` here; damage inside a later page raises it
     while iterating. `page_range=(start, stop)` is 0-based with `stop` exclusive; `max_doc_pixels`
-    (default `MAX_DOC_PIXELS`) caps the pixels of all chosen pages together.
+    (default `MAX_DOC_PIXELS`) caps the pixels of all chosen pages together. An OFD's pages are drawn
+    from its XML (data.ofd.draw_page); `iter_source_pages` also hands over the text read from the file.
     """
+    return _open_path(path, dpi, max_pages, max_pixels, page_range, password, max_doc_pixels, "image")
+
+
+def iter_source_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
+                      max_pixels: int = MAX_PIXELS, page_range: tuple[int, int] | None = None,
+                      password: str | None = None, max_doc_pixels: int | None = None,
+                      reader: str | None = None) -> Iterator[Any]:
+    """`iter_pages` as data.textlayer.SourcePage: each page's image and, for a PDF page whose text layer
+    can be trusted or an OFD page, its lines read from the file (`page`; None: OCR the image).
+    `reader="ocr"` (or PIAOJU_READER=ocr) reads nothing from the file: every page is for OCR."""
+    from data.textlayer import reader_setting
+    return _open_path(path, dpi, max_pages, max_pixels, page_range, password, max_doc_pixels,
+                      reader_setting(reader))
+
+
+def _open_path(path: str | os.PathLike, dpi: int, max_pages: int, max_pixels: int,
+               page_range: tuple[int, int] | None, password: str | None, max_doc_pixels: int | None,
+               mode: str) -> Iterator[Any]:
+    """Pages of the file at `path`: images (`mode` "image") or SourcePages ("auto": text from the file
+    where it can be trusted, "ocr": none)."""
     p = Path(path)
     size = _check_path(p)
     head = _read_head(p)
@@ -363,16 +473,84 @@ def iter_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int =
     if kind is None:
         raise InputError(p, f"not a {SUPPORTED} file: {_describe_unknown(head)}")
     if kind == "pdf":
-        return _iter_pdf(str(p), str(p), dpi, max_pages, max_pixels, page_range, password, max_doc_pixels)
+        return _as_source(_iter_pdf(str(p), str(p), dpi, max_pages, max_pixels, page_range, password,
+                                    max_doc_pixels, text=mode == "auto"), mode)
+    if kind == "ofd":
+        return _iter_ofd(str(p), _read_all(p), dpi, max_pages, max_pixels, page_range, max_doc_pixels, mode)
     try:
         fp = open(p, "rb")
     except OSError as exc:
         raise InputError(p, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        return _iter_image(str(p), fp, kind, max_pages, max_pixels, page_range, max_doc_pixels)
+        return _as_source(_iter_image(str(p), fp, kind, max_pages, max_pixels, page_range, max_doc_pixels), mode)
     except InputError:
         fp.close()
         raise
+
+
+def _read_all(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _iter_ofd(name: str, data: bytes, dpi: int, max_pages: int, max_pixels: int,
+              page_range: tuple[int, int] | None, max_doc_pixels: int | None, mode: str) -> Iterator[Any]:
+    """The pages of an OFD, drawn (data.ofd.draw_page): as BGR arrays (`mode` "image"), or as
+    data.textlayer.SourcePage with the lines read from the file ("auto") or none ("ocr": the drawn image
+    is OCR'd, to measure the OCR route). The file is read and checked before this returns."""
+    if not 36 <= dpi <= MAX_DPI:
+        raise InputError(name, f"dpi {dpi} is outside 36..{MAX_DPI}")
+    import time
+
+    from data.ofd import MM_PER_INCH, ofd_page, read_ofd
+    t0 = time.perf_counter()
+    doc = read_ofd(data, name, dpi, lambda count: _select_pages(name, count, max_pages, page_range))
+    read_s = (time.perf_counter() - t0) / max(1, len(doc.pages))
+    k = dpi / MM_PER_INCH
+    total = 0
+    for p in doc.pages:          # page boxes only: nothing is drawn before the whole file is known to fit
+        w, h = round(p.width_mm * k), round(p.height_mm * k)
+        if (shape := aspect_reason(w, h)) is not None:
+            raise InputError(name, f"page {p.index + 1}: {shape}")
+        if w * h > max_pixels:
+            raise InputError(name, f"page {p.index + 1} is {w} x {h} pixels at {dpi} dpi, above the limit of "
+                                   f"{max_pixels:,}")
+        total += w * h
+    _check_doc_pixels(name, total, len(doc.pages), max_doc_pixels)
+
+    def gen() -> Iterator[Any]:
+        for p in doc.pages:
+            yield ofd_page(p, k, mode, read_s)
+
+    return gen()
+
+
+def _as_source(pages: Iterator[Any], mode: str) -> Iterator[Any]:
+    """`pages` as they are for `mode` "image", else as SourcePages (an image is wrapped in one, for OCR).
+    The wrapper holds no page while the next one is decoded."""
+    if mode == "image":
+        return pages
+
+    def gen() -> Iterator[Any]:
+        while True:
+            page = _next_source(pages)
+            if page is None:
+                return
+            yield page
+            del page
+
+    return gen()
+
+
+def _next_source(pages: Iterator[Any]) -> Any:
+    from data.textlayer import SourcePage
+    item = next(pages, None)
+    if item is None or isinstance(item, SourcePage):
+        return item
+    return SourcePage(item)
 
 
 def load_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
@@ -386,13 +564,33 @@ def iter_image_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pag
                      max_pixels: int = MAX_PIXELS, page_range: tuple[int, int] | None = None,
                      password: str | None = None, max_doc_pixels: int | None = None) -> Iterator[np.ndarray]:
     """`iter_pages` for an upload held in memory; `filename` only names it in errors."""
+    return _open_bytes(data, filename, dpi, max_pages, max_pixels, page_range, password, max_doc_pixels, "image")
+
+
+def iter_source_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
+                      max_pixels: int = MAX_PIXELS, page_range: tuple[int, int] | None = None,
+                      password: str | None = None, max_doc_pixels: int | None = None,
+                      reader: str | None = None) -> Iterator[Any]:
+    """`iter_source_pages` for an upload held in memory; `filename` only names it in errors."""
+    from data.textlayer import reader_setting
+    return _open_bytes(data, filename, dpi, max_pages, max_pixels, page_range, password, max_doc_pixels,
+                       reader_setting(reader))
+
+
+def _open_bytes(data: bytes, filename: str, dpi: int, max_pages: int, max_pixels: int,
+                page_range: tuple[int, int] | None, password: str | None, max_doc_pixels: int | None,
+                mode: str) -> Iterator[Any]:
     _check_size(filename, len(data), data[:1024])
     kind = sniff(data[:1024])
     if kind is None:
         raise InputError(filename, f"not a {SUPPORTED} file: {_describe_unknown(data[:1024])}")
     if kind == "pdf":
-        return _iter_pdf(filename, data, dpi, max_pages, max_pixels, page_range, password, max_doc_pixels)
-    return _iter_image(filename, io.BytesIO(data), kind, max_pages, max_pixels, page_range, max_doc_pixels)
+        return _as_source(_iter_pdf(filename, data, dpi, max_pages, max_pixels, page_range, password,
+                                    max_doc_pixels, text=mode == "auto"), mode)
+    if kind == "ofd":
+        return _iter_ofd(filename, data, dpi, max_pages, max_pixels, page_range, max_doc_pixels, mode)
+    return _as_source(_iter_image(filename, io.BytesIO(data), kind, max_pages, max_pixels, page_range,
+                                  max_doc_pixels), mode)
 
 
 def load_image_bytes(data: bytes, filename: str, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,
@@ -425,7 +623,10 @@ def page_count_bytes(data: bytes, filename: str, password: str | None = None) ->
 
 def _count_pages(name: str, kind: str, source: str | bytes, password: str | None) -> int:
     """Pages of a sniffed file (`source`: its path, or its bytes): a PDF's page count, a TIFF's
-    frames, 1 for any other image."""
+    frames, an OFD's pages, 1 for any other image."""
+    if kind == "ofd":
+        from data.ofd import count_pages
+        return count_pages(source if isinstance(source, bytes) else _read_all(Path(source)), name)
     if kind == "pdf":
         pdf = _open_pdf(name, source, password)
         try:

@@ -159,3 +159,67 @@ def test_a_file_name_that_is_not_utf8_is_written_escaped(tmp_path, capsys):
     doc = json.loads(out.read_bytes().decode("utf-8"))          # valid UTF-8 JSON
     # b"\xc6\xb1" happens to be valid UTF-8 (Ʊ): only the undecodable bytes are escaped, losslessly
     assert doc["source"] == "\\xb7\\xa2Ʊ.png" and "not a JPEG" in doc["error"]["message"]
+
+
+class _FsyncFails:
+    """`os` for data/atomic.py whose fsync of the temporary file reports a full disk."""
+
+    def fsync(self, fd):
+        import errno
+        import os
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        import os
+        return getattr(os, name)
+
+
+def test_extract_and_ocr_json_on_a_full_disk_is_one_sentence_and_exit_1(tmp_path, processed, monkeypatch, capsys):
+    import data.atomic
+    import models.ocr
+
+    class Engine:
+        def read(self, image, page_index=0, timings=None):
+            return Page(index=page_index, width=image.shape[1], height=image.shape[0])
+
+    monkeypatch.setattr(models.ocr, "get_engine", lambda settings=None: Engine())
+    good = _png(tmp_path / "good.png")
+    out = tmp_path / "out.json"
+    out.write_text("the previous result\n", encoding="utf-8")
+    monkeypatch.setattr(data.atomic, "os", _FsyncFails())
+    for command in ("extract", "ocr"):
+        assert main([command, good, "--json", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and _errors(err) == [_errors(err)[0]], err
+        assert "--json" in err and "No space left on device" in err and "run the command again" in err
+        assert out.read_text(encoding="utf-8") == "the previous result\n", "the old file is kept whole"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["good.png", "out.json"], "no temporary file is left"
+
+
+def test_extract_and_ocr_refuse_a_fifo_or_a_device_without_reading_it(tmp_path, processed, capsys):
+    import os
+
+    from tests.test_batch_disk import run_in_thread
+    fifo, zero = tmp_path / "pipe.png", tmp_path / "zero.png"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    for command in ("extract", "ocr"):
+        assert run_in_thread(lambda command=command: main([command, str(fifo), str(zero)])) == 2
+        errors = _errors(capsys.readouterr().err)
+        assert len(errors) == 2 and "is a FIFO (named pipe), not a regular file" in errors[0], errors
+        assert "character device (a symbolic link to '/dev/zero')" in errors[1]
+    assert processed == []
+
+
+def test_file_names_with_terminal_escapes_are_printed_escaped(tmp_path, processed, capsys):
+    good = _png(tmp_path / "a\x1b[2Jb.png")
+    missing = str(tmp_path / "x\x1b]0;title\x07\ry.png")
+    assert main(["extract", missing]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\r" not in err and "\x07" not in err
+    assert _errors(err) == [f"error: {tmp_path}/x\\x1b]0;title\\x07\\x0dy.png: no such file; check the path"]
+    out = tmp_path / "out.json"
+    assert main(["extract", good, "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out and "a\\x1b[2Jb.png" in captured.out
+    assert json.loads(out.read_text(encoding="utf-8"))["source"] == good, "the JSON keeps the real name"

@@ -270,3 +270,56 @@ def test_too_large_advice_depends_on_the_kind(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="downscale the PNG") as info:
         load_image_bytes(png.read_bytes(), "photo.png")
     assert "split" not in str(info.value)
+
+
+def test_fifo_device_and_socket_are_refused_without_being_read(tmp_path):
+    """A FIFO blocks the reader until someone writes, /dev/zero never ends: both are refused from
+    their type (an open with O_NONBLOCK and fstat), before any byte is read."""
+    import os
+    import socket
+    import threading
+    fifo, zero, sock_path = tmp_path / "pipe.png", tmp_path / "zero.pdf", tmp_path / "sock.jpg"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    reasons: dict[str, str] = {}
+
+    def probe() -> None:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(sock_path))
+            for path in (fifo, zero, sock_path):
+                for call in (dio.check_file, iter_pages, page_count):
+                    with pytest.raises(InputError) as info:
+                        call(path)
+                    reasons[f"{path.name}:{call.__name__}"] = info.value.reason
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "blocked on a FIFO or a device"
+    assert len(reasons) == 9
+    assert all("is a FIFO (named pipe), not a regular file" in r for k, r in reasons.items() if k.startswith("pipe"))
+    assert all("a character device (a symbolic link to '/dev/zero')" in r
+               for k, r in reasons.items() if k.startswith("zero"))
+    assert all("is a socket" in r for k, r in reasons.items() if k.startswith("sock"))
+
+
+@pytest.mark.parametrize("umask, expected", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_atomic_writes_give_the_mode_a_plain_open_gives(tmp_path, umask, expected):
+    """tempfile.mkstemp makes 0600 files; renamed into place they were unreadable to the group and to
+    a service account whatever the umask. Now: 0666 less the umask, as open() does, also when an
+    existing file is replaced."""
+    import os
+
+    from data.atomic import write_bytes_atomic, write_text_atomic
+    old = os.umask(umask)
+    try:
+        with open(tmp_path / "plain", "w") as fh:
+            fh.write("x")
+        write_text_atomic(tmp_path / "a.json", "{}")
+        write_bytes_atomic(tmp_path / "b.png", b"png")
+        (tmp_path / "c.csv").write_text("old")
+        os.chmod(tmp_path / "c.csv", 0o600)                 # left 0600 by an older version: repaired
+        write_text_atomic(tmp_path / "c.csv", "new")
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == {"plain": expected, "a.json": expected, "b.png": expected, "c.csv": expected}

@@ -22,8 +22,10 @@ from tqdm import tqdm
 from app.batch.csv_out import write_csv
 from app.batch.inputs import DOCUMENT_SUFFIXES, expand_inputs
 from app.batch.pool import WorkerPool, WorkersFailedToStart
-from app.batch.state import ResultsFile, ResultsLocked, escape_text, file_sha256
+from app.batch.state import NotResultsFile, ResultsFile, ResultsLocked, ResultsWriteError, file_sha256
 from app.batch.worker import Task, WorkerOptions, error_row, init_worker, run_task
+from app.cli import terminal_text
+from data.io import InputError
 
 if TYPE_CHECKING:   # app.batch.ray_pool is imported only with --ray (it loads Ray)
     from app.batch.ray_pool import RayPool, RaySettings
@@ -37,7 +39,8 @@ by "part" 1..N of "parts").
 
 IN may be files, folders (walked recursively) or glob patterns (quote them: 'scans/**/*.pdf').
 In folders only these files are taken: %s.
-A file that cannot be read becomes an error row (file, error type, message) and the batch goes on.
+A file that cannot be read becomes an error row (file, error type, message) and the batch goes on;
+so does a FIFO, device or socket (or a link to one), which is never opened (NotRegularFile).
 A file name that is not valid UTF-8 (e.g. GBK names from a Windows zip) is processed too; its row
 shows undecodable bytes as \\xNN in "file" and holds the exact name as hex in "file_bytes_hex".
 
@@ -46,7 +49,12 @@ Resume: run the same command again after a crash or kill; files that already hav
 count as done; add --retry-failed to try those files again. Only one batch at a time may write an
 --out: a second one on the same file stops with exit status 2. Lines of --out that are not JSON
 (hand edits, disk errors) are reported at the start with their line numbers, left where they are
-and ignored.
+and ignored. An existing --out that is not a results file (no line is a result row) is refused with
+exit status 2 and left untouched.
+
+Full disk: when rows cannot be written (no space, a read-only or failing disk) the batch stops at
+once with exit status 1 and names every file that has no rows; the results file keeps only whole
+rows. Free space and run the same command again: it does exactly those files, none twice.
 
 If a worker process dies (killed, out of memory), only the file it was reading is tried again, once,
 in a new worker; a file that kills a worker twice gets a WorkerCrashed error row. Workers exit when
@@ -61,9 +69,10 @@ path). Rows, resume, CSV and --draw overlays are written here, exactly as withou
 dies has its document tried once more on another actor, then a WorkerCrashed row. --ray takes an
 optional value: put it after IN, or write --ray=ADDRESS.
 
-Exit status: 0 when every file has good rows, 1 when any failed or an IN matched nothing, 2 for
-bad arguments (an unwritable --csv or --draw is found before any work), a locked --out or a --ray
-ADDRESS where no Ray answers.
+Exit status: 0 when every file has good rows, 1 when any failed, got no rows (rows or --csv could
+not be written) or an IN matched nothing, 2 for bad arguments (an unwritable --out, --csv or --draw
+is found before any work), a locked --out, an --out that is not a results file or a --ray ADDRESS
+where no Ray answers.
 """ % ", ".join(DOCUMENT_SUFFIXES)
 
 
@@ -120,6 +129,18 @@ class BatchSetupError(ValueError):
     """Something found before any work that makes the run pointless (an unwritable --csv or --draw)."""
 
 
+class BatchWriteError(RuntimeError):
+    """Results (or the --csv table) could not be written during the run (a full or failing disk): the batch
+    stopped; the message names the files without rows. `summary` is what the run did until then."""
+
+    def __init__(self, message: str, summary: "Summary") -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+MAX_NAMED = 20    # files named in a message; the rest are counted
+
+
 @dataclass
 class Summary:
     """Counts are of files (what IN names and what resume skips); `documents` counts the rows written
@@ -132,6 +153,8 @@ class Summary:
     retried: int = 0         # files with error rows processed again (--retry-failed)
     ignored: int = 0         # files in folders that are not documents
     missing: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)      # files named by IN that got no row (see check)
+    accounted: set[str] = field(default_factory=set)   # files counted in done, failed or skipped
     documents: int = 0       # rows written now (one per document found in the files done or failed)
     pages: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -141,10 +164,25 @@ class Summary:
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0 and self.earlier_failed == 0 and not self.missing
+        return self.failed == 0 and self.earlier_failed == 0 and not self.missing and not self.lost \
+            and self.done + self.failed + self.skipped == self.total
 
-    def add(self, rows: list[dict[str, Any]]) -> None:
-        """Count one file's rows."""
+    def check(self, files: list[str]) -> None:
+        """Set `lost` to the files named by IN that were neither done, failed nor skipped. A batch must
+        never call a file done without its row; one that reached no row (a bug, a write that was lost)
+        makes the run fail and is named, instead of a quiet "7 named, 2 done, 0 failed"."""
+        self.lost = [path for path in files if path not in self.accounted]
+
+    def skip(self, path: str, failed_earlier: bool) -> None:
+        self.skipped += 1
+        self.earlier_failed += failed_earlier
+        self.accounted.add(path)
+
+    def add(self, rows: list[dict[str, Any]], path: str | None = None) -> None:
+        """Count one file's rows (`path`: the file, when it is not the rows' "file")."""
+        if path is None and rows:
+            path = str(rows[0].get("file", ""))
+        self.accounted.add(path or "")
         if any(row.get("error") for row in rows):
             self.failed += 1
         else:
@@ -174,33 +212,46 @@ class Summary:
             lines.append(f"{self.earlier_failed} files have error rows from earlier runs; "
                          "add --retry-failed to process them again")
         for arg in self.missing:
-            lines.append(f"not found: {escape_text(arg)} (check the path or quote the glob pattern)")
+            lines.append(f"not found: {terminal_text(arg)} (check the path or quote the glob pattern)")
+        unaccounted = self.total - (self.done + self.failed + self.skipped)
+        if self.lost or unaccounted:
+            lines.append(f"ERROR: {max(len(self.lost), unaccounted)} of {self.total} files got no rows in this "
+                         f"run: {name_files(self.lost)}; run the same command again to process them")
         if self.total == 0 and not self.missing:
             lines.append("no documents found in the inputs: nothing to do (documents are JPEG, PNG, BMP, WebP, "
                          "TIFF or PDF files; folders are walked)")
         return "\n".join(lines)
 
 
+def name_files(paths: list[str]) -> str:
+    """The first MAX_NAMED paths, printable, and how many more."""
+    named = ", ".join(terminal_text(path) for path in paths[:MAX_NAMED])
+    return named + (f" and {len(paths) - MAX_NAMED} more" if len(paths) > MAX_NAMED else "")
+
+
 def plan_tasks(files: Iterable[str], results: ResultsFile, summary: Summary,
                retry_failed: bool = False) -> list[Task]:
     """Hash every file and keep those without rows (and, with retry_failed, those with error rows);
-    unreadable files get an error row right away."""
+    unreadable files get an error row right away, and so do FIFOs, devices and sockets (or links to
+    them), which are never opened for reading: hashing /dev/zero never ends and a FIFO blocks."""
     todo: list[Task] = []
     for path in files:
         try:
             sha = file_sha256(path)
-        except OSError as exc:
+        except (OSError, InputError) as exc:
             key = (path, "")
             if results.is_done(key) and not retry_failed:
-                summary.skipped += 1
-                summary.earlier_failed += 1
+                summary.skip(path, True)
                 continue
             summary.retried += results.is_done(key)
-            row = error_row(path, "", "UnreadableFile",
-                            f"cannot read {path}: {exc.strerror or exc}; check it exists and is readable")
+            if isinstance(exc, InputError):
+                row = error_row(path, "", "NotRegularFile", f"skipped: {exc.reason}")
+            else:
+                row = error_row(path, "", "UnreadableFile",
+                                f"cannot read {path}: {exc.strerror or exc}; check it exists and is readable")
             row.update(part=1, parts=1)
             results.append(row)
-            summary.add([row])
+            summary.add([row], path)
             continue
         key = (path, sha)
         if not results.is_done(key):
@@ -209,8 +260,7 @@ def plan_tasks(files: Iterable[str], results: ResultsFile, summary: Summary,
             summary.retried += 1
             todo.append(key)
         else:
-            summary.skipped += 1
-            summary.earlier_failed += results.failed(key)
+            summary.skip(path, results.failed(key))
     return todo
 
 
@@ -234,8 +284,8 @@ def as_rows(task: Task, result: dict[str, Any] | list[dict[str, Any]]) -> list[d
 def _record(task: Task, result: dict[str, Any] | list[dict[str, Any]], results: ResultsFile, summary: Summary,
             bar: tqdm, started: float) -> None:
     rows = as_rows(task, result)
-    results.append_rows(rows)
-    summary.add(rows)
+    results.append_rows(rows)       # ResultsWriteError (a full disk) stops the batch; see run_batch
+    summary.add(rows, task[0])
     elapsed = max(time.perf_counter() - started, 1e-9)
     bar.set_postfix_str(f"{summary.documents} docs, {summary.pages / elapsed:.2f} pages/s, "
                         f"{summary.failed} failed", refresh=False)
@@ -280,9 +330,32 @@ def check_writable(path: str, what: str, directory: bool = False) -> None:
         raise BatchSetupError(str(exc)) from None
 
 
+def open_results(out: str) -> ResultsFile:
+    """ResultsFile.open, with an --out that cannot be opened (a read-only or full filesystem, no
+    permission, a folder) as a setup error instead of a traceback."""
+    try:
+        return ResultsFile.open(out)
+    except OSError as exc:
+        raise BatchSetupError(f"--out {terminal_text(out)}: cannot be opened for writing ({exc.strerror or exc}); "
+                              "choose another path or free some space") from None
+
+
+def write_failed(exc: ResultsWriteError, out: str, summary: Summary, files: list[str]) -> BatchWriteError:
+    """The error of a run whose rows stopped reaching --out: which files have no rows, and what to do."""
+    summary.check(files)
+    why = exc.error.strerror or str(exc.error)
+    lost_now = terminal_text(str(exc.rows[0].get("file", ""))) if exc.rows else ""
+    return BatchWriteError(
+        f"cannot write results to {terminal_text(out)} ({why}), so the batch stopped"
+        + (f" (the rows of {lost_now} were lost in that write)" if lost_now else "")
+        + f". {len(summary.lost)} of {summary.total} files have no rows: {name_files(summary.lost)}. "
+        f"The rows already in {terminal_text(out)} are whole and kept; free some space (or make the disk "
+        "writable) and run the same command again: it processes exactly these files, none twice", summary)
+
+
 def warn_about_file(out: str, results: ResultsFile) -> None:
     report = results.report
-    name = escape_text(out)
+    name = terminal_text(out)
     if report.torn_bytes:
         print(f"[batch] dropped an unfinished last write ({report.torn_bytes} bytes"
               + (f", {report.torn_rows} rows of an incomplete file" if report.torn_rows else "")
@@ -305,8 +378,9 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
     go to Ray actors (app/batch/ray_pool.py; `workers` None = one per CPU of the cluster), and everything
     else is as without it.
 
-    Raises BatchSetupError (an output that cannot be written, Ray not reachable) or ResultsLocked
-    (another batch writes `out`) before any document is read."""
+    Raises BatchSetupError (an output that cannot be written, Ray not reachable), ResultsLocked
+    (another batch writes `out`) or NotResultsFile (`out` is some other file) before any document is
+    read, and BatchWriteError when rows or the CSV cannot be written during the run."""
     options = options or WorkerOptions()
     if csv_path:
         check_writable(csv_path, "--csv")
@@ -316,7 +390,7 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
     summary = Summary(total=len(found.files), ignored=len(found.ignored), missing=found.missing)
     started = time.perf_counter()
     existed = os.path.exists(out)
-    with ResultsFile.open(out) as results:     # held (and locked) until the CSV is written too
+    with open_results(out) as results:     # held (and locked) until the CSV is written too
         warn_about_file(out, results)
         try:
             ray_pool = connect_ray(options, workers, ray) if ray is not None else None
@@ -326,7 +400,7 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
             raise
         try:
             tasks = plan_tasks(found.files, results, summary, retry_failed)
-            with _progress(len(tasks), progress) as bar:
+            with _progress(len(tasks), progress) as bar:   # ResultsWriteError leaves through the pools
                 if ray_pool is not None:
                     ray_pool.sink = lambda task, rows: _record(task, rows, results, summary, bar, started)
                     ray_pool.run(tasks)
@@ -336,12 +410,22 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
                     run_in_process(tasks, options, results, summary, bar, started)
                 else:
                     run_in_pool(tasks, options, min(workers or 1, len(tasks)), results, summary, bar, started)
+        except ResultsWriteError as exc:
+            summary.wall = time.perf_counter() - started
+            raise write_failed(exc, out, summary, found.files) from None
         finally:
             if ray_pool is not None:
                 ray_pool.close()
         summary.wall = time.perf_counter() - started
+        summary.check(found.files)
         if csv_path:
-            write_csv(out, csv_path, options.doc_type)
+            try:
+                write_csv(out, csv_path, options.doc_type)
+            except OSError as exc:     # the old table, if any, is left as it was (atomic write)
+                raise BatchWriteError(
+                    f"--csv {terminal_text(csv_path)}: cannot be written ({exc.strerror or exc}); the results in "
+                    f"{terminal_text(out)} are complete. Free some space and run the same command again: it "
+                    "skips the files already done and writes the table", summary) from None
     return summary
 
 
@@ -354,7 +438,7 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.model_dir and not os.path.isdir(args.model_dir):
-        print(f"--model {args.model_dir}: no such directory; pass a model directory made by "
+        print(f"--model {terminal_text(args.model_dir)}: no such directory; pass a model directory made by "
               "`python -m training export`, or leave --model out for the bundled default", file=sys.stderr)
         return 2
     from app.model_types import UnknownTypeError, check_doc_type
@@ -372,9 +456,13 @@ def main(args: argparse.Namespace) -> int:
         summary = run_batch(args.inputs, args.out, workers=args.workers if ray else (args.workers or 1),
                             csv_path=args.csv, options=options, progress=not args.no_progress,
                             retry_failed=args.retry_failed, ray=ray)
-    except (BatchSetupError, ResultsLocked) as exc:
+    except (BatchSetupError, ResultsLocked, NotResultsFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BatchWriteError as exc:
+        print(exc.summary.report(), file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except WorkersFailedToStart as exc:
         print(f"error: {exc}; results so far are kept, rerun to continue", file=sys.stderr)
         return 1
@@ -383,7 +471,7 @@ def main(args: argparse.Namespace) -> int:
         return 130
     print(summary.report(), file=sys.stderr)
     if args.csv:
-        print(f"[batch] table written to {args.csv}", file=sys.stderr)
+        print(f"[batch] table written to {terminal_text(args.csv)}", file=sys.stderr)
     return 0 if summary.ok else 1
 
 

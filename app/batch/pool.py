@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
-from app.batch.state import escape_text
 from app.batch.worker import Task, WorkerOptions, error_row, init_worker, run_task, share_cores
+from app.cli import terminal_text
 
 PR_SET_PDEATHSIG = 1
 WATCHDOG_SECONDS = 1.0
@@ -132,7 +132,7 @@ class CrashPolicy:
             self.retried[task] = how
             pending.appendleft(task)
             hint = f" ({OOM_HINT})" if "SIGKILL" in how else ""
-            print(f"[batch] {how}{hint} while reading {escape_text(task[0])!r}; trying that document once more",
+            print(f"[batch] {how}{hint} while reading '{terminal_text(task[0])}'; trying that document once more",
                   file=sys.stderr)
 
     def _mark_retry(self, task: Task, result: Any) -> list[dict[str, Any]]:
@@ -190,21 +190,27 @@ class WorkerPool(CrashPolicy):
             self.stop()
 
     def _drain(self, worker: Worker) -> bool:
-        """Handle every message the worker has sent; False when it is dead."""
-        try:
-            while worker.conn.poll():
+        """Handle every message the worker has sent; False when it is dead.
+
+        Only the pipe's own errors mean a dead worker. What the sink raises (ResultsWriteError: a full
+        disk) goes up and stops the batch: taken for a death, it dropped the document whose rows could
+        not be written, since the worker no longer held a task, and the batch reported success."""
+        while True:
+            try:
+                if not worker.conn.poll():
+                    break
                 message = worker.conn.recv()
-                if message[0] == "ready":
-                    worker.ready = True
-                elif message[0] == "rows":
-                    task = worker.task
-                    worker.task = None
-                    if task is not None:
-                        self.sink(task, self._mark_retry(task, message[2]))
-                elif message[0] == "init_failed":
-                    raise WorkersFailedToStart(f"a worker could not load the models: {message[1]}")
-        except (EOFError, OSError):
-            return False
+            except (EOFError, OSError):
+                return False
+            if message[0] == "ready":
+                worker.ready = True
+            elif message[0] == "rows":
+                task = worker.task
+                worker.task = None
+                if task is not None:
+                    self.sink(task, self._mark_retry(task, message[2]))
+            elif message[0] == "init_failed":
+                raise WorkersFailedToStart(f"a worker could not load the models: {message[1]}")
         return worker.process.is_alive() or worker.process.exitcode is None
 
     def _buried(self, worker: Worker, pending: collections.deque[Task]) -> None:

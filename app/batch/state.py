@@ -19,6 +19,13 @@ Why this is safe to resume:
 - A complete line that is not a JSON object (a hand edit, a disk error) is kept where it is, never
   deleted; its line numbers are reported on every open (`LoadReport.bad_line_numbers`) so it can be
   fixed by hand, and the documents it may have held are redone.
+- Only a results file is ever appended to or cut: `ResultsFile.open` refuses (`NotResultsFile`, the file
+  untouched) a non-empty file in which no complete line is a row (a JSON object with "file" and "sha256",
+  as every row we write has) or some complete line is JSON of another shape, unless all it holds is the
+  start of a row (a first write cut short). So `--out notes.json` by mistake loses nothing.
+- A write that fails (a full disk, a read-only remount, an I/O error) is undone (the file is cut back to
+  where the write started) and raised as `ResultsWriteError`: the batch stops and names the files that
+  have no rows, never reports them done; a rerun does exactly those.
 
 File names that are not valid UTF-8 (GBK names unpacked from Windows zip files arrive in Python as
 `str` with lone surrogates, PEP 383) cannot go into UTF-8 JSON as they are. Such a row keeps the
@@ -29,14 +36,19 @@ exact name bytes in `file_bytes_hex` (hex of `os.fsencode(path)`, the key uses t
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from app.cli import terminal_text
 from data.document import display_name, json_safe
+from data.io import non_regular_kind, open_regular
 
 try:
     import fcntl
@@ -53,10 +65,25 @@ class ResultsLocked(RuntimeError):
     """Another process (a second batch on the same --out) holds the results file."""
 
 
+class NotResultsFile(ValueError):
+    """--out names an existing file that is not a results file (see the module docstring); it is left as it was."""
+
+
+class ResultsWriteError(RuntimeError):
+    """Rows could not be written (a full disk, a read-only or failing filesystem); the file was cut back
+    to where that write started, so it holds whole groups only. `rows` are the rows that were lost."""
+
+    def __init__(self, path: str, error: OSError, rows: list[dict[str, Any]]) -> None:
+        self.path, self.error, self.rows = path, error, rows
+        super().__init__(f"cannot write to {terminal_text(path)} ({error.strerror or error})")
+
+
 def file_sha256(path: str) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks so large PDFs do not fill memory."""
+    """Hex SHA-256 of a file's bytes, read in chunks so large PDFs do not fill memory. A FIFO, a device or a
+    socket (or a link to one) raises data.io.InputError without being read: hashing /dev/zero never ends
+    and a FIFO blocks, which hung the whole batch before any file was processed."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open(open_regular(path), "rb") as fh:
         for chunk in iter(lambda: fh.read(HASH_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -104,9 +131,25 @@ def row_part(row: dict[str, Any]) -> tuple[int, int]:
     return part, parts
 
 
+def is_row(value: Any) -> bool:
+    """Whether a parsed line has the shape of our rows (every row we write has "file" and "sha256")."""
+    return isinstance(value, dict) and isinstance(value.get("file"), str) and "sha256" in value
+
+
+ROW_START = b'{"file":'
+
+
+def starts_like_row(tail: bytes) -> bool:
+    """Whether an unfinished last line can be the start of one of our rows (they begin {"file":)."""
+    compact = re.sub(rb"\s+", b"", tail[:256])
+    return compact.startswith(ROW_START) or (bool(compact) and ROW_START.startswith(compact))
+
+
 @dataclass
 class LoadReport:
     rows: int = 0            # rows in complete groups
+    row_lines: int = 0       # complete lines that are rows (whatever their group)
+    foreign_line: int = 0    # 1-based number of the first complete line that is JSON but not a row (0: none)
     torn_bytes: int = 0      # bytes of an unfinished last write that were cut off
     torn_rows: int = 0       # whole rows of that unfinished write (an incomplete group) cut off with it
     bad_lines: int = 0       # complete lines that are not JSON objects; kept in the file, ignored
@@ -187,15 +230,57 @@ def _assemble(path: str, report: LoadReport) -> tuple[_Groups, int]:
             if not raw.endswith(b"\n"):
                 break
             row = _parse(raw)
+            if row is not None and not is_row(row):
+                report.foreign_line = report.foreign_line or number
+                row = None
+            elif row is None and not report.foreign_line and _is_json(raw):
+                report.foreign_line = number     # a JSON list, string or number: not ours either
             if row is None:
                 report.bad_lines += 1
                 if len(report.bad_line_numbers) < MAX_REPORTED_LINES:
                     report.bad_line_numbers.append(number)
                 groups.bad_line()
             else:
+                report.row_lines += 1
                 groups.add(row, good_end)
             good_end += len(raw)
     return groups, good_end
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_regular(path: str, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else non_regular_kind(mode) or "not a regular file"
+        raise NotResultsFile(f"--out {terminal_text(path)} is {kind}, not a results file; pass a file name for --out")
+
+
+def _head(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(256)
+
+
+def _check_ours(path: str, size: int, report: LoadReport, good_end: int) -> None:
+    """Refuse (NotResultsFile) a non-empty file that is not a results file; see the module docstring."""
+    if size == 0:
+        return
+    if report.foreign_line:
+        why = f"line {report.foreign_line} is JSON without the \"file\" and \"sha256\" of a result row"
+    elif report.row_lines == 0 and good_end > 0:
+        why = "none of its lines is a result row"
+    elif good_end == 0 and not starts_like_row(_head(path)):
+        why = "it holds no result row"
+    else:
+        return
+    raise NotResultsFile(
+        f"--out {terminal_text(path)} exists and is not a results file of `batch` ({why}); it was left untouched. "
+        "Pass a new file name for --out (or the results file of an earlier batch to continue it)")
 
 
 def read_rows(path: str) -> Iterator[dict[str, Any]]:
@@ -230,10 +315,10 @@ def _lock(fd: int, path: str) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise ResultsLocked(
-            f"{escape_text(path)} is in use by another batch (it holds the file's lock); wait for it to finish "
+            f"{terminal_text(path)} is in use by another batch (it holds the file's lock); wait for it to finish "
             "or pass a different --out. Two batches on one results file would do every document twice") from None
     except OSError as exc:  # a filesystem without locks (some network mounts): go on, but say so
-        print(f"[batch] warning: cannot lock {escape_text(path)} ({exc.strerror or exc}); make sure no other "
+        print(f"[batch] warning: cannot lock {terminal_text(path)} ({exc.strerror or exc}); make sure no other "
               "batch writes to it", file=sys.stderr)
 
 
@@ -252,11 +337,18 @@ class ResultsFile:
     def open(cls, path: str) -> "ResultsFile":
         parent = os.path.dirname(os.path.abspath(path))
         os.makedirs(parent, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if os.path.exists(path):
+            _check_regular(path, os.stat(path).st_mode)
+        # O_NONBLOCK: a FIFO put there since is refused below, not waited on. 0o666 less the umask, as
+        # any new file gets.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o666)
         try:
+            _check_regular(path, os.fstat(fd).st_mode)
+            os.set_blocking(fd, True)
             _lock(fd, path)             # before reading, so a running batch's tail is never cut
             report = LoadReport()
             groups, good_end = _assemble(path, report)
+            _check_ours(path, os.fstat(fd).st_size, report, good_end)   # before any cut: a user's file stays
             size = os.fstat(fd).st_size
             cut = good_end
             tail = groups.unfinished_tail()
@@ -289,11 +381,24 @@ class ResultsFile:
         if not rows:
             return
         data = b"".join(encode_row(row) for row in rows)
+        start = os.fstat(self._fd).st_size      # only this process writes (the lock): where this write begins
         view = memoryview(data)
-        while view:  # os.write may write less than asked on some filesystems; finish the group
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fsync(self._fd)
+        try:
+            while view:  # os.write may write less than asked (a nearly full disk); finish the group or fail
+                written = os.write(self._fd, view)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+            os.fsync(self._fd)
+        except OSError as exc:
+            # Undo the part that reached the file, so it ends with whole groups; cutting needs no space.
+            # Should that fail too, the next open cuts the unfinished group (see _Groups.unfinished_tail).
+            try:
+                os.ftruncate(self._fd, start)
+                os.fsync(self._fd)
+            except OSError:
+                pass
+            raise ResultsWriteError(self.path, exc, rows) from exc
         self.done[row_key(rows[0])] = rows
 
     def append(self, row: dict[str, Any]) -> None:

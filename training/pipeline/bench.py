@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from data.atomic import write_text_atomic
 from training.pipeline.schedule import COMPUTE, SCHEDULES, STEP, Action
 
 
@@ -130,18 +131,8 @@ def _dp_worker(args: dict, out_file: str) -> None:
 
 
 def _write_json(path: Path, obj) -> None:
-    """Write atomically: a temp file in the same folder, fsynced, renamed over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically (data.atomic: a temp file fsynced and renamed over the target, mode from the umask)."""
+    write_text_atomic(path, json.dumps(obj, indent=1))
 
 
 def dp_compare(a: argparse.Namespace, schedules: list[str]) -> list[dict]:
