@@ -1,7 +1,8 @@
 """Load BERT/ERNIE checkpoints from a local directory into our `Encoder`, and save/load our own format.
 
 Layouts understood by `load_pretrained(dir)`:
-- PaddleNLP: `model_state.pdparams` + `config.json` (or old `model_config.json`) + `vocab.txt`
+- PaddleNLP: `model_state.pdparams` (read by `load_paddle_pickle`, never `paddle.load`) or
+  `model_state.safetensors` + `config.json` (or old `model_config.json`) + `vocab.txt`
 - Hugging Face: `model.safetensors` or `pytorch_model.bin` + `config.json` + `vocab.txt`
 
 `pytorch_model.bin` is read WITHOUT torch: it is a zip holding `data.pkl` (a pickle whose tensors are
@@ -9,6 +10,15 @@ Layouts understood by `load_pretrained(dir)`:
 storage. `_TorchUnpickler` allows only those few globals and rebuilds numpy arrays; anything else in
 the pickle is refused, so a hostile file cannot run code. `save_torch_bin` writes the same format
 (tests use it; it also lets a user hand our weights to torch users).
+
+Paddle's `.pdparams`/`.pdopt`/`.pdstate` files are pickles too, and `paddle.load` unpickles them with
+no restriction: a crafted file runs any command on load. `load_paddle_pickle` reads them instead with
+`_PaddleUnpickler`, which allows only the globals a plain state dict needs (numpy's array and scalar
+reconstruction, `tuple` for Paddle 2.1's (name, array) pairs, OrderedDict; GeneratorState for an RNG
+state file) and refuses everything else with `UnsafePickleError` before anything is called;
+`paddle_pickle_problem` says the same from the file's opcodes alone, without building anything (for
+listings). `PADDLE_SAFETENSORS` (`model_state.safetensors`) is a Paddle-layout state dict in a format
+that holds only tensors: our model directories use it, and `read_weights` reads it as such.
 
 Our own model directory (an encoder with its extraction head, ready to extract) is models/model_dir.py's:
 this module only reads the checkpoints training starts from.
@@ -21,6 +31,7 @@ Nothing here touches the network; names of hub models are refused with a hint.
 """
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -31,7 +42,7 @@ import sys
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import paddle
@@ -172,6 +183,149 @@ def read_torch_bin(path: str | Path) -> dict[str, np.ndarray]:
     return {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
 
 
+# --- Paddle pickles, read without running code ------------------------------------------------
+
+PADDLE_SAFETENSORS = "model_state.safetensors"    # Paddle-layout weights (ours, or a converted PaddleNLP one)
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """A Paddle pickle that refers to something a plain weight/optimizer/RNG file never needs."""
+
+
+def _numpy_global(name: str):
+    try:                                            # numpy >= 2, else numpy 1.x
+        from numpy._core import multiarray
+    except ImportError:                             # pragma: no cover
+        from numpy.core import multiarray  # type: ignore[no-redef]
+    return getattr(multiarray, name)
+
+
+# (module, name) -> the object it stands for; both numpy module spellings (files written under numpy 1 and 2)
+def _numpy_maker(name: str) -> Callable[[], object]:
+    return lambda: _numpy_global(name)
+
+
+_PADDLE_ALLOWED: dict[tuple[str, str], Callable[[], object]] = {
+    **{(mod, fn): _numpy_maker(fn)
+       for mod in ("numpy.core.multiarray", "numpy._core.multiarray") for fn in ("_reconstruct", "scalar")},
+    ("numpy", "ndarray"): lambda: np.ndarray,
+    ("numpy", "dtype"): lambda: np.dtype,
+    ("builtins", "tuple"): lambda: tuple,           # paddle 2.1 saved a tensor as tuple((name, array))
+    ("__builtin__", "tuple"): lambda: tuple,
+    ("collections", "OrderedDict"): lambda: OrderedDict,
+    ("_codecs", "encode"): lambda: codecs.encode,     # protocol 2's spelling of a bytes object
+}
+_RNG_ALLOWED = {("paddle.base.libpaddle", "GeneratorState"), ("paddle.fluid.libpaddle", "GeneratorState"),
+                ("paddle.fluid.core_avx", "GeneratorState"), ("paddle.fluid.core_noavx", "GeneratorState")}
+
+
+def _refusal(path: Path | str, module: str, name: str) -> str:
+    return (f"{path} refers to {module}.{name}, which a plain Paddle weight file never needs (a pickle can "
+            f"run code when loaded); refusing to load it. Use weights from a source you trust, or re-export "
+            f"them as {PADDLE_SAFETENSORS}")
+
+
+class _PaddleUnpickler(pickle.Unpickler):
+    """Unpickles a Paddle state dict (numpy arrays, numbers, strings, containers); refuses every other global."""
+
+    def __init__(self, fh, path: Path | str, rng: bool = False):
+        super().__init__(fh, encoding="latin1")
+        self.path, self.rng = path, rng
+
+    def find_class(self, module: str, name: str):
+        make = _PADDLE_ALLOWED.get((module, name))
+        if make is not None:
+            return make()
+        if self.rng and (module, name) in _RNG_ALLOWED:
+            from paddle.base.libpaddle import GeneratorState
+            return GeneratorState
+        raise UnsafePickleError(_refusal(self.path, module, name))
+
+    def persistent_load(self, pid):
+        raise UnsafePickleError(f"{self.path} holds a persistent reference ({pid!r:.60}), which a Paddle weight "
+                                "file never does; refusing to load it")
+
+
+def _untuple(obj: Any, to_tensor: bool) -> Any:
+    """Paddle's post-load conversion (paddle.framework.io._parse_load_result): (name, array) pairs and
+    arrays become arrays (or tensors); containers are walked; object arrays are refused."""
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], str) and isinstance(obj[1], np.ndarray):
+        obj = obj[1]
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise UnsafePickleError("an array of Python objects is not a weight; refusing to load it")
+        return paddle.to_tensor(obj) if to_tensor else obj
+    if isinstance(obj, dict):
+        return type(obj)((k, _untuple(v, to_tensor)) for k, v in obj.items())
+    if isinstance(obj, list):
+        return [_untuple(v, to_tensor) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_untuple(v, to_tensor) for v in obj)
+    return obj
+
+
+def load_paddle_pickle(path: str | Path, return_numpy: bool = False, rng: bool = False) -> Any:
+    """What `paddle.load(path, return_numpy=...)` returns for a pickled state dict, optimizer state (or,
+    `rng=True`, an RNG state list), read through `_PaddleUnpickler`: UnsafePickleError for a file that
+    refers to anything else, nothing of it called. Big parameters split by protocol-2 saves are joined."""
+    with open(path, "rb") as fh:
+        obj = _PaddleUnpickler(fh, path, rng).load()
+    if isinstance(obj, dict):
+        if "UnpackBigParamInfor@@" in obj:
+            from paddle.framework.io_utils import _pack_loaded_dict
+            obj = _pack_loaded_dict(obj)             # pure dict surgery on the arrays already read
+        obj.pop("StructuredToParameterName@@", None)
+    return _untuple(obj, to_tensor=not return_numpy)
+
+
+_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
+               "SHORT_BINSTRING"}
+_NO_STACK_OPS = {"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "FRAME", "PROTO"}
+_GET_OPS = {"GET", "BINGET", "LONG_BINGET"}
+
+
+def paddle_pickle_problem(path: str | Path, rng: bool = False) -> str | None:
+    """Why `load_paddle_pickle` would refuse `path`, read from its opcodes without building anything (cheap
+    enough for a listing), or None. A global whose name the scan cannot pin down is refused too; a torn or
+    non-pickle file is not this check's business (None: the load reports it)."""
+    import pickletools
+    allowed = set(_PADDLE_ALLOWED) | (_RNG_ALLOWED if rng else set())
+    pushed: list[Any] = []                         # what each stack-changing opcode left on top (str or None)
+    memo: dict[int, Any] = {}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        for op, arg, _pos in pickletools.genops(data):
+            name = op.name
+            if name in ("GLOBAL", "INST"):
+                module, _, attr = str(arg).partition(" ")
+                if (module, attr) not in allowed:
+                    return _refusal(path, module, attr)
+                pushed.append(None)
+            elif name == "STACK_GLOBAL":
+                top = pushed[-2:]
+                if len(top) != 2 or not all(isinstance(t, str) for t in top):
+                    return f"{path} names a global the check cannot read; refusing to load it"
+                if (top[0], top[1]) not in allowed:
+                    return _refusal(path, top[0], top[1])
+                pushed.append(None)
+            elif name in ("PERSID", "BINPERSID", "EXT1", "EXT2", "EXT4"):
+                return f"{path} uses the pickle opcode {name}, which a Paddle weight file never does; refusing it"
+            elif name in _STRING_OPS:
+                pushed.append(arg)
+            elif name == "MEMOIZE":
+                memo[len(memo)] = pushed[-1] if pushed else None
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[int(str(arg))] = pushed[-1] if pushed else None
+            elif name in _GET_OPS:
+                pushed.append(memo.get(int(str(arg))))
+            elif name not in _NO_STACK_OPS:
+                pushed.append(None)
+    except (OSError, ValueError, pickle.UnpicklingError):
+        return None
+    return None
+
+
 class _Global:
     """A stand-in for a torch global (function or storage class) when writing without torch."""
 
@@ -246,10 +400,16 @@ def save_torch_bin(state: dict[str, np.ndarray], path: str | Path) -> None:
 def read_weights(model_dir: str | Path) -> tuple[dict[str, np.ndarray], str]:
     """({name: array}, layout) where layout is 'paddle' or 'hf' (HF Linear weights are [out, in])."""
     model_dir = Path(model_dir)
+    own = model_dir / PADDLE_SAFETENSORS
+    if own.is_file():
+        from safetensors.numpy import load_file
+        return load_file(str(own)), "paddle"
     pd_file = model_dir / "model_state.pdparams"
     if pd_file.is_file():
-        state = paddle.load(str(pd_file), return_numpy=True)
-        return {k: np.asarray(v) for k, v in state.items()}, "paddle"
+        state = load_paddle_pickle(pd_file, return_numpy=True)      # never paddle.load: a pickle runs code
+        if not isinstance(state, dict):
+            raise ValueError(f"{pd_file} does not hold a state dict (found {type(state).__name__})")
+        return {k: np.asarray(v) for k, v in state.items() if isinstance(v, np.ndarray)}, "paddle"
     st_file = model_dir / "model.safetensors"
     if st_file.is_file():
         from safetensors.numpy import load_file
@@ -257,8 +417,8 @@ def read_weights(model_dir: str | Path) -> tuple[dict[str, np.ndarray], str]:
     bin_file = model_dir / "pytorch_model.bin"
     if bin_file.is_file():
         return read_torch_bin(bin_file), "hf"
-    raise FileNotFoundError(f"no weights in {model_dir}: expected model_state.pdparams (PaddleNLP), "
-                            "model.safetensors or pytorch_model.bin (Hugging Face). Sharded "
+    raise FileNotFoundError(f"no weights in {model_dir}: expected {PADDLE_SAFETENSORS} or model_state.pdparams "
+                            "(PaddleNLP), model.safetensors or pytorch_model.bin (Hugging Face). Sharded "
                             "checkpoints are not supported; merge the shards first.")
 
 

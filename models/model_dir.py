@@ -2,8 +2,8 @@
 
 The bundled models/default is the reference of the format:
 
-    config.json           `ExtractorConfig`: encoder (EncoderConfig fields), tag_labels, doc_types, link, max_len
-    model_state.pdparams  weights of the encoder and its extraction head (float16 or float32)
+    config.json              `ExtractorConfig`: encoder (EncoderConfig fields), tag_labels, doc_types, link, max_len
+    model_state.safetensors  weights of the encoder and its extraction head (float16 or float32), Paddle layout
     vocab.txt             the vocabulary the token ids of the weights refer to
     labels.json           {"tags", "doc_types"}: the label maps, for tools that read no config
     schemas/<type>.yaml   the schema of each document type the head was trained on
@@ -12,19 +12,32 @@ The bundled models/default is the reference of the format:
                           roles ("roles", models/extraction/form_roles.py), fitted on these weights
                           (`python -m training pair-scorer --model DIR`; read by `read_pair_scorer`)
 
-`write_model_dir` writes it (each file atomically, config.json last, so a directory whose write was
-killed has no config.json and is never taken for a model), `read_model_dir` builds the model from it
-with every weight checked against the config, `find_model_dirs` lists directories for the UI's picker
-and `describe_model_dir` says what one holds without loading weights. `is_model_dir` accepts exactly
-the directories `read_model_dir` can read (save a torn weight file): a pretrained BERT/ERNIE checkpoint
-also has config.json, weights and vocab.txt, but it is an encoder to start training from
-(`models.checkpoint.load_pretrained`), not a model that extracts, and `model_dir_problem` says so.
+Weights are safetensors: a format that holds tensors and nothing else, so a model folder someone hands
+over cannot run code when it is loaded or listed. (Hugging Face calls its own weights `model.safetensors`;
+ours keep the `model_state` stem of the Paddle layout, so models/checkpoint.py never mistakes one for the
+other.) A directory written before that holds `model_state.pdparams`, a pickle: it is read only through
+models/checkpoint.py's restricted unpickler (a file referring to anything but arrays is refused, nothing of
+it run, and such a directory is not listed), and converted to safetensors on first load
+(`convert_model_dir`, or `python -m training convert-weights DIR`), with the pair scorer's record of the
+weights it was fitted on carried over.
+
+`write_model_dir` writes it into a hidden sibling folder and renames that into place when every file is
+there (a write killed half way leaves only the hidden folder, which no listing shows), `read_model_dir`
+builds the model from it with every weight checked against the config, `find_model_dirs` lists
+directories for the UI's picker and `describe_model_dir` says what one holds without loading weights.
+`is_model_dir` accepts exactly the directories `read_model_dir` can read (save a torn weight file): a
+pretrained BERT/ERNIE checkpoint also has config.json, weights and vocab.txt, but it is an encoder to start
+training from (`models.checkpoint.load_pretrained`), not a model that extracts, and `model_dir_problem`
+says so.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import tempfile
+import secrets
+import shutil
+import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import paddle
 
-from data.atomic import fsync_path, write_text_atomic
+from data.atomic import fsync_path, new_file_mode, write_text_atomic
+from models.checkpoint import PADDLE_SAFETENSORS, UnsafePickleError, load_paddle_pickle, paddle_pickle_problem
 from models.encoder import Encoder, EncoderConfig
 from models.heads import ExtractionHead, HeadConfig
 from models.tokenizer import Tokenizer
@@ -42,7 +56,9 @@ if TYPE_CHECKING:
     from models.extraction.pair_scorer import PairScorer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
-REQUIRED_FILES = ("config.json", "model_state.pdparams", "vocab.txt")
+WEIGHTS = PADDLE_SAFETENSORS                  # "model_state.safetensors"
+LEGACY_WEIGHTS = "model_state.pdparams"       # a pickle: read restricted, converted to WEIGHTS on load
+REQUIRED_FILES = ("config.json", WEIGHTS, "vocab.txt")
 TRAIN_HINT = ("train one with `python -m training train --config configs/default.yaml --out DIR` "
               "or run scripts/train_default.sh")
 
@@ -118,13 +134,16 @@ def model_dir_problem(path: str | Path) -> str | None:
     p = Path(path)
     if not p.is_dir():
         return f"{p} is not a directory"
-    missing = [name for name in REQUIRED_FILES if not (p / name).is_file()]
+    legacy = not (p / WEIGHTS).is_file() and (p / LEGACY_WEIGHTS).is_file()
+    missing = [name for name in REQUIRED_FILES if not (p / name).is_file() and not (name == WEIGHTS and legacy)]
     if missing:
         return f"{p} lacks {', '.join(missing)}"
     try:
         ExtractorConfig.load(p)
     except ModelDirError as exc:
         return str(exc)
+    if legacy:                   # a pickle: refused here already when it refers to anything but arrays
+        return paddle_pickle_problem(p / LEGACY_WEIGHTS)
     return None
 
 
@@ -141,12 +160,16 @@ def check_model_dir(path: str | Path) -> Path:
 
 
 def find_model_dirs(root: str | Path | None = None) -> list[Path]:
-    """Model directories under `root` (itself included; default: models/), the bundled default first."""
+    """Model directories under `root` (itself included; default: models/), the bundled default first.
+    Hidden folders below `root` are skipped: a write in progress or killed (`write_model_dir`'s staging
+    folder), retrain's work folders and registry versions being exported are no models to offer."""
     r = Path(root) if root is not None else DEFAULT_MODEL_DIR.parent
     found = [r.resolve()] if is_model_dir(r) else []
     if r.is_dir():
         found += sorted(p.parent.resolve() for p in r.rglob("config.json")
-                        if p.parent.resolve() != r.resolve() and is_model_dir(p.parent))
+                        if p.parent.resolve() != r.resolve()
+                        and not any(part.startswith(".") for part in p.parent.relative_to(r).parts)
+                        and is_model_dir(p.parent))
     found = list(dict.fromkeys(found))
     default = DEFAULT_MODEL_DIR.resolve()
     return sorted(found, key=lambda p: (p != default, str(p)))
@@ -154,17 +177,54 @@ def find_model_dirs(root: str | Path | None = None) -> list[Path]:
 
 # --- writing --------------------------------------------------------------------------------------
 
-def _save_state_atomic(state: dict, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        paddle.save(state, tmp)
-        fsync_path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_path(path.parent)
+def save_weights(state: dict[str, np.ndarray], path: Path) -> None:
+    """{name: array} as safetensors at `path` (written in place: callers write into a staging folder or a
+    temporary name), fsynced."""
+    from safetensors.numpy import save_file
+    save_file({k: np.ascontiguousarray(v) for k, v in state.items()}, str(path), metadata={"format": "np"})
+    os.chmod(path, new_file_mode())            # safetensors creates 0600; a model is read by services too
+    fsync_path(path)
+
+
+def load_weights(path: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+    return load_file(str(path))
+
+
+def staging_dir(final: Path) -> Path:
+    """A new, empty hidden sibling of `final` to build it in (the mode a plain mkdir gives, umask honoured);
+    no listing looks inside hidden folders."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        stage = final.parent / f".{final.name}.partial-{os.getpid()}-{secrets.token_hex(3)}"
+        try:
+            stage.mkdir()
+            return stage
+        except FileExistsError:
+            continue
+
+
+def publish_dir(stage: Path, final: Path) -> Path:
+    """Put the complete folder `stage` in place as `final`: one rename when `final` is absent or empty (so a
+    reader sees nothing, then everything); into a folder that already holds files, file by file with
+    config.json last (a model directory counts as one only once its config is there)."""
+    for f in stage.rglob("*"):
+        if f.is_file():
+            fsync_path(f)
+    fsync_path(stage)
+    if final.is_dir() and not final.is_symlink() and not any(final.iterdir()):
+        os.replace(stage, final)                  # rename(2) replaces an empty directory atomically
+    elif not final.exists():
+        os.rename(stage, final)
+    else:
+        for f in sorted(stage.rglob("*"), key=lambda f: (f.name == "config.json", len(f.parts))):
+            if f.is_file():
+                dest = final / f.relative_to(stage)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(f, dest)
+        shutil.rmtree(stage, ignore_errors=True)
+    fsync_path(final.parent)
+    return final
 
 
 def write_model_dir(model: Encoder, cfg: ExtractorConfig, vocab: Tokenizer | list[str], out: str | Path,
@@ -179,19 +239,25 @@ def write_model_dir(model: Encoder, cfg: ExtractorConfig, vocab: Tokenizer | lis
         raise ValueError(f"vocab has {len(tokens)} tokens but the encoder expects {cfg.encoder['vocab_size']}; "
                          "save the vocabulary the model was built with")
     d = Path(out)
-    d.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(d / "vocab.txt", "\n".join(tokens) + "\n")
-    state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v)
-             for k, v in model.state_dict().items()}
-    _save_state_atomic(state, d / "model_state.pdparams")
-    write_text_atomic(d / "labels.json", json.dumps({"tags": cfg.tag_labels, "doc_types": cfg.doc_types},
-                                                    ensure_ascii=False, indent=1))
-    (d / "schemas").mkdir(exist_ok=True)
-    for name in cfg.doc_types:
-        src = (schemas or {}).get(name) or SCHEMA_DIR / f"{name}.yaml"
-        if Path(src).is_file():
-            write_text_atomic(d / "schemas" / f"{name}.yaml", Path(src).read_text(encoding="utf-8"))
-    cfg.save(d)                                          # last: only a whole directory has a config
+    stage = staging_dir(d)
+    try:
+        (stage / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+        state = {k: (v.astype("float16") if half and v.dtype == paddle.float32 else v).numpy()
+                 for k, v in model.state_dict().items()}
+        save_weights(state, stage / WEIGHTS)
+        (stage / "labels.json").write_text(json.dumps({"tags": cfg.tag_labels, "doc_types": cfg.doc_types},
+                                                      ensure_ascii=False, indent=1), encoding="utf-8")
+        (stage / "schemas").mkdir()
+        for name in cfg.doc_types:
+            src = (schemas or {}).get(name) or SCHEMA_DIR / f"{name}.yaml"
+            if Path(src).is_file():
+                (stage / "schemas" / f"{name}.yaml").write_text(Path(src).read_text(encoding="utf-8"),
+                                                                encoding="utf-8")
+        (stage / "config.json").write_text(cfg.to_json(), encoding="utf-8")
+        publish_dir(stage, d)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     return d
 
 
@@ -213,10 +279,7 @@ def read_model_dir(path: str | Path) -> tuple[Encoder, ExtractorConfig, Tokenize
         model = cfg.build()
     except (TypeError, ValueError) as exc:
         raise ModelDirError(f"{d / 'config.json'}: cannot build the model ({exc})") from exc
-    try:
-        state = paddle.load(str(d / "model_state.pdparams"), return_numpy=True)
-    except Exception as exc:           # whatever a torn or foreign pickle raises
-        raise ModelDirError(f"{d / 'model_state.pdparams'} is unreadable ({exc}); re-export the model") from exc
+    state = read_model_weights(d)
     ours = model.state_dict()
     missing, extra = sorted(set(ours) - set(state)), sorted(set(state) - set(ours))
     bad = [f"{k} {list(np.shape(v))} vs {list(ours[k].shape)}" for k, v in state.items()
@@ -230,6 +293,84 @@ def read_model_dir(path: str | Path) -> tuple[Encoder, ExtractorConfig, Tokenize
     return model, cfg, vocab
 
 
+def read_model_weights(path: str | Path) -> dict[str, np.ndarray]:
+    """{name: array} of model directory `path`: its safetensors, else (an older directory) its pickle read
+    restricted and converted (`convert_model_dir`; where the directory cannot be written, read as is).
+    ModelDirError for a pickle that refers to anything but arrays, or an unreadable file."""
+    d = Path(path)
+    if not (d / WEIGHTS).is_file() and (d / LEGACY_WEIGHTS).is_file():
+        try:
+            print(convert_model_dir(d), file=sys.stderr)
+        except OSError as exc:          # a read-only directory: use the weights, say how to convert later
+            state = _read_legacy(d)
+            print(f"{d}: read the old pickle weights {LEGACY_WEIGHTS} through the restricted reader; could not "
+                  f"convert them to {WEIGHTS} ({exc}); run `python -m training convert-weights {d}` where the "
+                  f"folder is writable", file=sys.stderr)
+            return state
+    try:
+        return load_weights(d / WEIGHTS)
+    except Exception as exc:           # whatever a torn or foreign file raises
+        raise ModelDirError(f"{d / WEIGHTS} is unreadable ({exc}); re-export the model") from exc
+
+
+def _read_legacy(d: Path) -> dict[str, np.ndarray]:
+    path = d / LEGACY_WEIGHTS
+    try:
+        state = load_paddle_pickle(path, return_numpy=True)
+    except UnsafePickleError as exc:
+        raise ModelDirError(str(exc)) from exc
+    except Exception as exc:           # whatever a torn pickle raises
+        raise ModelDirError(f"{path} is unreadable ({exc}); re-export the model") from exc
+    if not isinstance(state, dict) or not all(isinstance(v, np.ndarray) for v in state.values()):
+        raise ModelDirError(f"{path} does not hold a state dict of arrays; re-export the model")
+    return state
+
+
+def convert_model_dir(path: str | Path) -> str:
+    """Convert an older model directory's `model_state.pdparams` (read by the restricted unpickler: a file
+    that refers to anything but arrays is refused, ModelDirError) to `model_state.safetensors`, the same
+    tensors bit for bit, and delete the pickle; a pair scorer fitted on those weights has its record of
+    them moved to the new file, so it stays in use. Returns what was done, for the user; OSError when the
+    directory cannot be written (nothing changed then)."""
+    d = Path(path)
+    legacy, new = d / LEGACY_WEIGHTS, d / WEIGHTS
+    if new.is_file():
+        return f"{d} already holds {WEIGHTS}; nothing to convert"
+    if not legacy.is_file():
+        raise ModelDirError(f"{d} holds neither {WEIGHTS} nor {LEGACY_WEIGHTS}")
+    state = _read_legacy(d)
+    old_digest = _file_digest(legacy)
+    tmp = d / f".{WEIGHTS}.{os.getpid()}-{secrets.token_hex(3)}.tmp"
+    try:
+        save_weights(state, tmp)
+        back = load_weights(tmp)
+        if back.keys() != state.keys() or any(back[k].dtype != v.dtype or not np.array_equal(back[k], v)
+                                              for k, v in state.items()):
+            raise OSError(f"{tmp} does not read back as the weights written")
+        os.replace(tmp, new)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_path(d)
+    kept = _move_scorer_digest(d, old_digest, _file_digest(new))
+    legacy.unlink(missing_ok=True)
+    return (f"{d}: converted the old pickle weights {LEGACY_WEIGHTS} to {WEIGHTS} (the same {len(state)} "
+            f"tensors; the pickle was deleted, safetensors cannot carry code)" + (kept and f"; {kept}"))
+
+
+def _move_scorer_digest(d: Path, old: str, new: str) -> str:
+    """pair_scorer.json records the digest of the weights it was fitted on: point it at the converted file
+    when it named the pickle (only the digest string changes, the rest of the file stays byte for byte)."""
+    path = d / "pair_scorer.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    if f'"{old}"' not in text:
+        return ""
+    write_text_atomic(path, text.replace(f'"{old}"', f'"{new}"'))
+    return "pair_scorer.json now names the converted weights"
+
+
 def model_schema(model_dir: str | Path | None, doc_type: str) -> "Schema":
     """The schema of `doc_type` as the model carries it (MODEL/schemas/), else the repo's data/schemas
     file (no model, or a directory written before models carried their schemas); SchemaError when
@@ -239,14 +380,24 @@ def model_schema(model_dir: str | Path | None, doc_type: str) -> "Schema":
     return load_schema_file(own) if own is not None and own.is_file() else load_schema(doc_type)
 
 
-def weights_digest(model_dir: str | Path) -> str:
-    """sha256 of the weights file: what a pair scorer records as the weights it was fitted on."""
-    import hashlib
+def weights_file(model_dir: str | Path) -> Path:
+    """The weights file of a model directory: its safetensors, or an older directory's pickle."""
+    d = Path(model_dir)
+    return d / WEIGHTS if (d / WEIGHTS).is_file() or not (d / LEGACY_WEIGHTS).is_file() else d / LEGACY_WEIGHTS
+
+
+def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
-    with open(Path(model_dir) / "model_state.pdparams", "rb") as fh:
+    with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def weights_digest(model_dir: str | Path) -> str:
+    """sha256 of the weights file: what a pair scorer records as the weights it was fitted on
+    (`convert_model_dir` moves the record from the pickle's digest to the safetensors')."""
+    return _file_digest(weights_file(model_dir))
 
 
 def read_pair_scorer(model_dir: str | Path | None) -> "PairScorer | None":
@@ -263,7 +414,7 @@ def read_pair_scorer(model_dir: str | Path | None) -> "PairScorer | None":
     if scorer is None or model_dir is None:
         return None
     fitted = scorer.about.get("weights_sha256")
-    if fitted and (Path(model_dir) / "model_state.pdparams").is_file() and fitted != weights_digest(model_dir):
+    if fitted and weights_file(model_dir).is_file() and fitted != weights_digest(model_dir):
         return None
     return scorer
 
@@ -310,7 +461,7 @@ def describe_model_dir(path: str | Path) -> ModelInfo:
         path=d, doc_types=list(cfg.doc_types), n_tags=len(cfg.tag_labels),
         hidden_size=int(cfg.encoder.get("hidden_size", 0)), num_layers=int(cfg.encoder.get("num_layers", 0)),
         vocab_size=int(cfg.encoder.get("vocab_size", 0)), max_len=cfg.max_len,
-        weights_mb=round((d / "model_state.pdparams").stat().st_size / 2 ** 20, 2),
+        weights_mb=round(weights_file(d).stat().st_size / 2 ** 20, 2),
         schemas=sorted(t for t in cfg.doc_types if (d / "schemas" / f"{t}.yaml").is_file()),
         field_f1=overall.get("f1") if isinstance(overall, dict) else None,
         trained_by=prov.get("command") if isinstance(prov.get("command"), str) else None)

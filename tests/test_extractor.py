@@ -25,7 +25,7 @@ def _page() -> Page:
 
 
 def test_model_dir_is_complete_and_found(model_dir):
-    for name in ("config.json", "model_state.pdparams", "vocab.txt", "labels.json", "schemas/vat_invoice.yaml"):
+    for name in ("config.json", "model_state.safetensors", "vocab.txt", "labels.json", "schemas/vat_invoice.yaml"):
         assert (model_dir / name).is_file(), name
     assert model_dir.resolve() in find_model_dirs(model_dir.parent)
 

@@ -63,7 +63,8 @@ def test_write_read_describe_round_trip(tmp_path):
         np.testing.assert_array_equal(a, b)
     # float16 storage: about half the file, outputs to float16 precision
     h = write_model_dir(model, cfg, VOCAB, tmp_path / "h", half=True)
-    assert (h / "model_state.pdparams").stat().st_size < 0.6 * (d / "model_state.pdparams").stat().st_size
+    assert (h / "model_state.safetensors").stat().st_size < 0.6 * (d / "model_state.safetensors").stat().st_size
+    assert not (d / "model_state.pdparams").exists()                 # weights that cannot carry code
     np.testing.assert_allclose(_outputs(read_model_dir(h)[0])[0], _outputs(model)[0], atol=2e-2)
     info = describe_model_dir(d)
     assert info.doc_types == ["vat_invoice", "generic_form"] and info.n_tags == 5
@@ -119,11 +120,12 @@ def _broken_dirs(tmp_path):
         d = tmp_path / name.replace(" ", "_").replace("'", "")
         shutil.copytree(good, d)
         out[name] = d
-    w = out["torn weights"] / "model_state.pdparams"
+    w = out["torn weights"] / "model_state.safetensors"
     w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
     other = _config(hidden=8)
     write_model_dir(_model(other), other, VOCAB, tmp_path / "other")
-    shutil.copy(tmp_path / "other" / "model_state.pdparams", out["other config's weights"] / "model_state.pdparams")
+    weights = "model_state.safetensors"
+    shutil.copy(tmp_path / "other" / weights, out["other config's weights"] / weights)
     (out["no config"] / "config.json").unlink()
     (out["vocab of another size"] / "vocab.txt").write_text("\n".join(VOCAB[:-3]) + "\n", encoding="utf-8")
     raw = json.loads((good / "config.json").read_text(encoding="utf-8"))

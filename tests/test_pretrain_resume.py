@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import paddle
 import pytest
 
 from tests.test_retrain import make_base, make_corpus
@@ -18,7 +17,8 @@ class Killed(Exception):
 
 
 def weights(model_dir: Path) -> dict[str, np.ndarray]:
-    return {k: v.numpy() for k, v in paddle.load(str(model_dir / "model_state.pdparams")).items()}
+    from safetensors.numpy import load_file
+    return load_file(str(model_dir / "model_state.safetensors"))
 
 
 def newest_step(ckpt: Path) -> int:

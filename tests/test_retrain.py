@@ -81,16 +81,30 @@ def make_base(out: Path, hidden: int = 64, layers: int = 2) -> Path:
     return out
 
 
+def _publish(reg: ModelRegistry, version: Path) -> Path:
+    stage = reg.staging(version)
+    (stage / "config.json").write_text("{}", encoding="utf-8")
+    return reg.publish(stage, version)
+
+
 def test_registry_reserves_new_versions_and_moves_latest_only_when_told(tmp_path):
     reg = ModelRegistry(tmp_path)
     v1, v2 = reg.reserve("inv"), reg.reserve("inv")
     assert [v1.name, v2.name] == ["inv-v0001", "inv-v0002"]
     (tmp_path / "registry" / "inv-v0004").mkdir()            # a version made by someone else
-    assert reg.reserve("inv").name == "inv-v0005"
+    v5 = reg.reserve("inv")
+    assert v5.name == "inv-v0005"
     assert reg.latest("inv") is None
+    assert reg.versions("inv") == [] and reg.names() == []   # reserved, not yet published: invisible
+    with pytest.raises(RegistryError, match="not a complete"):
+        reg.promote("inv", v2)
+    for v in (v1, v2, tmp_path / "registry" / "inv-v0004", v5):
+        _publish(reg, v)
     reg.promote("inv", v2)
     assert reg.latest("inv") == v2
     assert [p.name for p in reg.versions("inv")] == ["inv-v0001", "inv-v0002", "inv-v0004", "inv-v0005"]
+    with pytest.raises(RegistryError, match="not empty"):
+        _publish(reg, v2)
     with pytest.raises(RegistryError):
         reg.promote("inv", tmp_path)
     with pytest.raises(RegistryError):
@@ -157,7 +171,7 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     capsys.readouterr()
     v2 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
     assert "resuming the fine-tune at step 150" in capsys.readouterr().out
-    assert v2.name == "parking-v0002" and (v1 / "model_state.pdparams").is_file()
+    assert v2.name == "parking-v0002" and (v1 / "model_state.safetensors").is_file()
 
     # a model worse than the base's F1 on its held-out split never takes `latest`... unless forced
     worse = retrain(corpus, v2, root, "parking", steps=1, batch_size=8, lr=1e-9, seed=1)
@@ -284,6 +298,39 @@ def test_retrain_keeps_latest_when_the_base_heldout_drops(tmp_path, monkeypatch,
     assert not rep["promoted"] and reg.latest("p") is None and rep["split"]["heldout"] >= 8
     assert rep["base_heldout"]["base_f1_by_type"] == {"generic_form": 0.60}
     assert "generic_form" in (version / "report.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.heavy
+def test_an_export_killed_half_way_leaves_no_version_and_latest_unmoved(tmp_path, monkeypatch):
+    """The export dies after the weights are copied and while the report is written (as kill -9 would):
+    no version is listed by the registry or find_model_dirs, `latest` (--force: it would move) stays
+    unset; the same command again completes a whole, promoted version with its report."""
+    from models.model_dir import find_model_dirs
+    from training import retrain as rt
+    from training.__main__ import main
+    real = rt.write_report
+
+    def dies(out, *a, **kw):
+        real(out, *a, **kw)
+        (out / "report.md").write_text("# half", encoding="utf-8")
+        raise KeyboardInterrupt("killed while writing the report")
+
+    monkeypatch.setattr(rt, "write_report", dies)
+    corpus, base, root = make_corpus(tmp_path / "corpus", 32), make_base(tmp_path / "base", 32, 1), tmp_path / "m"
+    args = ["retrain", "--corpus", str(corpus), "--base", str(base), "--out-root", str(root), "--name", "p",
+            "--steps", "2", "--batch-size", "4", "--force"]
+    with pytest.raises(KeyboardInterrupt):
+        main(args)
+    reg = ModelRegistry(root)
+    assert reg.versions("p") == [] and reg.latest("p") is None and reg.names() == []
+    assert not reg.pointer("p").exists()
+    assert [d for d in find_model_dirs(root) if "registry" in d.parts] == []
+    monkeypatch.setattr(rt, "write_report", real)
+    assert main(args) == 0
+    (version,) = reg.versions("p")
+    assert reg.latest("p") == version and (version / "report.json").is_file()
+    assert version in [d for d in find_model_dirs(root) if "registry" in d.parts]
+    assert "# half" not in (version / "report.md").read_text(encoding="utf-8")
 
 
 # --- rehearsal (replay) -----------------------------------------------------------------------------

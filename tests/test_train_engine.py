@@ -130,12 +130,12 @@ def test_four_gloo_processes_match_in_process(corpus, tmp_path):
     got = newest_state(tmp_path / "dist" / "work" / "checkpoint")["losses"]
     np.testing.assert_allclose(got, ref, rtol=2e-4)
     # the lead gathered every stage's weights: the written model equals the in-process one
-    a = paddle.load(str(tmp_path / "inproc" / "model" / "model_state.pdparams"))
-    b = paddle.load(str(tmp_path / "dist" / "model" / "model_state.pdparams"))
+    from safetensors.numpy import load_file
+    a = load_file(str(tmp_path / "inproc" / "model" / "model_state.safetensors"))
+    b = load_file(str(tmp_path / "dist" / "model" / "model_state.safetensors"))
     assert a.keys() == b.keys()
     for k in a:
-        np.testing.assert_allclose(b[k].astype("float32").numpy(), a[k].astype("float32").numpy(),
-                                   rtol=2e-3, atol=2e-3, err_msg=k)
+        np.testing.assert_allclose(b[k].astype("float32"), a[k].astype("float32"), rtol=2e-3, atol=2e-3, err_msg=k)
 
 
 def test_cli_flags_and_clear_errors_for_bad_combinations(tmp_path, capsys, monkeypatch):
@@ -172,7 +172,8 @@ def test_resume_restores_stage_checkpoints_and_old_one_process_ones(corpus, tmp_
     from training.trainer import train
 
     def weights(model_dir: Path) -> dict:
-        return {k: v.astype("float32").numpy() for k, v in paddle.load(str(model_dir / "model_state.pdparams")).items()}
+        from safetensors.numpy import load_file
+        return {k: v.astype("float32") for k, v in load_file(str(model_dir / "model_state.safetensors")).items()}
 
     cfg = tiny_cfg(corpus, 4, 8, "1f1b")
     cfg["train"].update(steps=2, checkpoint_every=2)

@@ -61,6 +61,6 @@ def test_a_directory_without_weights_is_a_clear_error(tmp_path):
     try:
         warm_start(cfg.build(), ["O"], ["t1"], SPECIALS, tmp_path / "m")
     except FileNotFoundError as e:
-        assert "model_state.pdparams" in str(e)
+        assert "model_state.safetensors" in str(e)
     else:
         raise AssertionError("a directory without weights must be refused")

@@ -142,6 +142,25 @@ def _evaluate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _convert_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR",
+                   help="model directories holding the old model_state.pdparams (a pickle)")
+
+
+def _convert(a: argparse.Namespace) -> int:
+    """Convert each DIR's old pickle weights to model_state.safetensors (models/model_dir.py
+    `convert_model_dir`: read by the restricted unpickler, so a file that would run code is refused)."""
+    from models.model_dir import ModelDirError, convert_model_dir
+    failed = 0
+    for d in a.dirs:
+        try:
+            print(convert_model_dir(d))
+        except (ModelDirError, OSError) as exc:
+            print(f"error: {d}: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
 COMMANDS = [
     ("train", "train the extractor from a config", _train_args, _train),
     ("evaluate", "per-field P/R/F1 of a model on a corpus", _eval_args, _evaluate),
@@ -153,6 +172,8 @@ COMMANDS = [
      *__import__("training.retrain", fromlist=["x"]).RETRAIN_COMMAND),
     ("pair-scorer", "fit a model's learned scorer of form key-value candidates (MODEL/pair_scorer.json)",
      *__import__("training.pair_scorer", fromlist=["x"]).PAIR_SCORER_COMMAND),
+    ("convert-weights", "convert model directories' old pickle weights (model_state.pdparams) to safetensors",
+     _convert_args, _convert),
 ]
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import paddle
 from tqdm import tqdm
 
-from models.checkpoint import CheckpointSlots
+from models.checkpoint import CheckpointSlots, load_paddle_pickle  # never paddle.load: a pickle runs code
 from training.errors import ResumeError
 
 LR_FLOOR = 0.05     # the decay ends at this share of the peak LR, not at 0: the last steps still learn
@@ -93,12 +93,12 @@ def restore_checkpoint(step_fn, model, directory: Path) -> dict[str, Any]:
     if step_fn.has_checkpoint(directory):
         step_fn.load(directory)
         return state
-    opt = paddle.load(str(directory / "opt.pdopt"))
+    opt = load_paddle_pickle(directory / "opt.pdopt")
     opts = opt if isinstance(opt, list) else [opt]
     if model is None or len(opts) != step_fn.stages:
         raise ResumeError(f"{directory} holds a checkpoint of {len(opts)} stage(s); resume it with "
                           f"--pipeline-stages {len(opts)}")
-    model.set_state_dict(paddle.load(str(directory / "model.pdparams")))
+    model.set_state_dict(load_paddle_pickle(directory / "model.pdparams"))
     step_fn.load_optimizer_states(opts)
     return state
 

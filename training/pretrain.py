@@ -10,7 +10,7 @@ the page's lines in reading order, per-character tokens with their line boxes in
 (models/tokenizer.py, the extractor's own encoding); masking is whole-word (training/wwm.py).
 
 The output is a complete model directory (the base's extraction head kept as it was, the encoder
-adapted), so `retrain` and `train` start from it like from any other model, plus `mlm_head.pdparams`
+adapted), so `retrain` and `train` start from it like from any other model, plus `mlm_head.safetensors`
 and `pretrain.json` (losses, held-out MLM loss before and after).
 """
 from __future__ import annotations
@@ -136,7 +136,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     Every `checkpoint_every` steps (and at the end) the run is saved to `ckpt` (default OUT.ckpt);
     with `resume` it continues from there with the same weights, optimizer, LR, RNGs and window order,
     so a killed run finishes with the losses and weights an unbroken one would have had."""
-    from models.model_dir import write_model_dir
+    from models.model_dir import save_weights, write_model_dir
     random.seed(seed)
     np.random.seed(seed)
     paddle.seed(seed)
@@ -191,7 +191,7 @@ def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int 
     losses = state.losses
     after = heldout_loss(blocks, eval_batches)
     write_model_dir(model, cfg, vocab, out, half=False)
-    paddle.save(head.state_dict(), str(out / "mlm_head.pdparams"))
+    save_weights({k: v.numpy() for k, v in head.state_dict().items()}, out / "mlm_head.safetensors")
     result = {"base": str(base), "pages": len(records), "windows": len(windows), "steps": steps,
               "step_function": step.how, "mlm_loss_before": round(before, 5), "mlm_loss_after": round(after, 5),
               "losses": losses}

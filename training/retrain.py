@@ -575,10 +575,10 @@ def field_f1(metrics: dict) -> dict[str, float]:
 # --- report ---------------------------------------------------------------------------------------
 
 def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: list[float],
-                 gt_lines: tuple[dict, dict] | None = None) -> None:
+                 gt_lines: tuple[dict, dict] | None = None, title: str | None = None) -> None:
     """report.md + report.json + loss.png + f1.png in the exported model directory. `base_m`/`new_m`
     are the scores the promotion used; `gt_lines` the held-out pages' own-line scores when those were
-    real-OCR scores."""
+    real-OCR scores; `title` the version's name (default: `out`'s, which a staging folder does not have)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -601,7 +601,7 @@ def write_report(out: Path, summary: dict, base_m: dict, new_m: dict, losses: li
     extra = {"base_gt_lines": gt_lines[0], "new_gt_lines": gt_lines[1]} if gt_lines else {}
     (out / "report.json").write_text(json.dumps({**summary, "base": base_m, "new": new_m, **extra},
                                                 ensure_ascii=False, indent=1), encoding="utf-8")
-    rows = [f"# Retrain report: {out.name}", "",
+    rows = [f"# Retrain report: {title or out.name}", "",
             f"- corpus: `{summary['corpus']}` ({summary['split']['train']} train / "
             f"{summary['split']['heldout']} held-out pages, held out by {summary['split']['split_by']})",
             f"- base: `{summary['base']}`; adaptation (WWM MLM): {summary['pretrain'] or 'no'}",
@@ -668,11 +668,12 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
 
     `replay` is the share of each fine-tune batch drawn from generated pages of the doc types the base
     knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone."""
-    from models.model_dir import is_model_dir
+    from models.model_dir import model_dir_problem
     check_name(name)
-    if not is_model_dir(base):
-        raise RetrainError(f"--base {base} is not a model directory (config.json, model_state.pdparams, "
-                         f"vocab.txt); use models/default or a directory this command exported")
+    problem = model_dir_problem(base)       # a pickle weight file that refers to anything but arrays included
+    if problem is not None:
+        raise RetrainError(f"--base {base} is not a model directory ({problem}); use models/default or a "
+                           f"directory this command exported")
     if not corpus.exists():
         raise RetrainError(f"--corpus {corpus} does not exist")
     pipe = pipe or {}
@@ -767,15 +768,17 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     new_f1 = evaluated["new" + suffix]["overall_field"]["f1"]
     kept_base, kept_new = base_kept["base"]["f1_by_type"], base_kept["new"]["f1_by_type"]
     decision = decide_promotion(base_f1, new_f1, split["heldout"], kept_base, kept_new)
+    # complete or invisible: the version is built in a hidden staging folder, renamed over the reserved
+    # (empty, unlisted) one once its report is written, and only then may `latest` move to it
     version = registry.reserve(name)
+    staging = registry.staging(version)
     import shutil
     for f in (work / "finetuned").iterdir():
         if f.is_file():
-            shutil.copy2(f, version / f.name)
-    copy_schemas(schema_files, version)
+            shutil.copy2(f, staging / f.name)
+    copy_schemas(schema_files, staging)
     previous = registry.latest(name)
     if decision.promote or force:
-        registry.promote(name, version)
         promotion = f"moved to {version.name}" + ("" if decision.promote else
                                                    " (--force, although: " + "; ".join(decision.reasons) + ")")
     else:
@@ -799,10 +802,17 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     if judged == "real":
         summary["gt_lines"] = {"base_f1": evaluated["base"]["overall_field"]["f1"],
                                "new_f1": evaluated["new"]["overall_field"]["f1"]}
-    (version / "metrics.json").write_text(json.dumps(evaluated["new" + suffix], ensure_ascii=False, indent=1),
-                                          encoding="utf-8")
-    write_report(version, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
-                 (evaluated["base"], evaluated["new"]) if judged == "real" else None)
+    try:
+        (staging / "metrics.json").write_text(json.dumps(evaluated["new" + suffix], ensure_ascii=False, indent=1),
+                                              encoding="utf-8")
+        write_report(staging, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
+                     (evaluated["base"], evaluated["new"]) if judged == "real" else None, title=version.name)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)     # the reserved version stays empty: never listed
+        raise
+    registry.publish(staging, version)
+    if decision.promote or force:
+        registry.promote(name, version)                # after the version is whole, report included
     stages.finish("export", {"version": str(version)})
     print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}")
     print("base's own held-out pages, F1 by doc type: " + ", ".join(

@@ -22,6 +22,7 @@ What a run does, in order (every step is resumable from the work directory):
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import shutil
 import subprocess
@@ -178,10 +179,11 @@ def fold_ocr_shards(work: Path) -> None:
 
 def check_init_from(cfg: TrainConfig) -> None:
     """Refuse (RefusedError, before any work) a `model.init_from` that is not a loadable BERT/ERNIE
-    checkpoint directory: no folder, no config.json, no vocab.txt or no weights file."""
+    checkpoint directory: no folder, no config.json, no vocab.txt or no weights file, or Paddle weights
+    in a pickle that refers to anything but arrays (a pickle can run code; `load_paddle_pickle`)."""
     if not cfg.model.init_from:
         return
-    from models.checkpoint import read_config
+    from models.checkpoint import PADDLE_SAFETENSORS, paddle_pickle_problem, read_config
     src = Path(cfg.model.init_from)
     if not src.is_dir():
         raise RefusedError(f"--init-from {src} is not a local directory; download the checkpoint once "
@@ -192,9 +194,13 @@ def check_init_from(cfg: TrainConfig) -> None:
         raise RefusedError(f"--init-from {src}: {exc}") from exc
     if not (src / "vocab.txt").is_file():
         raise RefusedError(f"--init-from {src} has no vocab.txt; the token ids of its weights depend on it")
-    if not any((src / f).is_file() for f in ("model_state.pdparams", "model.safetensors", "pytorch_model.bin")):
-        raise RefusedError(f"--init-from {src} has no weights (model_state.pdparams, model.safetensors or "
-                           f"pytorch_model.bin)")
+    weights = (PADDLE_SAFETENSORS, "model_state.pdparams", "model.safetensors", "pytorch_model.bin")
+    if not any((src / f).is_file() for f in weights):
+        raise RefusedError(f"--init-from {src} has no weights ({', '.join(weights[:-1])} or {weights[-1]})")
+    pickled = src / "model_state.pdparams"
+    problem = paddle_pickle_problem(pickled) if pickled.is_file() and not (src / PADDLE_SAFETENSORS).is_file() else None
+    if problem:
+        raise RefusedError(f"--init-from {problem}")
     if cfg.model.max_len > enc.max_position:
         raise RefusedError(f"model.max_len {cfg.model.max_len} is longer than {src}'s {enc.max_position} "
                            f"positions; lower model.max_len")
@@ -216,7 +222,7 @@ def build_model(cfg: TrainConfig, labels: list[str], doc_types: list[str]):
                                              link=True))
             model, notes = load_pretrained(src, head=head)
             vocab = Tokenizer.from_dir(src)
-        except (OSError, KeyError, ValueError) as exc:
+        except (OSError, KeyError, ValueError, pickle.UnpicklingError) as exc:   # the restricted unpickler's refusal
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             raise RefusedError(f"--init-from {src}: {message}") from exc
         for note in notes:

@@ -5,6 +5,10 @@ Layout of a checkpoint directory:
     stage_<s>_dp<d>.pdopt      optimizer state, param names replaced by those keys (names differ per run)
     stage_<s>_dp<d>.json       step, RNG state
 `merge_stages(dir)` writes model_state.pdparams with every block's parameters (for inference).
+
+Every file is read back with models/checkpoint.py's `load_paddle_pickle`, never `paddle.load`: a pickle
+can run code when loaded, and the restricted reader allows only what these files hold (arrays, numbers,
+names; Paddle's RNG state in the .pdstate file).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
+from models.checkpoint import load_paddle_pickle
 from training.pipeline.engine import PipelineEngine
 
 
@@ -60,13 +65,13 @@ def load_stages(engine: PipelineEngine, directory: str | Path) -> int:
         if not (d / f"{tag}.pdparams").exists():
             raise FileNotFoundError(f"{d / tag}.pdparams missing: was the checkpoint saved with the same "
                                     "number of stages? (merge_stages + a fresh run re-partitions)")
-        state = paddle.load(str(d / f"{tag}.pdparams"))
+        state = load_paddle_pickle(d / f"{tag}.pdparams")
         named = [(k, p) for pc in w.pieces for k, p in pc.named_parameters()]
         for k, p in named:
             p.set_value(state[k])
         if w.optimizer and (d / f"{tag}.pdopt").exists():
             keys = {k: p.name for k, p in named}
-            saved = paddle.load(str(d / f"{tag}.pdopt"))
+            saved = load_paddle_pickle(d / f"{tag}.pdopt")
             restored = {}
             for k, v in saved.items():
                 key, sep, rest = k.partition("\x00")
@@ -76,7 +81,7 @@ def load_stages(engine: PipelineEngine, directory: str | Path) -> int:
         engine.step = meta["step"]
     rng = d / f"rng_{engine.replica}_{min(engine.workers)}.pdstate"
     if rng.exists():
-        paddle.set_rng_state(paddle.load(str(rng)))
+        paddle.set_rng_state(load_paddle_pickle(rng, rng=True))
     return engine.step
 
 
@@ -89,7 +94,7 @@ def merge_stages(directory: str | Path, out: str | Path | None = None) -> dict:
         raise FileNotFoundError(f"no stage_*_dp0.pdparams in {d}; save with save_stages first")
     merged: dict = {}
     for f in files:
-        merged.update(paddle.load(str(f)))
+        merged.update(load_paddle_pickle(f))
     # stable sort on the block index only: within a block, keep the layer's own parameter order
     merged = dict(sorted(merged.items(), key=lambda kv: int(kv[0].split(".")[0])))
     paddle.save(merged, str(Path(out or d) / "model_state.pdparams"))
