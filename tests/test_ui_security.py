@@ -26,6 +26,7 @@ from app.ui.corrections import (
     save_correction,
 )
 from data.io import MAX_FILE_BYTES
+from tests.netns import remote
 from tests.test_ui import UI, fake_analyse_bytes, invoice_document, png_bytes, upload
 
 CONFIG = ROOT / ".streamlit" / "config.toml"
@@ -141,24 +142,6 @@ def test_upload_limit_is_the_one_streamlit_enforces(app):
 
 # --- no outbound connection at start -----------------------------------------------------------------
 
-_CONNECT = re.compile(r"connect\(\d+, \{sa_family=(\w+)(.*?)\}")
-
-
-def _remote(line: str) -> str | None:
-    """The non-loopback destination of a traced connect(), or None when it is local."""
-    m = _CONNECT.search(line)
-    if not m:
-        return None
-    family, rest = m.groups()
-    if family in ("AF_UNIX", "AF_UNSPEC", "AF_NETLINK"):
-        return None
-    if family == "AF_INET" and 'inet_addr("127.0.0.1")' in rest:
-        return None
-    if family == "AF_INET6" and '"::1"' in rest:
-        return None
-    return line
-
-
 @pytest.mark.heavy
 def test_server_start_opens_no_outbound_connection(tmp_path):
     """Start the UI as scripts/run.sh does (repository root, config file) inside a network namespace
@@ -196,5 +179,5 @@ def test_server_start_opens_no_outbound_connection(tmp_path):
     lines = trace.read_text().splitlines()
     assert any(f"htons({port})" in ln and 'inet_addr("127.0.0.1")' in ln for ln in lines if "bind(" in ln), \
         "the traced server bound to 127.0.0.1 (read from .streamlit/config.toml)"
-    outbound = [ln for ln in lines if _remote(ln)]
+    outbound = [ln for ln in lines if remote(ln)]
     assert not outbound, "connections leaving the machine at start:\n" + "\n".join(outbound)

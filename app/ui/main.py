@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from models.offline import stay_offline  # noqa: E402
+
+stay_offline()   # first: no onnxruntime telemetry from the server process (models/offline.py)
+
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 
@@ -569,10 +573,12 @@ def main() -> None:
                "模型 Model: "
                f"{Path(model).name if model else '—'} · 类型 Type: {doc_type or '自动 automatic'} "
                "（在左侧栏更改 change in the sidebar ›）")
-    uploads = st.file_uploader(f"上传图片或 PDF Upload images or PDFs (每个最多 up to {upload_limit_mb()} MB each)",
+    uploads = st.file_uploader(f"上传图片、PDF 或 OFD Upload images, PDFs or OFDs "
+                               f"(每个最多 up to {upload_limit_mb()} MB each)",
                                type=UPLOAD_TYPES, accept_multiple_files=True)
     if not uploads:
-        st.info("把一张或多张照片、扫描件或 PDF 拖到上面。 Drop one or more photos, scans or PDFs above to read them.")
+        st.info("把一张或多张照片、扫描件、PDF 或 OFD 拖到上面。 Drop one or more photos, scans, PDFs or OFDs above "
+                "to read them.")
         return
     try:
         load_models(model)

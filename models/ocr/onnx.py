@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.offline import stay_offline
 from models.runtime import on_model_thread
 
 PACKAGE = "rapidocr"
@@ -94,6 +95,7 @@ class OnnxPredictor:
         on_model_thread(self._build, Path(model_path), options)
 
     def _build(self, model_path: Path, options: OnnxOptions) -> None:
+        stay_offline()   # models/__init__.py did already; onnxruntime reads it once, on import (no telemetry)
         try:
             import onnxruntime as ort
         except ImportError:

@@ -36,6 +36,8 @@ def ppocr_dictionary() -> Path:
 
 def v6_characters() -> list[str]:
     """The PP-OCRv6 small recogniser's dictionary, read from its ONNX metadata (no model is run)."""
+    from models.offline import stay_offline
+    stay_offline()   # models/__init__.py did already; onnxruntime reads it once, on import (no telemetry)
     import onnxruntime as ort
 
     from models.ocr.onnx import REC_FILE, package_models_dir
