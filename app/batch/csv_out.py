@@ -12,11 +12,18 @@ The CSV is derived data: it is written at the end of a run from every row in the
 run's table includes what earlier runs did), to a temporary file that is renamed over the target, so
 a reader never sees half a table. Encoding is UTF-8 with a byte-order mark, which Excel needs to show
 Chinese text correctly.
+
+Every cell goes through `spreadsheet_text` (the UI's CSV downloads too): a value or file name that a
+spreadsheet would read as a formula (a form printed with `=HYPERLINK("http://evil.example/x","OPEN")`,
+`+cmd|...`, `@SUM(...)`) gets a leading single quote, as OWASP's CSV-injection guidance says, so it is
+shown as text and never run. A plain number ("-12.50") is left alone: it cannot be a formula, and an
+accounting tool must still read it as a number.
 """
 from __future__ import annotations
 
 import csv
 import os
+import re
 from typing import Any, Iterable
 
 from app.batch.state import latest_rows
@@ -25,6 +32,29 @@ from data.atomic import atomic_write
 BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "page", "doc_type", "doc_type_score", "error_type",
                 "error_message"]
 PAIR_COLUMNS = ["pair_key", "pair_value", "pair_score", "pair_page"]
+
+# what makes Excel, LibreOffice or Google Sheets read a cell as a formula (OWASP: CSV injection)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
+
+
+def formula_like(value: Any) -> bool:
+    """True for a string a spreadsheet would evaluate: it starts with = + - @ tab or carriage return and
+    is not a plain number such as "-12.50" (which no spreadsheet can run). Non-strings are never formulas
+    here: a float -12.5 is a number cell."""
+    return isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(value)
+
+
+def spreadsheet_text(value: Any) -> Any:
+    """`value` as a CSV cell that a spreadsheet shows and never evaluates: a formula-like string gets a
+    leading single quote (OWASP); anything else is returned unchanged. (The Excel export keeps the text
+    as it is and marks the cell as text instead: app/ui/export.py.)"""
+    return "'" + value if formula_like(value) else value
+
+
+def spreadsheet_row(row: Iterable[Any]) -> list[Any]:
+    """Every cell of a CSV row through `spreadsheet_text`."""
+    return [spreadsheet_text(v) for v in row]
 
 
 def page_label(numbers: list[int]) -> str:
@@ -99,7 +129,7 @@ def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None) -> in
     os.makedirs(target_dir, exist_ok=True)
     with atomic_write(csv_path, "w", encoding="utf-8-sig", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(BASE_COLUMNS + columns + (PAIR_COLUMNS if pairs else []))
+        writer.writerow(spreadsheet_row(BASE_COLUMNS + columns + (PAIR_COLUMNS if pairs else [])))
         for row in rows:
-            writer.writerows(csv_records(row, columns, pairs))
+            writer.writerows(spreadsheet_row(record) for record in csv_records(row, columns, pairs))
     return len(rows)

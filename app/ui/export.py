@@ -5,6 +5,12 @@ documents and a whole multi-file upload export the same way: one row per documen
 (the batch CSV's layout, which accounting tools import), one row per line item in the items CSV, and
 a workbook with the sheets 字段 Fields (one row per field), 明细 Items and 键值对 Pairs. CSVs are UTF-8
 with a BOM, which Excel needs to show Chinese.
+
+No cell can run as a formula: a string a spreadsheet would evaluate (`=HYPERLINK(...)` printed on a form,
+a file name starting with + - @) gets a leading single quote in the CSVs (app/batch/csv_out.py
+`spreadsheet_text`), and in the workbook keeps its text but is stored as a text cell with Excel's
+quote prefix (`_as_text`), so Excel shows it as typed and does not evaluate it, even after an edit.
+Numbers stay number cells.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import io
 import json
 from typing import Any
 
-from app.batch.csv_out import BASE_COLUMNS, csv_records, field_columns, has_pairs
+from app.batch.csv_out import BASE_COLUMNS, csv_records, field_columns, formula_like, has_pairs, spreadsheet_row
 from app.batch.csv_out import PAIR_COLUMNS as CSV_PAIR_COLUMNS
 from app.ui.fields import item_header, item_keys, load_schema_or_none
 from app.ui.words import check_words
@@ -30,7 +36,7 @@ PAIR_COLUMNS = ["文件 File", "文档 Document", "页 Page", "键 Key", "值 Va
 
 def _csv(rows: list[list[Any]]) -> bytes:
     buf = io.StringIO()
-    csv.writer(buf).writerows(rows)
+    csv.writer(buf).writerows(spreadsheet_row(row) for row in rows)
     return buf.getvalue().encode("utf-8-sig")
 
 
@@ -98,6 +104,15 @@ def items_csv(docs: Named) -> bytes:
     return _csv([ITEM_LEAD + [h for h, _ in columns]] + item_rows(docs, columns))
 
 
+def _as_text(cell: Any) -> None:
+    """Make a formula-like string cell plain text: openpyxl stores any string starting with "=" as a
+    formula, and Excel re-reads a + - @ cell as one when it is edited. A text cell with the quote prefix
+    (Excel's own mark for "typed with a leading apostrophe") shows the characters and runs nothing."""
+    if formula_like(cell.value):
+        cell.data_type = "s"
+        cell.quotePrefix = True
+
+
 def workbook(docs: Named) -> bytes:
     """An .xlsx with the sheets 字段 Fields, 明细 Items and 键值对 Pairs (headers bold, first row frozen,
     columns sized to their text), built in memory with openpyxl."""
@@ -115,6 +130,9 @@ def workbook(docs: Named) -> bytes:
         ws.append(header)
         for row in rows:
             ws.append(row)
+        for line in ws.iter_rows():
+            for cell in line:
+                _as_text(cell)
         for cell in ws[1]:
             cell.font = Font(bold=True)
         ws.freeze_panes = "A2"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from app.batch.csv_out import BASE_COLUMNS, csv_record, field_columns
+from app.batch.csv_out import BASE_COLUMNS, csv_record, field_columns, spreadsheet_row
 from app.ui.words import NOT_FOUND, check_words, error_words
 from data.document import Document, Field, Page
 
@@ -187,8 +187,8 @@ def document_csv(doc: Document, file_name: str = "") -> bytes:
     columns = field_columns([row], doc.doc_type)
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(BASE_COLUMNS + columns)
-    writer.writerow(csv_record(row, columns))
+    writer.writerow(spreadsheet_row(BASE_COLUMNS + columns))
+    writer.writerow(spreadsheet_row(csv_record(row, columns)))   # no cell a spreadsheet would run
     return buf.getvalue().encode("utf-8-sig")
 
 
