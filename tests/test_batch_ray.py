@@ -202,6 +202,46 @@ def test_driver_killed_9_then_rerun_gives_one_complete_group_per_file(tmp_path, 
                 and not os.path.exists(f"/proc/{name.split('-')[2]}")]
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.heavy
+def test_driver_killed_9_leaves_no_process_of_the_ray_instance_it_started(tmp_path):
+    """`batch --ray` without ADDRESS starts a local Ray instance; kill -9 of that driver ends every process
+    of it within seconds: GCS server and raylet (Ray's fate sharing), actors, and the raylet's two agents,
+    which stayed a minute trying to reach the dead GCS until the watchdog (app/batch/ray_reaper.py)."""
+    from app.batch.ray_reaper import alive, descendants
+    folder = make_folder(tmp_path, n_good=12)
+    out = tmp_path / "results.jsonl"
+    code = ("import functools, sys; import app.batch.command as b; "
+            "b.WorkerOptions = functools.partial(b.WorkerOptions, processor='tests.test_batch_ray:slow_fake', "
+            "warm_up=False); from app.cli import main; sys.exit(main(sys.argv[1:]))")
+    cmd = [sys.executable, "-c", code, "batch", str(folder), "--out", str(out), "--workers", "2", "--no-progress",
+           "--ray"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and not (out.exists() and out.read_bytes().count(b"\n")):
+        time.sleep(0.05)
+    instance = descendants(proc.pid)      # GCS, raylet, agents, actors, Ray's helpers, the watchdog
+    names = {_comm(pid) for pid in instance}
+    assert proc.poll() is None, "the batch finished before it could be killed; the test proves nothing"
+    assert {"raylet", "gcs_server"} <= names and any(n.startswith("ray::") for n in names), names
+    proc.kill()                           # the driver alone, as kill -9 PID does
+    proc.wait()
+    deadline = time.time() + 15
+    while alive(instance) and time.time() < deadline:
+        time.sleep(0.2)
+    left = {pid: _comm(pid) for pid in alive(instance)}
+    for pid in left:                      # leave nothing behind when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes of the killed driver's Ray instance still running after 15 s: {left}"
+
+
 def _invoices(folder: Path) -> None:
     from data.synth import generate
     from tests.test_pipeline_app import pdf_bytes, text_page

@@ -29,7 +29,9 @@ row, and a fresh actor takes the dead one's place (Ray places it wherever a CPU 
 if this one is gone). Actors that die or fail before taking any document stop the batch with
 WorkersFailedToStart, charging no document. The driver's own death (kill -9) loses nothing: rows are
 written only by the driver, one fsynced group per file, and a rerun resumes from the results file; Ray
-ends the actors of a driver that is gone.
+ends the actors of a driver that is gone. A local instance the driver started goes with it: Ray's fate
+sharing ends its GCS server and raylet, and a small watchdog (app/batch/ray_reaper.py, started beside the
+instance) ends the raylet's agents, which otherwise stayed for a minute trying to reach the dead GCS.
 
 Nothing here imports Ray at module level: `ray` is imported when the pool connects, so the local mode
 never loads it (and a local instance can be told to stay on the loopback interface before it loads).
@@ -41,10 +43,12 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from app.batch.pool import CrashPolicy, RowsSink, WorkersFailedToStart
@@ -54,6 +58,8 @@ LOCAL = "local"              # --ray without ADDRESS: a Ray instance on this mac
 WAIT_NOTICE_SECONDS = 30.0   # say so when no actor is ready after this long (a full cluster, an autoscaler)
 STOP_GRACE_SECONDS = 5.0
 PROBE_SECONDS = 10.0
+REAPER_WAIT_SECONDS = 10.0
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]    # the folder holding the `app` package
 
 
 class RaySetupError(RuntimeError):
@@ -236,6 +242,41 @@ def _probe(address: str) -> None:
                             "(`ray start --head` there) and its port reachable from here?") from None
 
 
+def _local_raylet_pid() -> int | None:
+    """The pid of the raylet this process started (a child named "raylet"), or None (no /proc, none)."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
+        if comm == "raylet" and len(rest) > 1 and rest[1] == str(me):
+            return int(name)
+    return None
+
+
+def _start_reaper() -> subprocess.Popen[bytes] | None:
+    """The watchdog that ends this driver's local Ray instance when the driver dies (app/batch/ray_reaper.py);
+    None where it cannot run (no /proc, the raylet not found): then Ray's own clean-up is all there is."""
+    raylet = _local_raylet_pid()
+    if raylet is None:
+        return None
+    try:
+        return subprocess.Popen([sys.executable, "-m", "app.batch.ray_reaper", str(raylet)], cwd=PACKAGE_ROOT,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError:
+        return None
+
+
 def write_overlay(folder: str, name: str, data: bytes) -> None:
     """An overlay the actor drew, written by the driver through a temp file and a rename."""
     os.makedirs(folder, exist_ok=True)
@@ -259,6 +300,7 @@ class RayPool(CrashPolicy):
         self.ray: Any = None
         self.remote_class: Any = None
         self.started_here = False
+        self.reaper: subprocess.Popen[bytes] | None = None   # watchdog of a local instance started here
         self.actors: list[_Actor] = []
         self.startup_failures = 0
         self.retried: dict[Task, str] = {}
@@ -298,6 +340,8 @@ class RayPool(CrashPolicy):
                     "--ray takes an optional value, so put it after the IN arguments or write --ray=ADDRESS"
                 ) from None
             self.started_here = True
+            if self.settings.address == LOCAL:
+                self.reaper = _start_reaper()
         self.remote_class = ray.remote(BatchActor)
         cpus = ray.cluster_resources().get("CPU", 0)
         nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
@@ -441,6 +485,15 @@ class RayPool(CrashPolicy):
         if self.ray is not None and self.started_here:
             self.ray.shutdown()
             self.started_here = False
+        if self.reaper is not None:       # end-of-file: it ends whatever of the instance is left, then exits
+            assert self.reaper.stdin is not None
+            self.reaper.stdin.close()
+            try:
+                self.reaper.wait(timeout=REAPER_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.reaper.kill()
+                self.reaper.wait()
+            self.reaper = None
 
     def describe(self) -> str:
         per_doc = self.overhead_s / self.documents if self.documents else 0.0
