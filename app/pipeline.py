@@ -1,8 +1,10 @@
 """The inference pipeline: a file (or uploaded bytes) in, one `Document` per document in it out
 (DESIGN section 2).
 
-    decode (data/io: limits, every page of a PDF / multi-page TIFF, one page at a time)
-      -> OCR per page (models/ocr: PP-OCR det, angle, rec)
+    decode (data/io: limits, every page of a PDF / OFD / multi-page TIFF, one page at a time)
+      -> per page: its text from the file where it holds one that can be trusted (a PDF's text layer,
+         an OFD's text objects: data/textlayer.py, data/ofd.py), else OCR (models/ocr: PP-OCR det,
+         angle, rec); `Page.reader` says which
       -> extraction per document (models/extractor: doc type, fields, items, pairs, validation warnings)
 
 A file may hold several documents (two invoices scanned into one PDF); which pages make one document
@@ -17,7 +19,7 @@ problems with the installation that no document can fix (a model directory that 
 
 Models are loaded once per process: the OCR engine by `models.ocr.get_engine`, the extractor by
 `load_extractor` below (both cached). `Document.timings` holds seconds per stage: decode, ocr (and
-its det/cls/rec parts), extract, total.
+its det/cls/rec parts) or text_layer (text read from the file, ruled lines found), extract, total.
 """
 from __future__ import annotations
 
@@ -161,7 +163,7 @@ def _preview(image: np.ndarray, side: int) -> bytes:
     return encoded.tobytes()
 
 
-Pages = tuple[Iterator[np.ndarray], int]   # (page images, decoded one at a time; page count)
+Pages = tuple[Iterator[Any], int]   # (data.textlayer.SourcePage or page images, decoded one at a time; page count)
 ImageSink = Callable[[np.ndarray, Page, "Document | None"], None]
 # (the upright full-size page image, its page, the result it belongs to or None for a page skipped as
 # blank): called once per page as soon as the page is processed; the image is dropped right after
@@ -169,15 +171,16 @@ ImageSink = Callable[[np.ndarray, Page, "Document | None"], None]
 
 def _open_file(path: str) -> Pages:
     """Check the file and count its pages; pages are decoded one at a time as OCR asks for them,
-    so a long PDF is never all in memory (raises data.io.InputError for bad files)."""
-    from data.io import iter_pages, page_count
-    return iter_pages(path), page_count(path)
+    so a long PDF is never all in memory (raises data.io.InputError for bad files). A PDF page with a
+    usable text layer and an OFD page come with their lines read from the file (data.textlayer)."""
+    from data.io import iter_source_pages, page_count
+    return iter_source_pages(path), page_count(path)
 
 
 def _open_bytes(data: bytes, filename: str) -> Pages:
     """As `_open_file` for an upload: decoded lazily too (a small upload can hold 500 huge pages)."""
-    from data.io import iter_image_bytes, page_count_bytes
-    return iter_image_bytes(data, filename), page_count_bytes(data, filename)
+    from data.io import iter_source_bytes, page_count_bytes
+    return iter_source_bytes(data, filename), page_count_bytes(data, filename)
 
 
 def page_image(data: bytes, filename: str, index: int, rotation: int = 0) -> np.ndarray:
@@ -252,11 +255,20 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
         result.doc_type = doc_type
         result.warnings.append("no extraction model is installed (models/extractor.py with a model in "
                                "models/default), so only the OCR text is shown")
-    timings["total"] = sum(timings.get(k, 0.0) for k in ("decode", "ocr", "extract"))
+    timings["total"] = sum(timings.get(k, 0.0) for k in ("decode", "ocr", "text_layer", "extract"))
     return result
 
 
-def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_dir: str | None = None,
+def _source_page(item: Any) -> tuple[Any, Page | None, float]:
+    """(image, page read from the file or None, seconds that reading took) of what a page source
+    yields: a data.textlayer.SourcePage, or a bare image (for OCR). None when the source is done."""
+    from data.textlayer import SourcePage
+    if isinstance(item, SourcePage):
+        return item.image, item.page, item.seconds
+    return item, None, 0.0
+
+
+def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str | None = None,
                   doc_type: str | None = None, on_page: PageCallback | None = None,
                   timings: dict[str, float] | None = None, *, preview: int | None = None,
                   on_image: ImageSink | None = None, on_stage: StageCallback | None = None) -> Analysis:
@@ -276,25 +288,36 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
     leading: list[str] = []         # notes about blank pages before the first document
     stage = "decode"
     try:
-        engine = ocr_engine()
+        from models.ocr.rulings import add_rulings
+        engine = None               # loaded at the first page that needs OCR: a born-digital file needs none
         page_iter = iter(pages)
         while True:
             if on_stage and len(doc.pages) < total:
                 on_stage("decode", len(doc.pages) + 1, total)
             stage, t0 = "decode", time.perf_counter()
-            image = next(page_iter, None)
-            page_timings = {"decode": time.perf_counter() - t0}
+            image, read, read_s = _source_page(next(page_iter, None))
+            page_timings = {"decode": time.perf_counter() - t0 - read_s}
             if image is None:
                 break
             number = len(doc.pages) + 1
-            if on_stage:
-                on_stage("ocr", number, total)
-            stage, t0 = "ocr", time.perf_counter()
             image = _as_bgr(image)
-            ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
-                          if on_stage and _takes_stages(engine) else {})
-            page: Page = engine.read(image, page_index=len(doc.pages), timings=page_timings, **ocr_stages)
-            page_timings["ocr"] = time.perf_counter() - t0
+            if read is not None:     # read from the file itself (a PDF's text layer, an OFD): no OCR
+                stage, t0 = "text_layer", time.perf_counter()
+                page = read
+                page.index = len(doc.pages)
+                add_rulings(page, image)
+                page_timings["rules"] = time.perf_counter() - t0
+                page_timings["text_layer"] = read_s + page_timings["rules"]
+                read = None
+            else:
+                if on_stage:
+                    on_stage("ocr", number, total)
+                stage, t0 = "ocr", time.perf_counter()
+                engine = engine if engine is not None else ocr_engine()
+                ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
+                              if on_stage and _takes_stages(engine) else {})
+                page = engine.read(image, page_index=len(doc.pages), timings=page_timings, **ocr_stages)
+                page_timings["ocr"] = time.perf_counter() - t0
             doc.pages.append(page)
             per_page.append(page_timings)
             image = _upright(image, page.rotation)
@@ -321,9 +344,11 @@ def analyse_pages(pages: Iterable[np.ndarray], total: int, source: str, model_di
             if on_page:
                 on_page(len(doc.pages), total)
     except Exception as exc:  # one bad page fails the file, not the batch or the UI
-        what = {"decode": "reading", "ocr": "OCR of", "extract": "extraction of", "draw": "drawing"}[stage]
+        what = {"decode": "reading", "ocr": "OCR of", "text_layer": "reading the text of",
+                "extract": "extraction of", "draw": "drawing"}[stage]
+        number = len(doc.pages) + (stage in ("decode", "ocr", "text_layer"))
         doc.error = {"type": _error_type(exc),
-                     "message": f"{what} page {len(doc.pages) + (stage in ('decode', 'ocr'))} of {total} "
+                     "message": f"{what} page {number} of {total} "
                                 f"failed: {exc}"}
         analysis.results = []
         return analysis

@@ -81,6 +81,7 @@ class Page:
     lines: list[Line] = field(default_factory=list)
     rotation: int = 0              # degrees the input was turned to come out upright (0/90/180/270)
     rules: list[list[float]] = field(default_factory=list)   # ruled lines [x0, y0, x1, y1] (models/ocr/rulings.py)
+    reader: str = "ocr"            # how its text was read: "ocr", "text_layer" (a PDF's own text), "ofd"
 
     @property
     def text(self) -> str:
@@ -156,7 +157,8 @@ class Document:
     def from_dict(cls, d: dict[str, Any]) -> "Document":
         pages = [Page(index=p["index"], width=p["width"], height=p["height"],
                       lines=[Line(**ln) for ln in p.get("lines", [])],
-                      rotation=p.get("rotation", 0), rules=[list(r) for r in p.get("rules", [])])
+                      rotation=p.get("rotation", 0), rules=[list(r) for r in p.get("rules", [])],
+                      reader=p.get("reader", "ocr"))
                  for p in d.get("pages", [])]
         return cls(
             source=d.get("source", ""),

@@ -1,0 +1,112 @@
+"""Born-digital documents: seconds per document through the file's own text vs through render + OCR, side by
+side in one run, and the fields each route finds.
+
+    python -m bench.born_digital_bench [--repeat 3] [--json bench/results/born_digital.json] [FILES...]
+
+FILES default to the born-digital PDF and the three OFD e-invoices in tests/data/born_digital. Each file goes
+through the product's route (app.pipeline.analyse_file) twice per repeat: once as shipped (a PDF page with a
+usable text layer and an OFD page read from the file) and once with PIAOJU_READER=ocr (every page rendered or
+drawn and OCR'd, the route before born-digital input). Models are loaded and warmed before timing; the median
+of the repeats is reported. "read" is the page source alone (decode + text layer, or decode + OCR), "document"
+adds extraction. Target: the text route >= 20x faster per document than the OCR route over all files
+(TARGET_SPEEDUP); the run exits 1 when it is missed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FILES = sorted((ROOT / "tests" / "data" / "born_digital").glob("*.*"))
+TARGET_SPEEDUP = 20.0
+
+
+def _run(path: Path, reader: str) -> tuple[float, float, list[str], dict[str, str], str | None]:
+    """(seconds for the document, seconds reading its pages, readers per page, fields, error)."""
+    from app import pipeline
+    os.environ["PIAOJU_READER"] = reader
+    t0 = time.perf_counter()
+    a = pipeline.analyse_file(str(path))
+    total = time.perf_counter() - t0
+    doc = a.document
+    t = doc.timings
+    read = t.get("decode", 0.0) + t.get("ocr", 0.0) + t.get("text_layer", 0.0)
+    fields: dict[str, str] = {}
+    for part in a.parts():
+        for k, v in part.values().items():
+            fields.setdefault(k, v)
+    return total, read, [p.reader for p in doc.pages], fields, (doc.error or {}).get("message")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "born_digital.json"))
+    a = ap.parse_args(argv)
+    from app import pipeline
+    saved = os.environ.get("PIAOJU_READER")
+    pipeline.warm_up()
+    for path in a.files[:1]:                 # warm both routes once (first-call costs are not the document's)
+        _run(path, "auto")
+        _run(path, "ocr")
+    rows = []
+    try:
+        for path in a.files:
+            runs: dict[str, list[tuple[float, float, list[str], dict[str, str], str | None]]] = {
+                "auto": [], "ocr": []}
+            for _ in range(a.repeat):
+                for reader in ("auto", "ocr"):
+                    runs[reader].append(_run(path, reader))
+            text, ocr = runs["auto"], runs["ocr"]
+            t_doc, o_doc = statistics.median(r[0] for r in text), statistics.median(r[0] for r in ocr)
+            t_read, o_read = statistics.median(r[1] for r in text), statistics.median(r[1] for r in ocr)
+            tf, of = text[0][3], ocr[0][3]
+            differ = {k: {"text": tf.get(k), "ocr": of.get(k)}
+                      for k in sorted(set(tf) | set(of)) if tf.get(k) != of.get(k)}
+            rows.append({"file": path.name, "pages": len(text[0][2]), "readers": text[0][2],
+                         "text_s": round(t_doc, 4), "ocr_s": round(o_doc, 4),
+                         "text_read_s": round(t_read, 4), "ocr_read_s": round(o_read, 4),
+                         "speedup": round(o_doc / max(t_doc, 1e-9), 1),
+                         "read_speedup": round(o_read / max(t_read, 1e-9), 1),
+                         "fields_text": len(tf), "fields_ocr": len(of),
+                         "fields_same": len(set(tf) | set(of)) - len(differ),
+                         "differ": differ, "error": text[0][4] or ocr[0][4]})
+            r = rows[-1]
+            print(f"{path.name:28s} pages {r['pages']}  text {t_doc:6.3f} s  ocr {o_doc:6.3f} s  x{r['speedup']:5.1f}  "
+                  f"(reading x{r['read_speedup']:.0f})  fields text {len(tf)} ocr {len(of)}, {len(differ)} differ",
+                  flush=True)
+    finally:
+        if saved is None:
+            os.environ.pop("PIAOJU_READER", None)
+        else:
+            os.environ["PIAOJU_READER"] = saved
+    text_total = sum(r["text_s"] for r in rows)
+    ocr_total = sum(r["ocr_s"] for r in rows)
+    pages = sum(r["pages"] for r in rows)
+    speedup = ocr_total / max(text_total, 1e-9)
+    read_speedup = sum(r["ocr_read_s"] for r in rows) / max(sum(r["text_read_s"] for r in rows), 1e-9)
+    summary = {"documents": len(rows), "pages": pages,
+               "text_s_per_doc": round(text_total / max(1, len(rows)), 4),
+               "ocr_s_per_doc": round(ocr_total / max(1, len(rows)), 4),
+               "text_pages_per_s": round(pages / max(text_total, 1e-9), 2),
+               "ocr_pages_per_s": round(pages / max(ocr_total, 1e-9), 2),
+               "speedup": round(speedup, 1), "read_speedup": round(read_speedup, 1),
+               "target_speedup": TARGET_SPEEDUP, "met": speedup >= TARGET_SPEEDUP,
+               "cpu_count": os.cpu_count(), "repeat": a.repeat}
+    print(f"per document: text {summary['text_s_per_doc']:.3f} s, OCR {summary['ocr_s_per_doc']:.3f} s -> "
+          f"x{speedup:.1f} (reading alone x{read_speedup:.0f}); target x{TARGET_SPEEDUP:.0f}: "
+          f"{'met' if summary['met'] else 'MISSED'}")
+    out = Path(a.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"summary": summary, "files": rows}, ensure_ascii=False, indent=1) + "\n")
+    return 0 if summary["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
