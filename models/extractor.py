@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,8 @@ from data.validate import validate
 from models.encoder import Encoder
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
 from models.extraction.base import level_lines
-from models.extraction.doctype import pick_type
+from models.extraction.doctype import OTHER_TYPE, form_structure, pick_type
+from models.heads import ExtractionHead
 from models.model_dir import (  # noqa: F401  (the directory names callers know from here)
     DEFAULT_MODEL_DIR,
     ExtractorConfig,
@@ -67,13 +69,34 @@ class Extractor:
     # --- model ----------------------------------------------------------------------------------
     @paddle.no_grad()
     def _forward(self, ids: np.ndarray, bbox: np.ndarray, mask: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(tag probabilities, doc-type probabilities averaged over windows, link scores or None). Runs on
-        the model thread (models/runtime.py): dygraph mode and Paddle's oneDNN state are per thread."""
-        res = self.model(paddle.to_tensor(ids), paddle.to_tensor(bbox), None, paddle.to_tensor(mask))
-        tags = paddle.nn.functional.softmax(res[0], -1).numpy()
-        doc = paddle.nn.functional.softmax(res[1], -1).numpy().mean(0)
-        return tags, doc, (res[2].numpy() if len(res) > 2 else None)
+                 ) -> tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray] | None]:
+        """(tag probabilities, doc-type probabilities averaged over windows, a function giving the link
+        scores, or None without a link head). Runs on the model thread (models/runtime.py): dygraph mode and
+        Paddle's oneDNN state are per thread. The link scores ([W, T, T], ~6% of the forward pass) are computed
+        from the kept hidden states on the first call only: pages that are not generic forms never ask."""
+        blocks = self.model.blocks()
+        head = blocks[-1]
+        if not (isinstance(head, ExtractionHead) and head.config.link):
+            res = self.model(paddle.to_tensor(ids), paddle.to_tensor(bbox), None, paddle.to_tensor(mask))
+            return self._probs(res[0], res[1]) + ((lambda: res[2].numpy()) if len(res) > 2 else None,)
+        out: tuple = (paddle.to_tensor(ids), paddle.to_tensor(bbox), None, paddle.to_tensor(mask))
+        for block in blocks[:-1]:                   # Encoder.forward's loop, the head left for below
+            out = block(*out)
+        hidden, bias = out
+        tag_logits, doc_logits = head(hidden, bias, link=False)
+        kept: list[np.ndarray] = []
+
+        @paddle.no_grad()
+        def scores() -> np.ndarray:
+            if not kept:
+                kept.append(head.link_logits(hidden, bias).numpy())
+            return kept[0]
+        return self._probs(tag_logits, doc_logits) + (lambda: on_model_thread(scores),)
+
+    @staticmethod
+    def _probs(tag_logits: paddle.Tensor, doc_logits: paddle.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        return (paddle.nn.functional.softmax(tag_logits, -1).numpy(),
+                paddle.nn.functional.softmax(doc_logits, -1).numpy().mean(0))
 
     def predict_page(self, page: Page, off: frozenset[str] = frozenset()) -> PagePrediction:
         """Raw predictions for one page: doc-type probabilities, per-character tag probabilities
@@ -99,7 +122,8 @@ class Extractor:
             ta, tb = token_of.get(a), token_of.get(b)
             if links is None or ta is None or tb is None:
                 return None
-            scores = [links[wi, w.position(ta), w.position(tb)] for wi, w in enumerate(enc.windows)
+            scores_of = links()
+            scores = [scores_of[wi, w.position(ta), w.position(tb)] for wi, w in enumerate(enc.windows)
                       if w.start <= ta < w.end and w.start <= tb < w.end]
             return float(max(scores)) if scores else None
         return PagePrediction(doc, probs, link, self.pair_scorer)
@@ -140,6 +164,9 @@ class Extractor:
         doc.fields, doc.items, doc.pairs = {}, [], []
         for page, pred in zip(doc.pages, preds):
             decode_page(doc, page, pred, self.schemas.get(dt), self.tag_labels, allowed, dt == GENERIC, settings, off)
+        if dt == GENERIC and doc_type is None and "form_needs_structure" not in off and \
+                not form_structure(doc.pairs, [ln.text for ln in doc.lines]):
+            doc.doc_type, doc.fields, doc.items, doc.pairs = OTHER_TYPE, {}, [], []   # not a form: text only
         self._validate(doc)
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc

@@ -86,18 +86,24 @@ class ExtractionHead(nn.Layer):
             self.link_query = nn.Linear(d, config.link_dim)
             self.link_key = nn.Linear(d, config.link_dim)
 
-    def forward(self, hidden, mask_bias):
+    def forward(self, hidden, mask_bias, link: bool = True):
+        """`link=False` leaves the link output out (inference: models/extractor.py computes it with
+        `link_logits` only for the pages whose decoding asks for it, the generic forms)."""
         h = self.dropout(hidden)
         tag_logits = self.tagger(h)
         pooled = paddle.tanh(self.pool(hidden[:, 0]))
         doc_logits = self.doc_classifier(self.dropout(pooled))
-        if not self.config.link:
+        if not self.config.link or not link:
             return tag_logits, doc_logits
+        return tag_logits, doc_logits, self.link_logits(h, mask_bias)
+
+    def link_logits(self, h, mask_bias):
+        """The link output of `forward` from the (dropped-out) hidden states `h`: the same operations on the
+        same inputs, so in eval mode (dropout is the identity) the very same numbers, computed later."""
         q, k = self.link_query(h), self.link_key(h)
         # a low-rank bilinear form h_i^T Wq^T Wk h_j; padding columns get the mask bias
         link_logits = paddle.matmul(q, k, transpose_y=True) / math.sqrt(self.config.link_dim)
-        link_logits = link_logits + mask_bias[:, 0]          # [B, 1, T] broadcasts over rows
-        return tag_logits, doc_logits, link_logits
+        return link_logits + mask_bias[:, 0]          # [B, 1, T] broadcasts over rows
 
 
 def _masked_mean(values: paddle.Tensor, mask: paddle.Tensor) -> paddle.Tensor:

@@ -532,3 +532,51 @@ def test_a_name_alone_on_its_line_is_the_whole_line():
     other = Span("payee", 0, 4, 6, 0.9)
     assert whole_line(Span("drawer", 0, 0, 3, 0.9), "白兰华 李四", [other], phrases).end == 3
     assert whole_line(Span("drawer", 0, 0, 1, 0.9), "白兰华", [], phrases).end == 1
+
+
+def test_link_scores_computed_on_demand_are_the_full_forward_passes(model_dir):
+    """The extractor leaves the link head out of the forward pass and computes it from the kept hidden states
+    when a form's decoding first asks (models/extractor.py `_forward`): every score and tag probability must be
+    the very number the whole model computes in one pass, or form pairs would drift from what was measured."""
+    import paddle
+
+    ex = Extractor.load(model_dir)
+    page = _page()
+    pred = ex.predict_page(page)
+    enc = ex.vocab.encode_page(page.lines, page.width, page.height, ex.cfg.max_len)
+    arr = enc.arrays()
+    assert len(enc.windows) > 1
+    with paddle.no_grad():
+        res = ex.model(*(paddle.to_tensor(arr[k]) for k in ("input_ids", "bbox")), None,
+                       paddle.to_tensor(arr["attention_mask"]))
+    links, tags = res[2].numpy(), paddle.nn.functional.softmax(res[0], -1).numpy()
+    merged = enc.merge(tags)
+    token_of = {(enc.line[t], enc.start[t]): t for t in range(len(enc.ids))}
+    checked = 0
+    for a, ta in list(token_of.items())[::7]:
+        assert np.array_equal(pred.probs[a[0]][a[1]], merged[ta])
+        for b, tb in list(token_of.items())[::11]:
+            want = [links[wi, w.position(ta), w.position(tb)] for wi, w in enumerate(enc.windows)
+                    if w.start <= ta < w.end and w.start <= tb < w.end]
+            got = pred.link(a, b)
+            assert (got is None) == (not want) and (got is None or got == float(max(want)))
+            checked += got is not None
+    assert checked > 20
+
+
+def test_shared_characters_bound_the_title_and_key_comparisons_they_skip():
+    """doctype.py skips the quadratic title alignment (`_fit`) and key LCS on lines sharing too few characters
+    with the title (models/extraction/base.py `shared_chars`): sound only while the shared characters bound
+    both from the right side. Random strings over a small alphabet, so that many characters repeat."""
+    import random
+
+    from data.text_distance import lcs_length
+    from models.extraction.base import shared_chars
+    from models.extraction.doctype import _fit
+
+    rnd = random.Random(7)
+    for _ in range(400):
+        a = "".join(rnd.choice("增值税专用发票(电子)") for _ in range(rnd.randint(1, 10)))
+        b = "".join(rnd.choice("增值税专用发票(电子)普通江") for _ in range(rnd.randint(0, 16)))
+        s = shared_chars(a, b)
+        assert lcs_length(a, b) <= s and len(a) - s <= _fit(a, b)[0]

@@ -24,6 +24,14 @@ if TYPE_CHECKING:                   # an annotation only: pair_scorer reads form
     from models.extraction.pair_scorer import PairScorer
 
 
+def shared_chars(a: str, b: str) -> int:
+    """How many characters `a` and `b` have in common, each character used once (the overlap of their
+    multisets). It bounds both their longest common subsequence and how many characters of `a` an alignment
+    with `b` can match, so a test that needs many matches skips the quadratic comparison on lines that share
+    too few characters (the title and key searches of doctype.py compare every line with every title)."""
+    return sum(min(a.count(c), b.count(c)) for c in set(a))
+
+
 @dataclass
 class PagePrediction:
     """The model's raw reading of one page."""
