@@ -235,8 +235,11 @@ def _add_timings(into: dict[str, float], more: dict[str, float]) -> None:
 
 
 def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: str, extractor: Any,
-             doc_type: str | None) -> Document:
-    """One result: a Document of `pages` only, extracted from them alone."""
+             doc_type: str | None, embedded: list[Any] | None = None) -> Document:
+    """One result: a Document of `pages` only, extracted from them alone. `embedded`: what the file states
+    about the fields (data.embedded: OFD tags, custom data, an XML invoice), met with the extraction after
+    it: fills what it left empty, a disagreement is a warning. A standalone XML invoice's sheet
+    (reader "embedded_xml") is not extracted: its fields are the XML's."""
     timings: dict[str, float] = {}
     for t in page_timings:
         _add_timings(timings, t)
@@ -244,9 +247,18 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
     for page in pages:
         result.warnings += _page_warnings(page)
     t0 = time.perf_counter()
-    if extractor is not None:
+    from_xml = bool(embedded) and all(p.reader == "embedded_xml" for p in pages)
+    if from_xml:
+        from data.embedded import apply_embedded
+        result.doc_type = doc_type
+        apply_embedded(result, embedded or [])
+        timings["extract"] = time.perf_counter() - t0
+    elif extractor is not None:
         try:
             extractor.extract(result, doc_type=doc_type)
+            if embedded:
+                from data.embedded import apply_embedded
+                apply_embedded(result, embedded)
         except Exception as exc:   # this document fails, not the file's other documents
             result.error = {"type": _error_type(exc), "message": f"field extraction failed: {exc}"}
         result.timings = timings
@@ -259,13 +271,14 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
     return result
 
 
-def _source_page(item: Any) -> tuple[Any, Page | None, float]:
-    """(image, page read from the file or None, seconds that reading took) of what a page source
-    yields: a data.textlayer.SourcePage, or a bare image (for OCR). None when the source is done."""
+def _source_page(item: Any) -> tuple[Any, Page | None, float, list[Any]]:
+    """(image, page read from the file or None, seconds that reading took, what the file states about
+    its fields) of what a page source yields: a data.textlayer.SourcePage, or a bare image (for OCR).
+    None when the source is done."""
     from data.textlayer import SourcePage
     if isinstance(item, SourcePage):
-        return item.image, item.page, item.seconds
-    return item, None, 0.0
+        return item.image, item.page, item.seconds, item.embedded
+    return item, None, 0.0, []
 
 
 def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str | None = None,
@@ -295,7 +308,7 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
             if on_stage and len(doc.pages) < total:
                 on_stage("decode", len(doc.pages) + 1, total)
             stage, t0 = "decode", time.perf_counter()
-            image, read, read_s = _source_page(next(page_iter, None))
+            image, read, read_s, embedded = _source_page(next(page_iter, None))
             page_timings = {"decode": time.perf_counter() - t0 - read_s}
             if image is None:
                 break
@@ -331,7 +344,7 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
             else:
                 if on_stage:
                     on_stage("extract", len(doc.pages), total)
-                result = _extract([page], [page_timings], source, extractor, doc_type)
+                result = _extract([page], [page_timings], source, extractor, doc_type, embedded)
                 result.warnings[:0] = leading
                 leading = []
                 analysis.results.append(result)

@@ -2,6 +2,7 @@
 side in one run, and the fields each route finds.
 
     python -m bench.born_digital_bench [--repeat 3] [--json bench/results/born_digital.json] [FILES...]
+    python -m bench.born_digital_bench --generated 10 [--json bench/results/born_digital_generated.json]
 
 FILES default to the born-digital PDF and the three OFD e-invoices in tests/data/born_digital. Each file goes
 through the product's route (app.pipeline.analyse_file) twice per repeat: once as shipped (a PDF page with a
@@ -10,6 +11,12 @@ drawn and OCR'd, the route before born-digital input). Models are loaded and war
 of the repeats is reported. "read" is the page source alone (decode + text layer, or decode + OCR), "document"
 adds extraction. Target: the text route >= 20x faster per document than the OCR route over all files
 (TARGET_SPEEDUP); the run exits 1 when it is missed.
+
+`--generated N` measures the extractor on the two readers instead: N generated pages (born-digital kinds:
+GENERATED_TYPES in turn, no degradation) written as PDFs with a real text layer (data.born_pdf), each read
+through the text layer and through render + OCR (PIAOJU_READER=ocr) by the product's route, and the
+ground-truth lines themselves as the reference; field F1 of each, scored as training.evaluate scores the
+development set (its gold_of / pred_of / score_fields). Target: the text layer's F1 no lower than OCR's.
 """
 from __future__ import annotations
 
@@ -20,10 +27,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = sorted((ROOT / "tests" / "data" / "born_digital").glob("*.*"))
 TARGET_SPEEDUP = 20.0
+GENERATED_TYPES = ("e_invoice", "vat_invoice", "train_ticket", "receipt", "business_licence")
+GENERATED_SEED = 4100
 
 
 def _run(path: Path, reader: str) -> tuple[float, float, list[str], dict[str, str], str | None]:
@@ -43,12 +53,83 @@ def _run(path: Path, reader: str) -> tuple[float, float, list[str], dict[str, st
     return total, read, [p.reader for p in doc.pages], fields, (doc.error or {}).get("message")
 
 
+def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) -> int:
+    """Field F1 of the bundled model on `n` generated pages written as text-layer PDFs: through the text
+    layer, through render + OCR, and on the ground-truth lines (module docstring). Exit status 1 when the
+    text layer scores below OCR."""
+    import tempfile
+
+    from app import pipeline
+    from data.born_pdf import write_pdf
+    from data.document import Document, Line, Page
+    from data.schemas import load_schema
+    from data.synth.generator import generate, page_seed
+    from training.evaluate import PageScore, Report, gold_of, pred_of, score_fields
+    pipeline.warm_up()
+    extractor = pipeline.load_extractor()
+    reports = {"text_layer": Report(), "ocr": Report(), "gt_lines": Report()}
+    rows = []
+    saved = os.environ.get("PIAOJU_READER")
+    tmp = Path(tempfile.mkdtemp(prefix="born_generated_"))
+    try:
+        for i in range(n):
+            doc_type = types[i % len(types)]
+            _, gt = generate(doc_type, page_seed(GENERATED_SEED, i), degrade="none")
+            path = tmp / f"{doc_type}_{i}.pdf"
+            path.write_bytes(write_pdf(gt))
+            schema = load_schema(doc_type)
+            gold, gold_items, _ = gold_of(gt, schema)
+            docs: dict[str, Document] = {}
+            for reader in ("auto", "ocr"):
+                os.environ["PIAOJU_READER"] = reader
+                a = pipeline.analyse_file(str(path))
+                docs["text_layer" if reader == "auto" else "ocr"] = a.parts()[0]
+            page = Page(index=0, width=gt["width"], height=gt["height"],
+                        lines=[Line(text=ln["text"], quad=ln["quad"]) for ln in gt["lines"]])
+            docs["gt_lines"] = extractor.extract(Document(source=path.name, pages=[page]))
+            row: dict[str, Any] = {"page": path.name, "readers": [p.reader for p in docs["text_layer"].pages]}
+            for route, doc in docs.items():
+                pred, pred_items, _ = pred_of(doc, schema)
+                reports[route].add(PageScore(doc_type, score_fields(gold, pred, gold_items, pred_items)),
+                                   doc.doc_type)
+                row[route] = {k: [gold.get(k), pred.get(k)] for k in sorted(set(gold) | set(pred))
+                              if gold.get(k) != pred.get(k)}
+                if sorted(map(sorted, (r.items() for r in gold_items))) != \
+                        sorted(map(sorted, (r.items() for r in pred_items))):
+                    row[route]["items"] = [gold_items, pred_items]
+            rows.append(row)
+            print(f"{path.name:26s} wrong: text layer {len(row['text_layer']):2d}  ocr {len(row['ocr']):2d}  "
+                  f"gt lines {len(row['gt_lines']):2d}", flush=True)
+    finally:
+        if saved is None:
+            os.environ.pop("PIAOJU_READER", None)
+        else:
+            os.environ["PIAOJU_READER"] = saved
+    summary: dict[str, Any] = {route: {"field_f1": round(r.overall().f1, 4), "f1_by_type": r.headline()}
+                               for route, r in reports.items()}
+    summary["pages"] = n
+    summary["met"] = summary["text_layer"]["field_f1"] >= summary["ocr"]["field_f1"]
+    for route in reports:
+        print(f"{route:11s} field F1 {summary[route]['field_f1']:.4f}  {summary[route]['f1_by_type']}")
+    print(f"text layer >= OCR: {'met' if summary['met'] else 'MISSED'}")
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps({"summary": summary, "pages": rows}, ensure_ascii=False, indent=1) + "\n")
+    return 0 if summary["met"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "born_digital.json"))
+    ap.add_argument("--json", default=None, help="where to write the results (default bench/results/"
+                                                "born_digital.json, or born_digital_generated.json)")
+    ap.add_argument("--generated", type=int, default=0, metavar="N",
+                    help="instead: field F1 on N generated pages as text-layer PDFs, text layer vs OCR")
     a = ap.parse_args(argv)
+    results = ROOT / "bench" / "results"
+    if a.generated:
+        return generated(a.generated, Path(a.json or results / "born_digital_generated.json"))
+    a.json = a.json or str(results / "born_digital.json")
     from app import pipeline
     saved = os.environ.get("PIAOJU_READER")
     pipeline.warm_up()

@@ -40,7 +40,7 @@ STRIP_PIXELS = 4_000_000             # a frame is converted to BGR this many pix
 DEFAULT_DPI = 200                    # PDF render resolution: PP-OCR reads 8-pt print reliably from here up
 MAX_DPI = 600
 
-SUPPORTED = "JPEG, PNG, BMP, WebP, TIFF, PDF or OFD"
+SUPPORTED = "JPEG, PNG, BMP, WebP, TIFF, PDF, OFD or invoice XML"
 
 
 
@@ -62,6 +62,9 @@ def sniff(head: bytes) -> str | None:
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
         return "ofd"
+    from data.invoice_xml import looks_like_xml
+    if looks_like_xml(head):         # a 数电票 XML (data.invoice_xml); one without invoice fields is refused
+        return "xml"
     return None
 
 
@@ -177,6 +180,8 @@ def size_advice(kind: str | None) -> str:
         return "split the PDF into smaller ones (e.g. `qpdf --split-pages`)"
     if kind == "tiff":
         return "split the TIFF into smaller files or save its pages as JPEG"
+    if kind == "xml":
+        return "an invoice XML is a few kilobytes: check that this is the invoice file"
     if kind is not None:
         return f"downscale the {kind.upper()} image or save it as JPEG"
     return "use a smaller file"
@@ -419,11 +424,15 @@ def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixe
         raise
 
     def gen() -> Iterator[Any]:
-        from data.textlayer import read_pdf_page
+        from data.textlayer import pdf_attachments, read_pdf_page
         try:
+            attached = pdf_attachments(pdf, name) if text else []   # an XML invoice inside: its first page's
             for i in pages:
                 if text:
-                    yield read_pdf_page(pdf, i, name, _render_pdf_page(pdf, i, name, dpi, max_pixels))
+                    source = read_pdf_page(pdf, i, name, _render_pdf_page(pdf, i, name, dpi, max_pixels))
+                    if i == 0:
+                        source.embedded = attached
+                    yield source
                 else:
                     yield _render_pdf_page(pdf, i, name, dpi, max_pixels)
         finally:
@@ -477,6 +486,8 @@ def _open_path(path: str | os.PathLike, dpi: int, max_pages: int, max_pixels: in
                                     max_doc_pixels, text=mode == "auto"), mode)
     if kind == "ofd":
         return _iter_ofd(str(p), _read_all(p), dpi, max_pages, max_pixels, page_range, max_doc_pixels, mode)
+    if kind == "xml":
+        return _iter_xml(str(p), _read_all(p), dpi, max_pages, page_range, mode)
     try:
         fp = open(p, "rb")
     except OSError as exc:
@@ -523,9 +534,28 @@ def _iter_ofd(name: str, data: bytes, dpi: int, max_pages: int, max_pixels: int,
 
     def gen() -> Iterator[Any]:
         for p in doc.pages:
-            yield ofd_page(p, k, mode, read_s)
+            yield ofd_page(p, k, mode, read_s, doc.embedded(p.index) if mode == "auto" else None)
 
     return gen()
+
+
+def _iter_xml(name: str, data: bytes, dpi: int, max_pages: int, page_range: tuple[int, int] | None,
+              mode: str) -> Iterator[Any]:
+    """A standalone invoice XML (data.invoice_xml) as one page: a sheet listing its fields, drawn, with
+    its lines and the XML's record ("auto"); the sheet alone ("image"), or for OCR ("ocr"). XML that is
+    not well-formed, declares a DOCTYPE/entities, or holds no invoice field is refused here."""
+    if not 36 <= dpi <= MAX_DPI:
+        raise InputError(name, f"dpi {dpi} is outside 36..{MAX_DPI}")
+    from data.invoice_xml import record_from_xml, xml_page
+    from data.textlayer import SourcePage
+    _select_pages(name, 1, max_pages, page_range)
+    rec = record_from_xml(data, name, "XML file")
+    if not rec:
+        raise InputError(name, "is XML but holds no invoice field we know (a 数电票 XML has EInvoice/Header/EIid, "
+                               "SellerInformation, BasicInformation ...); export the invoice as PDF, OFD or its XML")
+    source = xml_page(rec, dpi)
+    item: Any = source.image if mode == "image" else source if mode == "auto" else SourcePage(source.image)
+    return iter([item])
 
 
 def _as_source(pages: Iterator[Any], mode: str) -> Iterator[Any]:
@@ -589,6 +619,8 @@ def _open_bytes(data: bytes, filename: str, dpi: int, max_pages: int, max_pixels
                                     max_doc_pixels, text=mode == "auto"), mode)
     if kind == "ofd":
         return _iter_ofd(filename, data, dpi, max_pages, max_pixels, page_range, max_doc_pixels, mode)
+    if kind == "xml":
+        return _iter_xml(filename, data, dpi, max_pages, page_range, mode)
     return _as_source(_iter_image(filename, io.BytesIO(data), kind, max_pages, max_pixels, page_range,
                                   max_doc_pixels), mode)
 
@@ -634,7 +666,7 @@ def _count_pages(name: str, kind: str, source: str | bytes, password: str | None
         finally:
             pdf.close()
     if kind != "tiff":
-        return 1
+        return 1    # an image, or an invoice XML (one page: data.invoice_xml.xml_page)
     from PIL import Image
     try:
         with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as img:

@@ -38,6 +38,7 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 
+from data.safe_xml import MAX_XML_BYTES, parse_xml
 from data.textlayer import Glyph, normalise_char
 
 MAX_MEMBERS = 5000                   # an invoice OFD has 15-30 members
@@ -161,19 +162,6 @@ class OfdArchive:
         return parse_xml(self.read(member), self.name, member)
 
 
-def parse_xml(data: bytes, name: str, member: str = "") -> ET.Element:
-    """XML without a DOCTYPE or ENTITY declaration (refused: no entity is ever expanded or fetched)."""
-    where = f" ({member})" if member else ""
-    head = data.lstrip(b"\xef\xbb\xbf")
-    if re.search(rb"<!\s*(DOCTYPE|ENTITY)", head, re.IGNORECASE):
-        raise _error(name, f"XML{where} declares a DOCTYPE or entities; refused (such XML can read local "
-                           "files or expand into gigabytes)")
-    try:
-        return ET.fromstring(head)
-    except ET.ParseError as exc:
-        raise _error(name, f"damaged OFD: XML{where} is not well-formed ({exc})") from None
-
-
 @dataclass
 class OfdText:
     """One TextObject: its characters' glyphs (pixels), colour and font size in pixels."""
@@ -198,6 +186,27 @@ class OfdDocument:
     pages: list[OfdPage]
     custom_data: dict[str, str] = field(default_factory=dict)   # OFD.xml DocInfo/CustomDatas
     tags: dict[str, str] = field(default_factory=dict)          # semantic tag -> text of the objects it names
+    tag_pages: dict[str, int] = field(default_factory=dict)     # semantic tag -> 0-based page its objects are on
+    attachments: dict[str, bytes] = field(default_factory=dict)  # XML attachments (Attachments.xml): name -> bytes
+
+    def embedded(self, index: int) -> list[Any]:
+        """What the file states about page `index`'s fields (data.embedded.EmbeddedRecord): the semantic
+        tags whose objects are on it; for the first page also the custom data and the XML attachments
+        (they describe the document, whose header is on its first page). Attachments that are not an
+        invoice's XML, or are refused (DOCTYPE, too big), are passed over: optional data."""
+        from data.embedded import CUSTOM_NAMES, from_names
+        from data.input_error import InputError
+        from data.invoice_xml import record_from_xml
+        out = [from_names({k: v for k, v in self.tags.items() if self.tag_pages.get(k, 0) == index},
+                          "OFD semantic tags")]
+        if index == 0:
+            out.append(from_names(self.custom_data, "OFD custom data", CUSTOM_NAMES))
+            for att, data in self.attachments.items():
+                try:
+                    out.append(record_from_xml(data, self.name, f"XML attachment {att}"))
+                except InputError:
+                    continue
+        return [r for r in out if r]
 
 
 def _colour(obj: ET.Element) -> tuple[int, int, int]:
@@ -286,6 +295,7 @@ class _Reader:
         self.k = dpi / MM_PER_INCH
         self.templates: dict[str, str] = {}
         self.objects: dict[str, str] = {}   # TextObject ID -> its text, for the semantic tags
+        self.object_pages: dict[str, int] = {}   # TextObject ID -> the page it was drawn on
 
     def collect(self, root: ET.Element, page: OfdPage, depth: int = 0) -> None:
         if depth > 32:
@@ -297,6 +307,7 @@ class _Reader:
                 page.texts.append(text)
                 if text.id:
                     self.objects[text.id] = "".join(g.text for g in text.glyphs)
+                    self.object_pages.setdefault(text.id, page.index)
             elif tag == "PathObject":
                 page.segments += _path_segments(el, self.k)
             elif tag in ("Content", "Layer", "PageBlock"):
@@ -342,15 +353,44 @@ def read_ofd(data: bytes, name: str, dpi: int = 200,
     page_els = _kids_at(doc, ("Pages",), "Page")
     chosen = select(len(page_els)) if select is not None else range(len(page_els))
     pages = [reader.page(i, ar.resolve(doc_member, page_els[i].get("BaseLoc", "")), default_box) for i in chosen]
-    return OfdDocument(name, pages, custom, _tags(ar, doc, doc_member, reader.objects))
+    tags, tag_pages = _tags(ar, doc, doc_member, reader.objects, reader.object_pages)
+    return OfdDocument(name, pages, custom, tags, tag_pages, _attachments(ar, doc, doc_member))
 
 
-def _tags(ar: OfdArchive, doc: ET.Element, doc_member: str, objects: dict[str, str]) -> dict[str, str]:
-    """Semantic tags (CustomTags -> CustomTag files): tag name -> text of the objects it refers to."""
-    loc = _kid(doc, "CustomTags")
-    out: dict[str, str] = {}
+def _attachments(ar: OfdArchive, doc: ET.Element, doc_member: str) -> dict[str, bytes]:
+    """The XML attachments the document lists (Document.xml Attachments -> Attachment/FileLoc, Format
+    xml or a .xml/.xbrl name), read through the archive's limits. A missing or broken list loses the
+    attachments, not the pages."""
+    from data.input_error import InputError
+    loc = _kid(doc, "Attachments")
+    out: dict[str, bytes] = {}
     if loc is None or not (loc.text or "").strip():
         return out
+    try:
+        index = ar.resolve(doc_member, loc.text or "")
+        for att in _kids(ar.xml(index), "Attachment"):
+            file_loc = (_text_at(att, "FileLoc") or "").strip()
+            fmt = (att.get("Format") or "").lower()
+            if not file_loc or not (fmt in ("xml", "xbrl") or file_loc.lower().endswith((".xml", ".xbrl"))):
+                continue
+            member = ar.resolve(index, file_loc)
+            info = ar.infos.get(member) or ar.infos.get(ar.folded.get(member.lower(), ""))
+            if info is not None and info.file_size <= MAX_XML_BYTES:
+                out[att.get("Name") or file_loc] = ar.read(member)
+    except InputError:
+        return out
+    return out
+
+
+def _tags(ar: OfdArchive, doc: ET.Element, doc_member: str, objects: dict[str, str],
+          object_pages: dict[str, int]) -> tuple[dict[str, str], dict[str, int]]:
+    """Semantic tags (CustomTags -> CustomTag files): tag name -> text of the objects it refers to, and
+    tag name -> the page those objects are on."""
+    loc = _kid(doc, "CustomTags")
+    out: dict[str, str] = {}
+    pages: dict[str, int] = {}
+    if loc is None or not (loc.text or "").strip():
+        return out, pages
     try:
         index_member = ar.resolve(doc_member, loc.text or "")
         for tag in _kids(ar.xml(index_member), "CustomTag"):
@@ -362,13 +402,16 @@ def _tags(ar: OfdArchive, doc: ET.Element, doc_member: str, objects: dict[str, s
                 refs = [r for r in el if _local(r.tag) == "ObjectRef"]
                 if refs:
                     text = "".join(objects.get((r.text or "").strip(), "") for r in refs)
-                    if text:
-                        out.setdefault(_local(el.tag), text)
+                    if text and _local(el.tag) not in out:
+                        out[_local(el.tag)] = text
+                        page = object_pages.get((refs[0].text or "").strip())
+                        if page is not None:
+                            pages[_local(el.tag)] = page
     except Exception as exc:   # noqa: BLE001 - optional data: a broken tag file loses the tags, not the page
         from data.input_error import InputError
         if not isinstance(exc, InputError):
             raise
-    return out
+    return out, pages
 
 
 def draw_page(page: OfdPage, k: float) -> np.ndarray:
@@ -389,13 +432,15 @@ def draw_page(page: OfdPage, k: float) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
 
 
-def ofd_page(p: OfdPage, k: float, mode: str, read_s: float) -> Any:
+def ofd_page(p: OfdPage, k: float, mode: str, read_s: float, embedded: list[Any] | None = None) -> Any:
     """One page for data.io's OFD page source (a function of its own: no local of the generator holds it after
-    it is handed over)."""
+    it is handed over); `embedded`: what the file states about its fields (OfdDocument.embedded), kept
+    only when the page is read from the file."""
     import time
 
     from data.document import Page
-    from data.textlayer import SourcePage, group_lines
+    from data.source_page import SourcePage
+    from data.textlayer import group_lines
     image = draw_page(p, k)
     if mode == "image":
         return image
@@ -404,7 +449,7 @@ def ofd_page(p: OfdPage, k: float, mode: str, read_s: float) -> Any:
     t0 = time.perf_counter()
     page = Page(index=0, width=image.shape[1], height=image.shape[0], reader="ofd",
                 lines=group_lines([g for t in p.texts for g in t.glyphs]))
-    return SourcePage(image, page, read_s + time.perf_counter() - t0)
+    return SourcePage(image, page, read_s + time.perf_counter() - t0, list(embedded or []))
 
 
 def count_pages(data: bytes, name: str) -> int:

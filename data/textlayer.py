@@ -21,8 +21,10 @@ points that fonts map glyphs to (Kangxi radicals such as ⼦ U+2F26 -> 子, CJK 
 full-width ASCII forms (：（）１) kept as printed, which is what OCR reads and the extractor learnt on.
 
 `SourcePage` is what a page source hands the pipeline: the rendered page image and, when the file's own
-text was read, the `Page` holding its lines (`Page.reader` says how: "text_layer", "ofd"); `page` None
-means the image is to be OCR'd. `PIAOJU_READER=ocr` (or `reader="ocr"`) forces OCR for every page, so
+text was read, the `Page` holding its lines (`Page.reader` says how: "text_layer", "ofd", "embedded_xml");
+`page` None means the image is to be OCR'd. `SourcePage.embedded` holds what the file states about the
+page's fields (data.embedded: OFD tags and custom data, an attached or standalone XML invoice), met with
+the extraction by the pipeline. `PIAOJU_READER=ocr` (or `reader="ocr"`) forces OCR for every page, so
 the old route can still be measured.
 """
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from data.document import Line, Page, box_to_quad
+from data.source_page import SourcePage  # noqa: F401 - the page sources import it from here too
 
 READERS = ("auto", "ocr")
 READER_ENV = "PIAOJU_READER"
@@ -50,16 +53,6 @@ LOOSE_MAX = 2.0      # a loose character box more than this x the font's em is p
 DESCENT = 0.15       # share of the em below the baseline, for boxes built from a character's origin
 SPACE_GAP = 0.25     # between two half-width glyphs (digits, Latin) a blank this x the height reads as a space
 _KEEP_WIDTH = set(range(0xFF01, 0xFF5F)) | {0x3000, 0xFFE5}   # full-width forms: printed so, kept so
-
-
-@dataclass
-class SourcePage:
-    """One page from a page source: `image` (BGR uint8, upright) and, when the text was read from the
-    file, `page` with its lines (else None: OCR reads `image`). `seconds` is the time spent reading the
-    text from the file (the pipeline reports it as the "text_layer" stage, not as decoding)."""
-    image: np.ndarray
-    page: Page | None = None
-    seconds: float = 0.0
 
 
 @dataclass
@@ -294,3 +287,42 @@ def read_pdf_page(pdf: Any, i: int, name: str, image: np.ndarray) -> SourcePage:
     except pdfium.PdfiumError as exc:
         raise InputError(name, f"cannot read the text of page {i + 1} ({exc})") from None
     return SourcePage(image, read, time.perf_counter() - t0)
+
+
+def pdf_attachments(pdf: Any, name: str) -> list[Any]:
+    """The XML invoices attached to an open PDF (embedded files whose name ends .xml/.xbrl or whose bytes
+    start an XML document), each as a data.embedded.EmbeddedRecord with the fields it gives. An attachment
+    too big, not well-formed, with a DOCTYPE/entities (refused, never expanded), or holding no invoice
+    field is passed over: it is optional data, the printed page is still read."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    from data.input_error import InputError
+    from data.invoice_xml import record_from_xml
+    from data.safe_xml import MAX_XML_BYTES, looks_like_xml
+    out = []
+    for i in range(min(pdfium_c.FPDFDoc_GetAttachmentCount(pdf.raw), 64)):
+        att = pdfium_c.FPDFDoc_GetAttachment(pdf.raw, i)
+        if not att:
+            continue
+        n = pdfium_c.FPDFAttachment_GetName(att, None, 0)
+        buf = ctypes.create_string_buffer(max(2, n))
+        pdfium_c.FPDFAttachment_GetName(att, ctypes.cast(buf, ctypes.POINTER(pdfium_c.FPDF_WCHAR)), n)
+        att_name = buf.raw[:max(0, n - 2)].decode("utf-16-le", "replace")
+        size = ctypes.c_ulong()
+        if not pdfium_c.FPDFAttachment_GetFile(att, None, 0, ctypes.byref(size)) or not 0 < size.value <= MAX_XML_BYTES:
+            continue
+        data = ctypes.create_string_buffer(size.value)
+        if not pdfium_c.FPDFAttachment_GetFile(att, data, size.value, ctypes.byref(size)):
+            continue
+        body = data.raw[:size.value]
+        if not (att_name.lower().endswith((".xml", ".xbrl")) or looks_like_xml(body[:256])):
+            continue
+        try:
+            rec = record_from_xml(body, name, f"XML attachment {att_name}")
+        except InputError:
+            continue
+        if rec:
+            out.append(rec)
+    return out

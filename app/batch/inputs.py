@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 # What the decoder (data/io.py) reads: raster images, multi-page TIFF, PDF.
-DOCUMENT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pdf", ".ofd")
+DOCUMENT_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pdf", ".ofd", ".xml")
 
 
 @dataclass
