@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from data.document import Document, Line, Page, box_to_quad
+from data.document import Document, Line, Page, Pair, box_to_quad
 from data.schemas import load_schema
 from models.extraction import RULES, PageContext, PagePrediction, Span, check_names
 from models.extraction.doctype import pick_type
@@ -1008,3 +1008,20 @@ def test_a_far_value_with_another_label_before_it_on_its_row_is_that_labels():
     page, pred = _form_page(lines, tags)
     off = [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=frozenset({"form_far_past_key"}))]
     assert ("申请日期", "南宁市青秀区湖滨路260号") in off and ("通讯地址", "工业园2609室") in off
+
+
+def test_form_needs_structure():
+    """A page taken for a form is one when label-like keys with short answers are a fair share of its lines
+    (models/extraction/doctype.py form_structure); notes, a book page or a newspaper with a few pairs among
+    their lines are `other` (the extractor: tests/test_doctype_other.py)."""
+    from models.extraction.doctype import form_structure
+    assert "form_needs_structure" in {r.name for r in RULES}      # switched off through Extractor.extract(off=)
+    form = [Pair("姓名", "李明"), Pair("出生日期", "1983-06-08"), Pair("电话", "0731-56494164")]
+    assert form_structure(form, ["申请表"] + [f"{p.key}：{p.value}" for p in form] * 2)
+    prose = ["今年以来，全市茶园生态和茶叶品种更加优化，农民增收明显。"] * 40
+    assert not form_structure(form, prose), "3 keys among 46 lines of running text"
+    notes = [Pair("(1)含义", "短时间里的大气状况"), Pair("①卫星云图", "蓝色表示海洋"), Pair("(2)特点", "变化大")]
+    assert not form_structure(notes, ["天气"] * 6), "outline points are not a form's blanks"
+    sentences = [Pair("含义", "是一个地方短时间里阴晴，风雨、冷热等大气状况"),
+                 Pair("影响", "天气对交通、生活，农业生产影响深刻。")]
+    assert not form_structure(sentences, ["天气"] * 4), "an answer of running text is no form's answer"

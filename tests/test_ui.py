@@ -3,6 +3,7 @@ bad uploads. The pipeline is replaced by `fake_analyse_bytes` (a PIL decode plus
 reading) so these run in seconds; tests/test_browser.py drives the real app with real OCR."""
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -114,6 +115,10 @@ def fake_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None
         return Analysis(parking_document(filename, model_dir), [np.full((200, 300, 3), 255, np.uint8)])
     if "words" in filename:
         return Analysis(with_totals(invoice_document(filename)), [np.full((200, 300, 3), 255, np.uint8)])
+    if "dup" in filename:           # the same VAT invoice (code + number) under any name
+        doc = invoice_document(filename)
+        doc.fields["invoice_code"] = Field("invoice_code", "044001900111", raw="044001900111", label="发票代码")
+        return Analysis(doc, [np.full((200, 300, 3), 255, np.uint8)])
     pages = 2 if "two" in filename else 1
     for i in range(pages):
         for stage in ("decode", "ocr", "extract"):
@@ -309,18 +314,41 @@ def test_downloads_for_one_and_for_all_files(app):
     labels = [b.label for b in app.get("download_button")]
     assert labels == ["JSON", "字段 CSV", "明细 CSV", "Excel"] + [f"{x} · 全部 all" for x in labels[:4]]
     docs = [("inv.png", invoice_document("inv.png")), ("form.png", form_document("form.png"))]
-    book = load_workbook(io.BytesIO(workbook(docs)))
-    assert book.sheetnames == ["字段 Fields", "明细 Items", "键值对 Pairs"]
-    assert [c.value for c in book["明细 Items"]["E"]][1:] == ["办公用品", "打印纸"]
-    assert [(r[3], r[4]) for r in book["键值对 Pairs"].iter_rows(min_row=2, values_only=True)] == FORM_PAIRS
+    book = load_workbook(io.BytesIO(workbook(docs)))      # the invoice register, then the review sheet
+    assert book.sheetnames == ["发票 Invoices", "明细 Items", "键值对 Pairs", "字段 Fields"]
+    invoices = list(book["发票 Invoices"].iter_rows(values_only=True))
+    assert invoices[2][invoices[1].index("invoice_number")] == "12345678" and invoices[2][0] == "inv.png"
+    items = list(book["明细 Items"].iter_rows(values_only=True))
+    assert [r[items[1].index("name")] for r in items[2:-1]] == ["办公用品", "打印纸"] and items[-1][0] == "合计 Total"
+    assert [r[items[1].index("invoice_number")] for r in items[2:-1]] == ["12345678"] * 2, "keyed by the number"
+    assert [(r[4], r[5]) for r in book["键值对 Pairs"].iter_rows(min_row=3, values_only=True)] == FORM_PAIRS
     assert {r[4] for r in book["字段 Fields"].iter_rows(min_row=2, values_only=True)} == {"invoice_number",
                                                                                           "issue_date"}
-    rows = fields_csv(docs).decode("utf-8-sig").splitlines()
-    assert len(rows) == 2 + len(FORM_PAIRS) and rows[1].startswith("inv.png") and rows[2].startswith("form.png")
-    assert rows[0].endswith("pair_key,pair_value,pair_score,pair_page"), "a form's pairs, one row each"
-    assert [tuple(r.split(",")[-4:-2]) for r in rows[2:]] == FORM_PAIRS
+    rows = list(csv.reader(io.StringIO(fields_csv(docs).decode("utf-8-sig"))))
+    assert len(rows) == 3 and rows[1][0] == "inv.png" and rows[2][0] == "form.png", "one row per document"
+    assert rows[0][-1] == "pairs" and [(p["key"], p["value"]) for p in json.loads(rows[2][-1])] == FORM_PAIRS
     assert len(items_csv(docs).decode("utf-8-sig").splitlines()) == 3
     assert [d["source"] for d in json.loads(export_json(docs))] == ["inv.png", "form.png"]
+
+
+def test_duplicates_in_a_session_and_through_the_register(app, monkeypatch, tmp_path):
+    register = tmp_path / "register.sqlite"
+    monkeypatch.setenv("PIAOJU_REGISTER", str(register))
+    upload(app, ("dup_a.png", png_bytes()), ("dup_b.png", png_bytes((301, 200))), ("inv.png", png_bytes()))
+    assert not app.exception
+    said = "\n".join(e.value for e in app.error)
+    assert "Duplicate invoices" in said and "**dup_a.png** (文档 document 1) = dup_b.png p.1" in said
+    assert "inv.png" not in said
+    # the all-documents downloads carry it too
+    docs = [("dup_a.png", fake_analyse_bytes(png_bytes(), "dup_a.png").document),
+            ("dup_b.png", fake_analyse_bytes(png_bytes(), "dup_b.png").document)]
+    rows = list(csv.DictReader(io.StringIO(fields_csv(docs).decode("utf-8-sig"))))
+    assert [r["duplicate_of"] for r in rows] == ["dup_b.png p.1", "dup_a.png p.1"]
+    # a later session: the same invoice under a third name is found in the register
+    later = AppTest.from_file(UI, default_timeout=60)
+    later.run()
+    upload(later, ("dup_c.png", png_bytes((302, 200))))
+    assert "**dup_c.png** (文档 document 1) = dup_a.png p.1; dup_b.png p.1" in "\n".join(e.value for e in later.error)
 
 
 def save_button(at: AppTest):

@@ -2,6 +2,8 @@
 
     python -m app batch scans/ invoices/*.pdf --out results.jsonl --csv table.csv --workers 2
     python -m app batch scans/ --out results.jsonl --ray auto      # the same on a Ray cluster
+    python -m app batch scans/ --out results.jsonl --xlsx 台账.xlsx --register invoices.sqlite \
+        --rename '{date}-{seller}-{total}-{number}' --to filed/          # register, duplicates, renamed copies
 
 Rerunning the same command after a crash, Ctrl-C or `kill -9` does only the files that have no
 rows yet (see app/batch/state.py for why no row is lost or duplicated, and app/batch/pool.py for
@@ -22,6 +24,7 @@ from tqdm import tqdm
 from app.batch.csv_out import write_csv
 from app.batch.inputs import DOCUMENT_SUFFIXES, expand_inputs
 from app.batch.pool import WorkerPool, WorkersFailedToStart
+from app.batch.rename import DEFAULT_TEMPLATE, TemplateError, check_template, file_by_fields
 from app.batch.state import NotResultsFile, ResultsFile, ResultsLocked, ResultsWriteError, file_sha256
 from app.batch.worker import Task, WorkerOptions, error_row, init_worker, run_task
 from app.cli import terminal_text
@@ -29,8 +32,9 @@ from data.io import InputError
 
 if TYPE_CHECKING:   # app.batch.ray_pool is imported only with --ray (it loads Ray)
     from app.batch.ray_pool import RayPool, RaySettings
+    from app.register import InvoiceRegister
 
-STAGES = ("decode", "ocr", "extract", "total")
+STAGES = ("decode", "ocr", "text_layer", "extract", "total")   # text_layer: pages read from the file's own text
 
 DESCRIPTION = """\
 Read documents (photos, scans, PDFs, multi-page TIFFs) and write one JSON line per document
@@ -69,6 +73,22 @@ path). Rows, resume, CSV and --draw overlays are written here, exactly as withou
 dies has its document tried once more on another actor, then a WorkerCrashed row. --ray takes an
 optional value: put it after IN, or write --ray=ADDRESS.
 
+Office results (rebuilt from --out at the end of every run, so a resumed run's tables cover every file):
+--csv: one row per document (a form's key-value pairs in its "pairs" column as JSON), the columns in
+schema order and the same in every run, English keys as header (--csv-labels adds a line of Chinese
+labels above them). --xlsx: the invoice register (发票台账) workbook: one row per invoice with Chinese
+and English headers, amounts as numbers (two decimals, a SUM totals row), codes and numbers as text with
+every digit, dates as dates; line items, other types, forms' pairs and unknown pages on sheets of their
+own. Duplicates: an invoice read twice (key 发票代码+发票号码, or the 20-digit 数电票 number; else seller
+tax ID + total + date) is named in the duplicate_of column of each copy, with the other copy's file and
+page; same seller, total and date with different numbers is a warning (near_duplicate_of). --register
+FILE keeps every invoice seen in a local SQLite file, so a later batch (or the UI, with
+PIAOJU_REGISTER=FILE) finds invoices claimed in earlier runs too; two batches may share it.
+--rename TEMPLATE --to DIR copies each file to DIR under a name made of its fields (never moves, never
+overwrites: a taken name gets " (2)"); a file of several documents is named by its first one.
+A page that is neither a known type nor a form (a newspaper, a book page, a slide) is typed "other": its
+text is kept, and it gets no fields and no pairs.
+
 Exit status: 0 when every file has good rows, 1 when any failed, got no rows (rows or --csv could
 not be written) or an IN matched nothing, 2 for bad arguments (an unwritable --out, --csv or --draw
 is found before any work), a locked --out, an --out that is not a results file or a --ray ADDRESS
@@ -97,8 +117,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help="results, one JSON line per document (the JSON Lines that ocr and extract "
                              "--json write for several documents); appended to, so a rerun resumes")
     parser.add_argument("--csv", metavar="FILE.csv",
-                        help="also write a table: one row per document, one column per field "
-                             "(rebuilt from --out at the end; UTF-8 with BOM so Excel shows Chinese)")
+                        help="also write a table: one row per document, one column per field in schema "
+                             "order (rebuilt from --out at the end; UTF-8 with BOM so Excel shows Chinese)")
+    parser.add_argument("--csv-labels", action="store_true",
+                        help="with --csv: a first header line of Chinese labels above the English keys")
+    parser.add_argument("--xlsx", metavar="FILE.xlsx",
+                        help="also write the invoice register workbook (发票台账; see 'Office results' above)")
+    parser.add_argument("--register", metavar="FILE",
+                        help="local invoice register (SQLite, created if missing) to find duplicates across "
+                             "runs; every invoice-like document of --out is recorded in it")
+    parser.add_argument("--rename", nargs="?", const=DEFAULT_TEMPLATE, default=None, metavar="TEMPLATE",
+                        help="with --to: copy each file to DIR, named from its fields (default template "
+                             f"{DEFAULT_TEMPLATE}; any field key in braces, e.g. {{invoice_code}}; a file of "
+                             "several documents is named by its first)")
+    parser.add_argument("--to", dest="rename_to", metavar="DIR", help="folder for the --rename copies")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes (default 1; with --ray: actors, default one per CPU of the "
                              "cluster). Each loads its own OCR and extraction models, about 1-3 GB of "
@@ -161,6 +193,10 @@ class Summary:
     wall: float = 0.0
     pool: str = ""           # where the documents ran, when not here or in local workers (Ray)
     overhead_per_document: float = 0.0   # Ray: seconds per document outside the actors' own work
+    duplicates: list[str] = field(default_factory=list)   # "file p.N = other p.M" (app/register.py)
+    near_duplicates: int = 0                               # documents with a near-duplicate warning
+    renamed: int = 0                                       # files copied (or found) under --to
+    notes: list[str] = field(default_factory=list)        # problems of the office outputs, as sentences
 
     @property
     def ok(self) -> bool:
@@ -204,10 +240,22 @@ class Summary:
                  f"this run: {self.documents} documents (rows) from {self.done + self.failed} files, "
                  f"{self.pages} pages in {self.wall:.1f} s = {rate:.2f} files/s, {page_rate:.2f} pages/s"]
         if self.stage_seconds:
-            parts = [f"{s} {self.stage_seconds[s]:.1f} s" for s in STAGES if s in self.stage_seconds]
+            parts = [f"{s} {self.stage_seconds[s]:.1f} s" for s in STAGES
+                     if self.stage_seconds.get(s) or (s in self.stage_seconds and s not in ("ocr", "text_layer"))]
             lines.append("time per stage, summed over documents: " + ", ".join(parts))
         if self.pool:
             lines.append(self.pool)
+        if self.duplicates:
+            lines.append(f"DUPLICATES: {len(self.duplicates)} documents are invoices read before (see the "
+                         "duplicate_of column): " + "; ".join(terminal_text(d) for d in self.duplicates[:MAX_NAMED])
+                         + (f" and {len(self.duplicates) - MAX_NAMED} more" if len(self.duplicates) > MAX_NAMED
+                            else ""))
+        if self.near_duplicates:
+            lines.append(f"warning: {self.near_duplicates} documents have the seller, total and date of another "
+                         "with a different number (near_duplicate_of column); check them")
+        if self.renamed:
+            lines.append(f"{self.renamed} files copied under their field names")
+        lines += self.notes
         if self.earlier_failed:
             lines.append(f"{self.earlier_failed} files have error rows from earlier runs; "
                          "add --retry-failed to process them again")
@@ -373,10 +421,12 @@ def warn_about_file(out: str, results: ResultsFile) -> None:
 
 def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path: str | None = None,
               options: WorkerOptions | None = None, progress: bool = True, retry_failed: bool = False,
-              ray: "RaySettings | None" = None) -> Summary:
+              ray: "RaySettings | None" = None, xlsx_path: str | None = None, register_path: str | None = None,
+              rename: str | None = None, rename_to: str | None = None, csv_labels: bool = False) -> Summary:
     """The whole command as a function (tests and scripts call this directly). With `ray`, documents
     go to Ray actors (app/batch/ray_pool.py; `workers` None = one per CPU of the cluster), and everything
-    else is as without it.
+    else is as without it. `xlsx_path`, `register_path`, `rename` + `rename_to` and `csv_labels`: the office
+    outputs (see `office_outputs`).
 
     Raises BatchSetupError (an output that cannot be written, Ray not reachable), ResultsLocked
     (another batch writes `out`) or NotResultsFile (`out` is some other file) before any document is
@@ -386,6 +436,19 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
         check_writable(csv_path, "--csv")
     if options.draw_dir:
         check_writable(options.draw_dir, "--draw", directory=True)
+    if xlsx_path:
+        check_writable(xlsx_path, "--xlsx")
+    if rename is not None or rename_to:
+        if not (rename is not None and rename_to):
+            raise BatchSetupError("--rename and --to go together: --rename TEMPLATE names the copies, --to DIR "
+                                  "is the folder they go to")
+        try:
+            check_template(rename)
+        except TemplateError as exc:
+            raise BatchSetupError(str(exc)) from None
+        check_writable(rename_to, "--to", directory=True)
+    if register_path:
+        open_register(register_path).close()    # a register that cannot be opened fails before any work
     found = expand_inputs(inputs)
     summary = Summary(total=len(found.files), ignored=len(found.ignored), missing=found.missing)
     started = time.perf_counter()
@@ -418,15 +481,60 @@ def run_batch(inputs: list[str], out: str, *, workers: int | None = 1, csv_path:
                 ray_pool.close()
         summary.wall = time.perf_counter() - started
         summary.check(found.files)
-        if csv_path:
-            try:
-                write_csv(out, csv_path, options.doc_type)
-            except OSError as exc:     # the old table, if any, is left as it was (atomic write)
-                raise BatchWriteError(
-                    f"--csv {terminal_text(csv_path)}: cannot be written ({exc.strerror or exc}); the results in "
-                    f"{terminal_text(out)} are complete. Free some space and run the same command again: it "
-                    "skips the files already done and writes the table", summary) from None
+        office_outputs(out, summary, doc_type=options.doc_type, csv_path=csv_path, csv_labels=csv_labels,
+                       xlsx_path=xlsx_path, register_path=register_path, rename=rename, rename_to=rename_to)
     return summary
+
+
+def open_register(path: str) -> "InvoiceRegister":
+    from app.register import InvoiceRegister, RegisterError
+    try:
+        return InvoiceRegister(path)
+    except RegisterError as exc:
+        raise BatchSetupError(f"--register: {exc}") from None
+
+
+def office_outputs(out: str, summary: Summary, *, doc_type: str | None = None, csv_path: str | None = None,
+                   csv_labels: bool = False, xlsx_path: str | None = None, register_path: str | None = None,
+                   rename: str | None = None, rename_to: str | None = None) -> None:
+    """The end of a run: the latest rows of every file in `out`, marked with their duplicates (within them,
+    and against the --register of earlier runs, which records them), then the CSV, the xlsx register and the
+    renamed copies. Raises BatchWriteError when a table cannot be written (the results stay complete)."""
+    from app.batch.state import latest_rows
+    from app.register import RegisterError, mark_duplicates, occurrence
+    if not (csv_path or xlsx_path or register_path or rename_to):
+        return
+    rows = latest_rows(out)
+    try:
+        if register_path:
+            with open_register(register_path) as register:
+                mark_duplicates(rows, register)
+        else:
+            mark_duplicates(rows)
+    except (RegisterError, BatchSetupError) as exc:
+        raise BatchWriteError(f"{exc}", summary) from None
+    summary.duplicates = [f"{occurrence(row).label()} = {row['duplicate_of']}" for row in rows
+                          if row.get("duplicate_of")]
+    summary.near_duplicates = sum(1 for row in rows if row.get("near_duplicate_of"))
+    if rename is not None and rename_to:
+        summary.renamed, problems = file_by_fields(rows, rename, rename_to)
+        summary.notes += [f"--to: {terminal_text(p)}" for p in problems]
+    for flag, path, write in (("--csv", csv_path, lambda p: write_csv(out, p, doc_type, csv_labels, rows)),
+                              ("--xlsx", xlsx_path, lambda p: _write_xlsx(p, rows))):
+        if not path:
+            continue
+        try:
+            write(path)
+        except OSError as exc:     # the old table, if any, is left as it was (atomic write)
+            raise BatchWriteError(
+                f"{flag} {terminal_text(path)}: cannot be written ({exc.strerror or exc}); the results in "
+                f"{terminal_text(out)} are complete. Free some space and run the same command again: it "
+                "skips the files already done and writes the table", summary) from None
+
+
+def _write_xlsx(path: str, rows: list[dict[str, Any]]) -> int:
+    from app.batch.xlsx_out import write_xlsx
+    return write_xlsx(path, rows)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -455,7 +563,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         summary = run_batch(args.inputs, args.out, workers=args.workers if ray else (args.workers or 1),
                             csv_path=args.csv, options=options, progress=not args.no_progress,
-                            retry_failed=args.retry_failed, ray=ray)
+                            retry_failed=args.retry_failed, ray=ray, xlsx_path=args.xlsx,
+                            register_path=args.register, rename=args.rename, rename_to=args.rename_to,
+                            csv_labels=args.csv_labels)
     except (BatchSetupError, ResultsLocked, NotResultsFile) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -472,6 +582,8 @@ def main(args: argparse.Namespace) -> int:
     print(summary.report(), file=sys.stderr)
     if args.csv:
         print(f"[batch] table written to {terminal_text(args.csv)}", file=sys.stderr)
+    if args.xlsx:
+        print(f"[batch] invoice register workbook written to {terminal_text(args.xlsx)}", file=sys.stderr)
     return 0 if summary.ok else 1
 
 

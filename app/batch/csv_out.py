@@ -1,27 +1,40 @@
 """The batch CSV: one row per document, one column per field, rebuilt from the results JSONL.
 
-A form (a document with key-value pairs and no schema fields) has no field columns to fill: it gets one
-row per pair instead, in the columns `pair_key`, `pair_value`, `pair_score` and `pair_page`, which are
-added when any document of the table has pairs (a table of invoices keeps its usual columns).
+Columns are the same from run to run over the same files: the base columns, `duplicate_of` and
+`near_duplicate_of` (app/register.py), then the fields in schema order (data/schemas/*.yaml): the type
+chosen with --type first, then every other type found, in TYPE_ORDER, each field once; a field no schema
+names comes last, in alphabetical order. Rows are in file order (path, then part). (The header used to
+follow the order in which fields were first seen, which depends on which worker finished first and on
+each document's own field order, so it changed between runs.)
+
+A form (a document with key-value pairs and no schema fields) is one row too: its pairs go in the
+`pairs` column as JSON (`[{"key": "姓名", "value": "李明", "score": 0.9, "page": 1}, ...]`), added when any
+document of the table has pairs.
 
 A file holding several documents (a PDF of two invoices) gives one CSV row for each, numbered by
 the `part` and `parts` columns, with the document's page numbers in the file in `page` ("3", "3-4");
 only the newest complete set of rows per file is shown.
+
+The header is the English keys, one line, for tools that read the table; `labels=True` (batch
+--csv-labels) puts a line of the schemas' Chinese labels above it, for people. Codes and numbers are
+written as printed (all 20 digits of a 数电票 number); Excel's "open" reads a long digit string as a number
+(2.5E+19), so open the --xlsx register in Excel, or import the CSV with those columns set to Text.
 
 The CSV is derived data: it is written at the end of a run from every row in the JSONL (so a resumed
 run's table includes what earlier runs did), to a temporary file that is renamed over the target, so
 a reader never sees half a table. Encoding is UTF-8 with a byte-order mark, which Excel needs to show
 Chinese text correctly.
 
-Every cell goes through `spreadsheet_text` (the UI's CSV downloads too): a value or file name that a
-spreadsheet would read as a formula (a form printed with `=HYPERLINK("http://evil.example/x","OPEN")`,
-`+cmd|...`, `@SUM(...)`) gets a leading single quote, as OWASP's CSV-injection guidance says, so it is
-shown as text and never run. A plain number ("-12.50") is left alone: it cannot be a formula, and an
-accounting tool must still read it as a number.
+Every cell goes through `spreadsheet_text` (the UI's CSV downloads and the workbooks too): a value or
+file name that a spreadsheet would read as a formula (a form printed with
+`=HYPERLINK("http://evil.example/x","OPEN")`, `+cmd|...`, `@SUM(...)`) gets a leading single quote, as
+OWASP's CSV-injection guidance says, so it is shown as text and never run. A plain number ("-12.50") is
+left alone: it cannot be a formula, and an accounting tool must still read it as a number.
 """
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 from typing import Any, Iterable
@@ -31,7 +44,6 @@ from data.atomic import atomic_write
 
 BASE_COLUMNS = ["file", "part", "parts", "source", "pages", "page", "doc_type", "doc_type_score", "error_type",
                 "error_message"]
-PAIR_COLUMNS = ["pair_key", "pair_value", "pair_score", "pair_page"]
 
 # what makes Excel, LibreOffice or Google Sheets read a cell as a formula (OWASP: CSV injection)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -68,25 +80,76 @@ def page_label(numbers: list[int]) -> str:
     return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
-def schema_keys(doc_type: str) -> list[str]:
-    """The field keys of a schema in schema order, or [] when the schema cannot be loaded."""
+# the order of types in the table's columns: invoices first, as an accounts clerk reads them
+TYPE_ORDER = ["vat_invoice", "e_invoice", "train_ticket", "receipt", "id_card_front", "id_card_back",
+              "business_licence"]
+DUPLICATE_COLUMNS = ["duplicate_of", "near_duplicate_of"]
+PAIRS_COLUMN = "pairs"
+BASE_LABELS = {"file": "文件", "part": "文档", "parts": "文档数", "source": "文件名", "pages": "页数", "page": "页",
+               "doc_type": "类型", "doc_type_score": "类型置信度", "error_type": "错误类型", "error_message": "错误",
+               "duplicate_of": "重复（同一发票）", "near_duplicate_of": "疑似重复（同销售方、金额、日期）",
+               PAIRS_COLUMN: "键值对"}
+
+
+def _schema(doc_type: str) -> Any:
     try:
         from data.schemas import load_schema
-        return load_schema(doc_type).keys()
-    except Exception:  # an unknown type is reported elsewhere; the table still gets detected fields
-        return []
+        return load_schema(doc_type)
+    except Exception:  # an unknown type (`other`, a user's) is reported elsewhere; the table still gets its fields
+        return None
+
+
+def schema_keys(doc_type: str) -> list[str]:
+    """The field keys of a schema in schema order, or [] when the schema cannot be loaded."""
+    schema = _schema(doc_type)
+    return schema.keys() if schema is not None else []
+
+
+def type_order(types: Iterable[str | None]) -> list[str]:
+    """Document types in column order: TYPE_ORDER first, then any other type alphabetically."""
+    found = {t for t in types if t}
+    return [t for t in TYPE_ORDER if t in found] + sorted(found - set(TYPE_ORDER))
+
+
+def merge_keys(columns: list[str], keys: list[str]) -> list[str]:
+    """`columns` with the keys it lacks inserted after the key that precedes them in `keys` (so two schemas
+    that share most fields keep one printed order: an e-invoice's fields among a VAT invoice's)."""
+    out = list(columns)
+    for n, key in enumerate(keys):
+        if key in out:
+            continue
+        before = next((k for k in reversed(keys[:n]) if k in out), None)
+        out.insert(out.index(before) + 1 if before is not None else len(out), key)
+    return out
 
 
 def field_columns(rows: Iterable[dict[str, Any]], doc_type: str | None) -> list[str]:
-    """Schema order for the chosen type first, then any other field seen, in first-seen order."""
+    """Schema order: the chosen type's fields first, then those of every other type in the rows (in
+    `type_order`), then any other field seen, alphabetically. The same rows give the same columns whatever
+    order they come in."""
+    rows = list(rows)
     columns = schema_keys(doc_type) if doc_type else []
-    seen = set(columns)
-    for row in rows:
-        for key in (row.get("fields") or {}):
-            if key not in seen:
-                seen.add(key)
-                columns.append(key)
-    return columns
+    for t in type_order(row.get("doc_type") for row in rows):
+        columns = merge_keys(columns, schema_keys(t))
+    known = set(columns)
+    extra = sorted({key for row in rows for key in (row.get("fields") or {}) if key not in known})
+    return columns + extra
+
+
+def column_labels(columns: list[str], rows: Iterable[dict[str, Any]], doc_type: str | None = None) -> list[str]:
+    """The Chinese label of each column: the base columns' own, a field's from the first schema (in the
+    table's type order) that has it; the key itself where no schema names it."""
+    labels = dict(BASE_LABELS)
+    for t in reversed(([doc_type] if doc_type else []) + type_order(row.get("doc_type") for row in rows)):
+        schema = _schema(t)
+        for spec in (schema.fields if schema is not None else []):
+            labels[spec.key] = spec.label
+    return [labels.get(c, c) for c in columns]
+
+
+def row_order(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in file order (path, then part), whatever order the workers finished in."""
+    return sorted(rows, key=lambda r: (str(r.get("file", "")), int(r.get("part", 1) or 1)))
 
 
 def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
@@ -97,6 +160,7 @@ def csv_record(row: dict[str, Any], columns: list[str]) -> list[str]:
             page_label([int(p.get("index", 0)) + 1 for p in row.get("pages") or [] if isinstance(p, dict)]),
             row.get("doc_type") or "", "" if score is None else f"{score:.3f}",
             error.get("type", ""), error.get("message", "")]
+    base += [str(row.get(c) or "") for c in DUPLICATE_COLUMNS]
     fields = row.get("fields") or {}
     return base + [str((fields.get(key) or {}).get("value", "")) for key in columns]
 
@@ -105,31 +169,42 @@ def has_pairs(rows: Iterable[dict[str, Any]]) -> bool:
     return any(row.get("pairs") for row in rows)
 
 
-def csv_records(row: dict[str, Any], columns: list[str], pairs: bool) -> list[list[str]]:
-    """A document's CSV rows: one, or with `pairs` (the table has pair columns) one per key-value pair of
-    a document that has pairs (each repeating the document's columns), so a form's pairs reach the table."""
-    base = csv_record(row, columns)
-    if not pairs:
-        return [base]
+def pairs_json(row: dict[str, Any]) -> str:
+    """A form's pairs as one JSON cell (1-based pages, scores to 3 places); "" for a document without."""
     found = [p for p in row.get("pairs") or [] if isinstance(p, dict)]
     if not found:
-        return [base + [""] * len(PAIR_COLUMNS)]
-    return [base + [str(p.get("key", "")), str(p.get("value", "")),
-                    "" if p.get("score") is None else f"{float(p['score']):.3f}", str(int(p.get("page", 0)) + 1)]
-            for p in found]
+        return ""
+    return json.dumps([{"key": str(p.get("key", "")), "value": str(p.get("value", "")),
+                        "score": None if p.get("score") is None else round(float(p["score"]), 3),
+                        "page": int(p.get("page", 0)) + 1} for p in found], ensure_ascii=False)
 
 
-def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None) -> int:
-    """Rebuild `csv_path` from the results file; returns the number of documents written (a form with
-    pairs takes one row per pair)."""
-    rows = latest_rows(jsonl_path)
+def csv_header(rows: list[dict[str, Any]], doc_type: str | None = None, labels: bool = False
+               ) -> tuple[list[str], list[list[str]]]:
+    """(field columns, header lines) of a table of `rows`."""
     columns = field_columns(rows, doc_type)
+    keys = BASE_COLUMNS + DUPLICATE_COLUMNS + columns + ([PAIRS_COLUMN] if has_pairs(rows) else [])
+    return columns, ([column_labels(keys, rows, doc_type)] if labels else []) + [keys]
+
+
+def csv_table(rows: list[dict[str, Any]], doc_type: str | None = None, labels: bool = False,
+              ordered: bool = True) -> list[list[str]]:
+    """The whole table, header line(s) first, one line per document in `row_order` (`ordered`; else as given:
+    the UI keeps the order of the uploads), every cell through `spreadsheet_text`."""
+    rows = row_order(rows) if ordered else list(rows)
+    columns, header = csv_header(rows, doc_type, labels)
     pairs = has_pairs(rows)
+    body = [csv_record(row, columns) + ([pairs_json(row)] if pairs else []) for row in rows]
+    return [spreadsheet_row(line) for line in header + body]
+
+
+def write_csv(jsonl_path: str, csv_path: str, doc_type: str | None = None, labels: bool = False,
+              rows: list[dict[str, Any]] | None = None) -> int:
+    """Rebuild `csv_path` from the results file (or from `rows`, the latest rows already read and marked
+    with their duplicates); returns the number of documents written."""
+    rows = latest_rows(jsonl_path) if rows is None else rows
     target_dir = os.path.dirname(os.path.abspath(csv_path))
     os.makedirs(target_dir, exist_ok=True)
     with atomic_write(csv_path, "w", encoding="utf-8-sig", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(spreadsheet_row(BASE_COLUMNS + columns + (PAIR_COLUMNS if pairs else [])))
-        for row in rows:
-            writer.writerows(spreadsheet_row(record) for record in csv_records(row, columns, pairs))
+        csv.writer(fh).writerows(csv_table(rows, doc_type, labels))
     return len(rows)

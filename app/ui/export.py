@@ -2,8 +2,11 @@
 
 Each export takes a list of (file name, Document) so that one document, one file of several
 documents and a whole multi-file upload export the same way: one row per document in the fields CSV
-(the batch CSV's layout, which accounting tools import), one row per line item in the items CSV, and
-a workbook with the sheets 字段 Fields (one row per field), 明细 Items and 键值对 Pairs. CSVs are UTF-8
+(the batch CSV's layout and column order, which accounting tools import; a form's pairs in its "pairs"
+column), one row per line item in the items CSV, and the invoice register workbook of the batch's --xlsx
+(app/batch/xlsx_out.py: 发票 Invoices, 明细 Items, a sheet per other type, 键值对 Pairs, 其他 Other) with a
+review sheet 字段 Fields at the end (one row per field, with its confidence and check). Duplicates within the
+documents exported (and, with a register, `duplicates`) are in the duplicate_of columns. CSVs are UTF-8
 with a BOM, which Excel needs to show Chinese.
 
 No cell can run as a formula: a string a spreadsheet would evaluate (`=HYPERLINK(...)` printed on a form,
@@ -19,8 +22,10 @@ import io
 import json
 from typing import Any
 
-from app.batch.csv_out import BASE_COLUMNS, csv_records, field_columns, formula_like, has_pairs, spreadsheet_row
-from app.batch.csv_out import PAIR_COLUMNS as CSV_PAIR_COLUMNS
+from app.batch.csv_out import csv_table, spreadsheet_row
+from app.batch.xlsx_out import register_bytes
+from app.batch.xlsx_out import text_cell as _as_text  # noqa: F401  (the name older callers import)
+from app.register import mark_duplicates
 from app.ui.fields import item_header, item_keys, load_schema_or_none
 from app.ui.words import check_words
 from data.document import Document
@@ -46,19 +51,44 @@ def export_json(docs: Named) -> bytes:
     return json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=2).encode("utf-8")
 
 
-def fields_csv(docs: Named) -> bytes:
-    """One row per document in the batch CSV's columns (file, part, ..., then each field); a form's
-    key-value pairs one row each, in the batch CSV's pair columns."""
+def result_rows(docs: Named, duplicates: dict[int, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """The documents as the batch's result rows ("file" = the upload's name), marked with their duplicates
+    among themselves, or with `duplicates` (index -> (duplicate_of, near_duplicate_of)) where the caller
+    found them (the UI, against its register)."""
     rows = []
     for name, doc in docs:
         row = doc.to_dict()
         row["file"] = name or doc.source
         rows.append(row)
+    mark_duplicates(rows)
+    for i, (dup, near) in (duplicates or {}).items():
+        rows[i]["duplicate_of"], rows[i]["near_duplicate_of"] = dup, near
+    return rows
+
+
+def session_duplicates(docs: Named, register_path: str | None = None, hashes: list[str] | None = None
+                       ) -> dict[int, tuple[str, str]]:
+    """(duplicate_of, near_duplicate_of) of each document that has either, by its index in `docs`: among the
+    session's documents, and with `register_path` (PIAOJU_REGISTER) among those of earlier runs and
+    sessions too, which records these (a document is one entry, by name, content hash from `hashes` and
+    part, however often the page reruns)."""
+    rows = [{**doc.to_dict(), "file": name or doc.source, "sha256": (hashes or [])[i] if i < len(hashes or []) else ""}
+            for i, (name, doc) in enumerate(docs)]
+    if register_path:
+        from app.register import InvoiceRegister
+        with InvoiceRegister(register_path, timeout=10.0) as register:
+            mark_duplicates(rows, register)
+    else:
+        mark_duplicates(rows)
+    return {i: (r["duplicate_of"], r["near_duplicate_of"]) for i, r in enumerate(rows)
+            if r["duplicate_of"] or r["near_duplicate_of"]}
+
+
+def fields_csv(docs: Named, duplicates: dict[int, tuple[str, str]] | None = None) -> bytes:
+    """One row per document in the batch CSV's columns (file, part, ..., duplicate_of, then each field in
+    schema order); a form's key-value pairs in its `pairs` column as JSON."""
     types = {d.doc_type for _, d in docs}
-    columns = field_columns(rows, types.pop() if len(types) == 1 else None)
-    pairs = has_pairs(rows)
-    header = BASE_COLUMNS + columns + (CSV_PAIR_COLUMNS if pairs else [])
-    return _csv([header] + [rec for r in rows for rec in csv_records(r, columns, pairs)])
+    return _csv(csv_table(result_rows(docs, duplicates), types.pop() if len(types) == 1 else None, ordered=False))
 
 
 def _item_columns(docs: Named) -> list[tuple[str, str]]:
@@ -104,44 +134,11 @@ def items_csv(docs: Named) -> bytes:
     return _csv([ITEM_LEAD + [h for h, _ in columns]] + item_rows(docs, columns))
 
 
-def _as_text(cell: Any) -> None:
-    """Make a formula-like string cell plain text: openpyxl stores any string starting with "=" as a
-    formula, and Excel re-reads a + - @ cell as one when it is edited. A text cell with the quote prefix
-    (Excel's own mark for "typed with a leading apostrophe") shows the characters and runs nothing."""
-    if formula_like(cell.value):
-        cell.data_type = "s"
-        cell.quotePrefix = True
-
-
-def workbook(docs: Named) -> bytes:
-    """An .xlsx with the sheets 字段 Fields, 明细 Items and 键值对 Pairs (headers bold, first row frozen,
-    columns sized to their text), built in memory with openpyxl."""
-    from openpyxl import Workbook
-    from openpyxl.styles import Font
-
-    columns = _item_columns(docs)
-    sheets = [(FIELD_SHEET, FIELD_COLUMNS, field_rows(docs)),
-              (ITEM_SHEET, ITEM_LEAD + [h for h, _ in columns], item_rows(docs, columns)),
-              (PAIR_SHEET, PAIR_COLUMNS, pair_rows(docs))]
-    book = Workbook()
-    book.remove(book.active)
-    for title, header, rows in sheets:
-        ws = book.create_sheet(title)
-        ws.append(header)
-        for row in rows:
-            ws.append(row)
-        for line in ws.iter_rows():
-            for cell in line:
-                _as_text(cell)
-        for cell in ws[1]:
-            cell.font = Font(bold=True)
-        ws.freeze_panes = "A2"
-        for i, name in enumerate(header):
-            width = max([len(str(name))] + [len(str(r[i])) for r in rows[:200] if i < len(r)])
-            ws.column_dimensions[ws.cell(row=1, column=i + 1).column_letter].width = min(60, 4 + 1.6 * width)
-    buf = io.BytesIO()
-    book.save(buf)
-    return buf.getvalue()
+def workbook(docs: Named, duplicates: dict[int, tuple[str, str]] | None = None) -> bytes:
+    """The invoice register workbook of these documents (app/batch/xlsx_out.py), then the review sheet
+    字段 Fields (one row per field: confidence and check), built in memory with openpyxl."""
+    return register_bytes(result_rows(docs, duplicates), [(FIELD_SHEET, FIELD_COLUMNS, field_rows(docs))],
+                          ordered=False)
 
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

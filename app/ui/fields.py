@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from app.batch.csv_out import BASE_COLUMNS, csv_record, field_columns, spreadsheet_row
+from app.batch.csv_out import csv_table
 from app.ui.words import NOT_FOUND, check_words, error_words
 from data.document import Document, Field, Page
 
@@ -46,6 +46,8 @@ def load_schema_or_none(doc_type: str | None, model_dir: str | None = None) -> A
 
 def schema_label(doc_type: str | None) -> str:
     schema = load_schema_or_none(doc_type)
+    if doc_type == "other":          # models/extraction/doctype.py OTHER_TYPE: neither a known type nor a form
+        return "其他（不是可识别的票证或表单）other: not a document type this model reads"
     if schema is None:
         return doc_type or "unknown"
     return f"{schema.label} ({schema.name})"
@@ -184,11 +186,8 @@ def document_csv(doc: Document, file_name: str = "") -> bytes:
     """The batch CSV's layout for one document (UTF-8 with BOM, which Excel needs for Chinese)."""
     row = doc.to_dict()
     row["file"] = file_name or doc.source
-    columns = field_columns([row], doc.doc_type)
     buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(spreadsheet_row(BASE_COLUMNS + columns))
-    writer.writerow(spreadsheet_row(csv_record(row, columns)))   # no cell a spreadsheet would run
+    csv.writer(buf).writerows(csv_table([row], doc.doc_type))   # no cell a spreadsheet would run
     return buf.getvalue().encode("utf-8-sig")
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sys
 from dataclasses import replace as dc_replace
 from pathlib import Path
@@ -42,8 +43,9 @@ import streamlit as st  # noqa: E402
 from app import pipeline  # noqa: E402
 from app.batch.inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
+from app.register import REGISTER_ENV, RegisterError  # noqa: E402
 from app.ui.corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
-from app.ui.export import XLSX_MIME, export_json, fields_csv, items_csv, workbook  # noqa: E402
+from app.ui.export import XLSX_MIME, export_json, fields_csv, items_csv, session_duplicates, workbook  # noqa: E402
 from app.ui.fields import (  # noqa: E402
     COL_CHECK,
     COL_KEY,
@@ -481,17 +483,47 @@ def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> 
         st.code(RETRAIN_COMMAND.format(corpus=folder), language="bash")
 
 
-def export_buttons(docs: list[tuple[str, Document]], stem: str, scope: str, key: str) -> None:
-    """The four downloads of `docs`. Each file is made when its button is clicked (a callable, run by
-    Streamlit on its own thread), not on every rerun, and a download does not rerun the page."""
+def export_buttons(docs: list[tuple[str, Document]], stem: str, scope: str, key: str,
+                   duplicates: dict[int, tuple[str, str]] | None = None) -> None:
+    """The four downloads of `docs` (the fields CSV and the Excel register with the `duplicates` found).
+    Each file is made when its button is clicked (a callable, run by Streamlit on its own thread), not on
+    every rerun, and a download does not rerun the page."""
     c1, c2, c3, c4 = st.columns(4)
     for col, label, make, name, mime in (
             (c1, "JSON", export_json, f"{stem}.json", "application/json"),
-            (c2, "字段 CSV", fields_csv, f"{stem}_fields.csv", "text/csv"),
+            (c2, "字段 CSV", functools.partial(fields_csv, duplicates=duplicates), f"{stem}_fields.csv", "text/csv"),
             (c3, "明细 CSV", items_csv, f"{stem}_items.csv", "text/csv"),
-            (c4, "Excel", workbook, f"{stem}.xlsx", XLSX_MIME)):
+            (c4, "Excel", functools.partial(workbook, duplicates=duplicates), f"{stem}.xlsx", XLSX_MIME)):
         col.download_button(f"{label}{scope}", functools.partial(make, list(docs)), name, mime, width="stretch",
                             key=f"{label}-{key}", on_click="ignore")
+
+
+def document_hashes(results: list[dict]) -> list[str]:
+    """The content hash (as in the upload's cache key) of each document of `all_documents(results)`."""
+    out: list[str] = []
+    for result in results:
+        if result.get("analysis"):
+            out += [str(result["key"]).split("|")[0]] * max(1, len(result["analysis"].parts()))
+    return out
+
+
+def show_duplicates(docs: list[tuple[str, Document]], hashes: list[str]) -> dict[int, tuple[str, str]]:
+    """Warn about invoices read more than once in this session, or (with $PIAOJU_REGISTER, the register file
+    the batch's --register writes too) in earlier runs and sessions; returns them for the downloads."""
+    try:
+        found = session_duplicates(docs, os.environ.get(REGISTER_ENV) or None, hashes)
+    except RegisterError as exc:
+        st.warning(f"发票台账无法使用 The invoice register cannot be used: {exc}")
+        found = session_duplicates(docs)
+    dup = [f"- **{docs[i][0]}** (文档 document {docs[i][1].part}) = {d}" for i, (d, _) in found.items() if d]
+    near = [f"- **{docs[i][0]}** (文档 document {docs[i][1].part}) ≈ {n}" for i, (_, n) in found.items() if n]
+    if dup:
+        st.error("重复发票 Duplicate invoices (同一发票代码+号码，或同一数电票号码 same code and number): \n"
+                 + "\n".join(dup))
+    if near:
+        st.warning("疑似重复 Possible duplicates (销售方、金额、日期相同，号码不同 same seller, total and date, "
+                   "another number): \n" + "\n".join(near))
+    return found
 
 
 def part_view(result: dict) -> dict:
@@ -573,11 +605,12 @@ def main() -> None:
                "模型 Model: "
                f"{Path(model).name if model else '—'} · 类型 Type: {doc_type or '自动 automatic'} "
                "（在左侧栏更改 change in the sidebar ›）")
-    uploads = st.file_uploader(f"上传图片、PDF 或 OFD Upload images, PDFs or OFDs "
+    uploads = st.file_uploader(f"上传图片、PDF、OFD 或发票 XML Upload images, PDFs, OFDs or invoice XML "
                                f"(每个最多 up to {upload_limit_mb()} MB each)",
                                type=UPLOAD_TYPES, accept_multiple_files=True)
     if not uploads:
-        st.info("把一张或多张照片、扫描件、PDF 或 OFD 拖到上面。 Drop one or more photos, scans, PDFs or OFDs above "
+        st.info("把一张或多张照片、扫描件、PDF、OFD 或发票 XML 拖到上面。 Drop one or more photos, scans, PDFs, OFDs "
+                "or invoice XML files above "
                 "to read them.")
         return
     try:
@@ -605,13 +638,17 @@ def main() -> None:
     if view is not None:
         doc = view["corrected"]
         stem = Path(view["name"]).stem + (f"_document{doc.part}" if doc.parts > 1 else "")
-        st.markdown("**下载此文档 Download this document**")
-        export_buttons([(view["name"], doc)], stem, "", "one")
     everything = all_documents(results)
+    duplicates = show_duplicates(everything, document_hashes(results))
+    if view is not None:
+        st.markdown("**下载此文档 Download this document**")
+        mine = next((i for i, (_, d) in enumerate(everything) if d is doc), None)
+        export_buttons([(view["name"], doc)], stem, "", "one",
+                       {0: duplicates[mine]} if mine in duplicates else None)
     if len(everything) > 1:             # several files, or one file of several documents
         st.markdown(f"**下载全部 {len(everything)} 份文档 Download all {len(everything)} documents of "
                     f"{len(results)} files**")
-        export_buttons(everything, "documents", " · 全部 all", "all")
+        export_buttons(everything, "documents", " · 全部 all", "all", duplicates)
     checked = len(confirmed_pages(results))
     if st.button(f"保存已核对的页 Save checked pages ({checked})", disabled=not checked, type="primary",
                  help=f"把标记为“已核对”的页（含你的改正）作为训练样本保存到 {folder}；未核对的页不保存。 "

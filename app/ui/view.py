@@ -23,7 +23,9 @@ from app.draw import (
 )
 from data.document import Box, Document, Field, Page
 
-STAGE_NAMES = (("decode", "解码 decode"), ("ocr", "OCR"), ("extract", "抽取 extract"), ("total", "合计 total"))
+STAGE_NAMES = (("decode", "解码 decode"), ("ocr", "OCR"), ("text_layer", "读文件文字 text from the file"),
+               ("extract", "抽取 extract"), ("total", "合计 total"))
+READ_STAGES = ("ocr", "text_layer")     # how pages were read: shown only when some page was read that way
 
 
 def _scaled(page: Page, doc: Document, kx: float, ky: float) -> tuple[Page, Document]:
@@ -101,5 +103,6 @@ def legend_html(doc: Document, page_index: int, highlighted: str = "") -> str:
 
 
 def timings_text(timings: dict[str, float]) -> str:
-    parts = [f"{name} {timings[key]:.2f} s" for key, name in STAGE_NAMES if key in timings]
+    parts = [f"{name} {timings[key]:.2f} s" for key, name in STAGE_NAMES
+             if key in timings and (timings[key] > 0 or key not in READ_STAGES)]
     return "Time: " + " · ".join(parts) if parts else ""

@@ -13,9 +13,10 @@ import numpy as np
 
 from data.document import Field, Line, Page
 from data.geometry import same_row
+from data.labels import COLONS
 from data.normalize import to_halfwidth
 from data.text_distance import lcs_length
-from models.extraction.base import line_of, line_starts
+from models.extraction.base import line_of, line_starts, shared_chars
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
@@ -29,6 +30,8 @@ def title_evidence(phrases: list[str], lines: list[str], max_extra: int | None =
     for ph in (to_halfwidth(t) for t in phrases):
         for ln in lines:
             if max_extra is not None and len(ln) > len(ph) + max_extra:
+                continue
+            if shared_chars(ph, ln) / len(ph) <= best:     # cannot beat the best (the LCS is no longer)
                 continue
             found = lcs_length(ph, ln)
             if found >= min(min_chars, len(ph)):
@@ -50,7 +53,9 @@ def title_line(phrases: list[str], lines: list[str], extra: int = DEFAULT_SETTIN
             best = max(best, len(ph))
         elif edits:
             allowed = max(1, edits * len(ph) // 6)
-            near = [_fit(ph, ln)[0] for ln in lines if len(ph) - allowed <= len(ln) <= len(ph) + extra]
+            # a line sharing fewer than len(ph) - allowed characters with the title needs more edits
+            near = [_fit(ph, ln)[0] for ln in lines if len(ph) - allowed <= len(ln) <= len(ph) + extra
+                    and len(ph) - shared_chars(ph, ln) <= allowed]
             if near and min(near) <= allowed:
                 best = max(best, len(ph) - min(near))
     return best
@@ -120,6 +125,7 @@ def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int
         if ph in text:
             return True
         return fuzzy and len(ph) >= 4 and any(len(ln) <= KEY_LINE_LONGER * len(ph) and
+                                              shared_chars(ph, ln) >= KEY_READ_SHARE * len(ph) and
                                               lcs_length(ph, ln) >= KEY_READ_SHARE * len(ph) for ln in lines)
     found = sum(any(shown(ph) for ph in phs) for phs in keyed)
     return found / len(keyed) if found >= min_found else 0.0
@@ -139,6 +145,36 @@ def form_without_evidence(schema: Any, lines: list[str], st: DecodeSettings = DE
         return False
     keys = sum(1 for ln in lines if KEY_LINE.match(ln))
     return keys >= st.type_form_keys and not any(ph in ln for ln in lines for ph in money)
+
+
+OTHER_TYPE = "other"     # a page that is neither a schema type nor a form: its text, no fields, no pairs
+# a key that begins with an outline mark ((1) 含义, ① 卫星云图, (a), 一、) heads a point of notes or a book, not a
+# form's blank; a value of running text (a comma or full stop in 12+ characters) is a sentence, not an answer
+OUTLINE_MARK = re.compile(r"^\s*(?:[(（][0-9a-zA-Z一二三四五六七八九十]{1,3}[)）]|[0-9a-zA-Z]{1,2}[)）]|[①-⑳]"
+                          r"|[一二三四五六七八九十]{1,3}[、.．])")
+SENTENCE_MARK = re.compile(r"[。，；！？]")
+FORM_MIN_KEYS = 2          # form_structure: distinct label-like keys a form pairs at least ...
+FORM_KEY_DENSITY = 0.08    # ... and at least this many per line of the page (one key per 12.5 lines)
+
+
+def label_like(key: str, value: str) -> bool:
+    """A pair as a form prints one: a short key (1-12 characters, a letter or Chinese character in it) that is
+    neither a sentence nor an outline point, with a value that is not running text."""
+    k = re.sub(r"\s+", "", key).rstrip(COLONS)
+    v = re.sub(r"\s+", "", value)
+    return 1 <= len(k) <= 12 and re.search(r"[A-Za-z\u4e00-\u9fff]", k) is not None \
+        and not SENTENCE_MARK.search(k) and not OUTLINE_MARK.match(key) \
+        and not (len(v) >= 12 and SENTENCE_MARK.search(v))
+
+
+def form_structure(pairs: list[Any], lines: list[str]) -> bool:
+    """Whether a page taken for a generic form has a form's key-value structure: at least FORM_MIN_KEYS
+    distinct label-like keys (`label_like`) among its pairs, and at least FORM_KEY_DENSITY of them per OCR
+    line. A form is mostly blanks and their answers; a newspaper, a book page, a slide or a page of notes is
+    mostly running text, where a few phrases before a colon or beside a number make a handful of pairs among
+    hundreds of lines (11 pairs on a 460-line newspaper page). Such a page is `OTHER_TYPE`."""
+    keys = {re.sub(r"\s+", "", p.key).rstrip(COLONS) for p in pairs if label_like(p.key, p.value)}
+    return len(keys) >= FORM_MIN_KEYS and len(keys) >= FORM_KEY_DENSITY * max(1, len(lines))
 
 
 def snap_title(value: str, phrases: list[str]) -> str:

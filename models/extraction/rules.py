@@ -20,7 +20,7 @@ from data.document import Document, Page
 from data.labels import ITEM_PREFIX
 from models.extraction import arithmetic, field_rules, items, spans
 from models.extraction.base import PageContext, PagePrediction, level_lines, plausible
-from models.extraction.doctype import pick_type
+from models.extraction.doctype import form_structure, pick_type
 from models.extraction.forms import decode_form
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 from models.extraction.spans import decode_spans
@@ -62,6 +62,8 @@ RULES: list[Rule] = [
          about="a titled type whose title is not shown is kept when the page prints most of its fields' keys"),
     Rule("type_keys_read_fuzzily", "type", pick_type,
          about="a key of 4+ characters read in traditional script or misread (開票日期) still counts as printed"),
+    Rule("form_needs_structure", "type", form_structure,
+         about="a page taken for a form with too few label-like key-value pairs for its lines is `other`"),
     Rule("field_candidates", "fields", field_rules.field_candidates, core=True),
     Rule("rekey_after_key_phrase", "fields", field_rules.rekey_after_key_phrase),
     Rule("rekey_by_row_key", "fields", field_rules.rekey_by_row_key),
