@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "extract": "app.extract_cmd",
     "batch": "app.batch.command",
     "ui": "app.ui.command",
+    "serve": "app.serve.command",
 }
 
 EXIT_OK = 0
