@@ -26,6 +26,11 @@ page first, so kernel compilation is not counted), CPU seconds per page in all a
 cls = crops + orientation, rec; less disturbed than wall time when other work shares the cores), peak
 RSS of the engine's process and model-load time. The ratios printed last compare each of our engines
 with each default call of the same run.
+
+Targets (issue 17), judged for our default engine (`ours` or `ours_v6`) where the run measures them, and the run
+exits 1 on a miss: CER <= 0.12 on the 19 real pages (`--real all`, scorer v2); against rapidocr's default call
+in the same run, less CPU per page and at least 1.5x its pages/s. A run without the real pages or without
+rapidocr judges only what it has.
 """
 from __future__ import annotations
 
@@ -40,6 +45,8 @@ import time
 from pathlib import Path
 
 from tqdm import tqdm
+
+from bench.targets import Target, judge
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("SAMPLES_DIR", ROOT.parent / "shared" / "samples"))
@@ -336,6 +343,28 @@ def _ratios(rows: list[dict]) -> list[str]:
     return out
 
 
+REAL_CER_BAR = 0.12        # issue 17: CER on the 19 real pages
+PAGES_PER_S_BAR = 1.5      # issue 17: at least 1.5x rapidocr's pages/s on the same files, side by side
+
+
+def targets(rows: list[dict], real_all: bool, scorer: str) -> list[Target]:
+    """Issue 17's bars for our default engine, those this run measured."""
+    ref = next((r for r in rows if r["engine"] == "rapidocr"), None)
+    out = []
+    for r in rows:
+        if r["engine"] not in ("ours", "ours_v6"):
+            continue
+        if real_all and scorer == "v2" and "cer_real" in r:
+            out.append(Target(f"{r['engine']} CER on the real pages", r["cer_real"], REAL_CER_BAR, at_least=False,
+                              source="issue 17"))
+        if ref is not None:
+            out.append(Target(f"{r['engine']} CPU s/page below rapidocr's", r["cpu_s_per_page"],
+                              ref["cpu_s_per_page"], at_least=False, strict=True, source="issue 17"))
+            out.append(Target(f"{r['engine']} pages/s over rapidocr's", r["pages_per_s"] / ref["pages_per_s"],
+                              PAGES_PER_S_BAR, source="issue 17"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--clean", type=int, default=3, help="generated clean VAT invoices (default 3)")
@@ -392,15 +421,16 @@ def main(argv: list[str] | None = None) -> int:
     ratios = _ratios(rows)
     for line in ratios:
         print(line)
+    verdict = judge(targets(rows, args.real == "all", args.scorer))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if v is not None},
                                "threads_available": len(os.sched_getaffinity(0)),
                                "load_avg_1min": {"start": round(load_before, 2), "end": round(load_after, 2)},
-                               "rows": rows, "ratios": ratios,
+                               "rows": rows, "ratios": ratios, **verdict,
                                "table": table}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
-    return 0
+    return 0 if verdict["met"] else 1
 
 
 if __name__ == "__main__":

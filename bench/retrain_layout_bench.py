@@ -15,6 +15,8 @@ held-out pages, base vs new:
 Scores are on the held-out pages' own lines and, with `--eval-ocr real`, through real PP-OCR of their
 images (what a user gets; the promotion then uses it). Every variant shares one OCR cache, so each
 page image is read once. Writes everything to --out as JSON.
+Target (issue 5's bar): each variant's retrain improves the layout's held-out field F1 over the base (through real
+OCR where --eval-ocr real, else on the pages' own lines); the run exits 1 when a variant does not.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.targets import Target, judge
 
 INVOICE_TYPES = ("vat_invoice", "e_invoice")
 
@@ -190,13 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     result.update({k: first[k] for k in ("split", "step_function")})
     print()
     print(summary_table(result))
+    gains = []
+    for variant, v in result["variants"].items():
+        scored = v.get("real_ocr", v["lines"])
+        gains.append(Target(f"{variant}: new - base held-out field F1 on {doc_type}/{layout}",
+                            scored["new_f1"] - scored["base_f1"], 0.0, strict=True, source="issue 5: improves"))
+    result.update(judge(gains))
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
         print(f"results written to {a.out}")
     if tmp is not None:
         tmp.cleanup()
-    return 0
+    return 0 if result["met"] else 1
 
 
 if __name__ == "__main__":
