@@ -199,7 +199,9 @@ def make_inputs(folder: Path, blank_pages: int, quick: bool) -> list[tuple[str, 
 
 def run_child(cmd: list[bytes | str], timeout: float, env: dict | None = None) -> dict:
     """Runs `cmd`; exit code, stdout, stderr, seconds, whether it was killed at `timeout`, and the
-    child's peak RSS (MiB, from wait4: the largest of the process and its waited-for descendants). A run
+    child's peak RSS (MiB, from wait4: the largest of the process and its waited-for descendants; Linux
+    starts a forked child's figure at this process's resident size, so run the bench as its own process,
+    not from a large one such as a test session). A run
 whose process tree passes HARD_CAP_MB is killed there, so a memory bomb cannot take the machine."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore", **(env or {}))
     t0 = time.perf_counter()

@@ -237,15 +237,22 @@ def _invoice_flow(server, browser, tmp_path):
 
         with page.expect_download(timeout=30_000) as download:
             page.get_by_role("button", name="Excel", exact=True).click()
+        # the invoice register (app/batch/xlsx_out.py): Chinese headers in row 1, field keys in row 2
         book = load_workbook(io.BytesIO(Path(download.value.path()).read_bytes()))
-        assert book.sheetnames == ["字段 Fields", "明细 Items", "键值对 Pairs"]
-        rows = list(book["明细 Items"].iter_rows(min_row=2, values_only=True))
-        header = [c.value for c in book["明细 Items"][1]]
-        assert [r[header.index("名称 Name")] for r in rows] == [c for c in cells if c.startswith("*")], \
+        assert book.sheetnames == ["发票 Invoices", "明细 Items", "字段 Fields"], book.sheetnames
+        keys = [c.value for c in book["明细 Items"][2]]
+        rows = [r for r in book["明细 Items"].iter_rows(min_row=3, values_only=True)
+                if isinstance(r[keys.index("row")], int)]          # not the SUM row under them
+        assert [r[keys.index("name")] for r in rows] == [c for c in cells if c.startswith("*")], \
             "the items as the table showed them"
-        assert [r[header.index("金额 Amount")] or "" for r in rows] == [row.get("amount", "") for row in expected]
+        assert [r[keys.index("amount")] for r in rows] == [
+            float(row["amount"].replace(",", "")) if row.get("amount") else None for row in expected], \
+            "amounts as numbers"
         fields = {r[4]: r[5] for r in book["字段 Fields"].iter_rows(min_row=2, values_only=True)}
         assert fields["invoice_number"] == "1234567", "the export holds the corrected value"
+        keys = [c.value for c in book["发票 Invoices"][2]]
+        invoice = next(book["发票 Invoices"].iter_rows(min_row=3, values_only=True))
+        assert invoice[keys.index("invoice_number")] == "1234567", "the register row holds it too"
         assert not page.locator("[data-testid='stException']").count(), "the app showed a traceback"
     finally:
         page.close()
