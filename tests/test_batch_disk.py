@@ -12,7 +12,6 @@ import errno
 import functools
 import json
 import os
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,6 +25,7 @@ import data.atomic
 from app.batch.command import BatchWriteError, build_parser, main, run_batch
 from app.batch.state import NotResultsFile, ResultsFile, latest_groups, read_rows
 from tests.test_batch import FAKE, make_folder
+from tests.threads import in_thread
 
 
 class FullDisk(SimpleNamespace):
@@ -177,20 +177,7 @@ def test_out_refuses_a_fifo_without_waiting_on_it(tmp_path):
 
 def run_in_thread(call: Any) -> Any:
     """`call()` in a thread, so a read that blocks forever fails the test instead of hanging the suite."""
-    result: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            result["value"] = call()
-        except BaseException as exc:   # handed to the test
-            result["error"] = exc
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(120)
-    assert not thread.is_alive(), "blocked: a FIFO or device was opened for reading"
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+    return in_thread(call, 120, "blocked: a FIFO or device was opened for reading")
 
 
 @pytest.mark.parametrize("workers", [1, 2])

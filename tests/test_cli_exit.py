@@ -109,14 +109,16 @@ def test_ocr_checks_files_and_options_before_loading_the_engine(tmp_path, monkey
     assert "--json" in capsys.readouterr().err
 
 
+class BlankEngine:
+    """An OCR engine that finds no text: each page read is empty (the CLI's handling is under test)."""
+    def read(self, image, page_index=0, timings=None):
+        return Page(index=page_index, width=image.shape[1], height=image.shape[0])
+
+
 def test_ocr_failed_file_is_exit_1_and_the_json_keeps_it(tmp_path, monkeypatch, capsys):
     import models.ocr
 
-    class Engine:
-        def read(self, image, page_index=0, timings=None):
-            return Page(index=page_index, width=image.shape[1], height=image.shape[0])
-
-    monkeypatch.setattr(models.ocr, "get_engine", lambda settings=None: Engine())
+    monkeypatch.setattr(models.ocr, "get_engine", lambda settings=None: BlankEngine())
     good = _png(tmp_path / "good.png")
     notes = tmp_path / "notes.jpg"
     notes.write_text("not an image", encoding="utf-8")
@@ -178,11 +180,7 @@ def test_extract_and_ocr_json_on_a_full_disk_is_one_sentence_and_exit_1(tmp_path
     import data.atomic
     import models.ocr
 
-    class Engine:
-        def read(self, image, page_index=0, timings=None):
-            return Page(index=page_index, width=image.shape[1], height=image.shape[0])
-
-    monkeypatch.setattr(models.ocr, "get_engine", lambda settings=None: Engine())
+    monkeypatch.setattr(models.ocr, "get_engine", lambda settings=None: BlankEngine())
     good = _png(tmp_path / "good.png")
     out = tmp_path / "out.json"
     out.write_text("the previous result\n", encoding="utf-8")

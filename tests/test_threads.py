@@ -20,26 +20,14 @@ from app import pipeline
 from app.pipeline import Analysis
 from data.document import Document, Field, Line, Page, box_to_quad
 from models.runtime import ModelThread, model_thread, on_model_thread, runs_on_model_thread
+from tests.threads import in_thread
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 
 
 def in_fresh_thread(fn: Any, *args: Any) -> Any:
     """fn(*args) on a new thread, as Streamlit runs a rerun; its result or its exception."""
-    out: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            out["value"] = fn(*args)
-        except BaseException as exc:  # handed back to the test
-            out["error"] = exc
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(60)
-    assert not t.is_alive(), "the call never returned (deadlock on the model thread?)"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    return in_thread(lambda: fn(*args), 60, "the call never returned (deadlock on the model thread?)")
 
 
 # --- the model thread -----------------------------------------------------------------------------

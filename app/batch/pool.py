@@ -59,14 +59,17 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
-def worker_main(conn: Connection, options: WorkerOptions, slot: int, workers: int, parent_pid: int) -> None:
-    """A worker's life: load the models, say ready, then answer each task with its rows until told to stop."""
+def worker_loop(conn: Connection, slot: int, workers: int, parent_pid: int, init: Callable[[], None],
+                answer: Callable[[Any], Any]) -> None:
+    """A model worker's life (the batch's and the HTTP server's): die with the parent, leave Ctrl-C to
+    it, take this slot's share of the cores, `init()` (load the models), say ready, then send
+    `answer(task)` for each task received until told to stop (None) or the parent is gone."""
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C goes to the whole group; the parent decides
     share_cores(slot, workers)
     try:
-        init_worker(options)
-    except BaseException as exc:  # report instead of dying silently; the parent stops the batch
+        init()
+    except BaseException as exc:  # report instead of dying silently; the parent decides what follows
         conn.send(("init_failed", f"{type(exc).__name__}: {exc}"))
         return
     conn.send(("ready", os.getpid()))
@@ -77,7 +80,13 @@ def worker_main(conn: Connection, options: WorkerOptions, slot: int, workers: in
             return
         if task is None:
             return
-        conn.send(("rows", task, run_task(task)))
+        conn.send(answer(task))
+
+
+def worker_main(conn: Connection, options: WorkerOptions, slot: int, workers: int, parent_pid: int) -> None:
+    """A batch worker: load the models, then answer each task with its rows until told to stop."""
+    worker_loop(conn, slot, workers, parent_pid, lambda: init_worker(options),
+                lambda task: ("rows", task, run_task(task)))
 
 
 @dataclass

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
 import sys
 import threading
 import time
@@ -31,8 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable
 
-from app.batch.pool import OOM_HINT, describe_exit, die_with_parent
-from app.batch.worker import share_cores
+from app.batch.pool import OOM_HINT, describe_exit, worker_loop
 from app.serve.fairqueue import FairQueue
 from app.serve.jobs import MAX_ATTEMPTS, Job, JobStore
 from app.serve.metrics import Metrics
@@ -51,29 +49,18 @@ class Task:
 
 
 def worker_main(conn: Connection, slot: int, workers: int, parent_pid: int, model_dir: str | None) -> None:
-    """A worker's life: load the models, say ready, then answer each Task with its Documents."""
-    die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C goes to the whole group; the server decides
-    share_cores(slot, workers)
-    try:
+    """A worker's life (app.batch.pool.worker_loop): load the models, say ready, then answer each Task
+    with its Documents, sending ("progress", job id, done, total) after each page."""
+    def init() -> None:
         from app.pipeline import warm_up
         warm_up(model_dir)
-    except BaseException as exc:
-        conn.send(("init_failed", f"{type(exc).__name__}: {exc}"))
-        return
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            task = conn.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        job_id = task.job_id
 
-        def progress(done: int, total: int, job_id: str = job_id) -> None:
-            conn.send(("progress", job_id, done, total))
-        conn.send(run_task(task, progress))
+    def answer(task: Task) -> tuple[str, str, Any]:
+        def progress(done: int, total: int) -> None:
+            conn.send(("progress", task.job_id, done, total))
+        return run_task(task, progress)
+
+    worker_loop(conn, slot, workers, parent_pid, init, answer)
 
 
 def run_task(task: Task, on_page: Callable[[int, int], None]) -> tuple[str, str, Any]:
