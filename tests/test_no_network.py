@@ -89,8 +89,10 @@ def page(tmp_path: Path) -> Path:
 
 @pytest.mark.heavy
 def test_extract_connects_nowhere(tmp_path, page):
-    out = _offline(tmp_path, RUN_AND_HOLD, "extract", str(page))
-    assert "1001" in out, out
+    out = tmp_path / "note.json"
+    _offline(tmp_path, RUN_AND_HOLD, "extract", str(page), "--json", str(out))
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert "1001" in " ".join(line["text"] for p in doc["pages"] for line in p["lines"]), doc
 
 
 @pytest.mark.heavy
