@@ -263,6 +263,26 @@ def test_cli_writes_pages_and_manifest_identically_with_workers(tmp_path):
     assert digest(out1) == digest(out2)
 
 
+def _dies_on_page_three(job):
+    """A page writer whose worker is killed (as the kernel's OOM killer would) on page 3."""
+    import os
+    import signal
+    if job[2] == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    from data.synth.generator import _write_page
+    return _write_page(job)
+
+
+def test_a_killed_worker_is_an_error_not_a_wait_forever(tmp_path, monkeypatch):
+    """multiprocessing.Pool had waited for a killed worker's pages for ever; the executor says so."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from data.synth import generator
+    monkeypatch.setattr(generator, "_write_page", _dies_on_page_three)
+    with pytest.raises(BrokenProcessPool):
+        generate_dir("receipt", 6, 1, tmp_path / "out", workers=2, progress=False)
+
+
 def test_cli_rejects_bad_arguments(tmp_path, capsys):
     assert synth_main(["--type", "passport", "--n", "1", "--out", str(tmp_path)]) == 2
     assert "choose from" in capsys.readouterr().err

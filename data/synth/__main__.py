@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 
 from data.synth.degrade import LEVELS
 from data.synth.generator import generate_dir, list_doc_types, list_layouts
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenProcessPool:
+        print(f"error: a worker process died (out of memory?); no manifest was written. Run again, with fewer "
+              f"--workers than {args.workers} if it recurs", file=sys.stderr)
+        return 1
     took = time.perf_counter() - start
     print(f"wrote {len(rows)} pages to {args.out} in {took:.1f}s ({took / len(rows):.3f} s/page, "
           f"{args.workers} worker(s)); manifest: {args.out}/manifest.jsonl")

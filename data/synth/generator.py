@@ -175,10 +175,13 @@ def generate_dir(doc_type: str | list[str], n: int, seed: int, out_dir: str | os
             bar.update()
     else:
         import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
         # spawn, not fork: a caller that already loaded threaded libraries (paddle, OpenMP, a test
         # session) deadlocks forked children on locks held by threads that did not survive the fork.
-        with mp.get_context("spawn").Pool(workers, initializer=_init_worker) as pool:
-            for row in pool.imap(_write_page, jobs, chunksize=max(1, min(16, n // (workers * 4) or 1))):
+        # An executor, not multiprocessing.Pool: a worker killed (out of memory) or failing to start is
+        # a BrokenProcessPool error here, where Pool waits for its pages forever.
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker) as pool:
+            for row in pool.map(_write_page, jobs, chunksize=max(1, min(16, n // (workers * 4) or 1))):
                 rows.append(row)
                 bar.update()
     bar.close()
