@@ -430,3 +430,60 @@ def test_unique_job_ids() -> None:
     from app.serve.jobs import new_job_id
     ids = {new_job_id() for _ in range(1000)}
     assert len(ids) == 1000 and all(uuid.UUID(i).version == 4 for i in ids)
+
+
+@pytest.mark.heavy
+def test_real_server_on_ray_answers_as_extract_and_survives_a_killed_actor(tmp_path: Path) -> None:
+    """`serve --ray` (a local Ray instance, two actors): every answer equal to extract's; an actor killed
+    while it reads a job costs the job an attempt, not the job; after SIGTERM no process of the Ray
+    instance is left."""
+    import psutil
+    files = [BORN / "ofdrw_keyword2.ofd", BORN / "metagpt_invoice_1.pdf", BORN / "ofdrw_999.ofd"]
+    expected = _extract_json(files, tmp_path / "extract.jsonl")
+    server = Server(tmp_path / "jobs", "--workers", "2", "--ray")
+    try:
+        assert "Ray (local)" in server.output() and "(Ray actors)" in server.output()
+        answers: dict[int, httpx.Response] = {}
+
+        def client_thread(n: int) -> None:
+            with server.client() as c:
+                answers[n] = c.post("/v1/documents", files={"file": (files[n].name, files[n].read_bytes())})
+        threads = [threading.Thread(target=client_thread, args=(n,)) for n in range(len(files))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n, path in enumerate(files):
+            assert answers[n].status_code == 200, answers[n].text
+            got = answers[n].json()
+            got = got if isinstance(got, list) else [got]
+            assert [_essence(d) for d in got] == [_essence(d) for d in expected[path.name]]
+
+        # an actor killed mid-job (as Ray's OOM killer would): the job is read again by a fresh actor
+        actors = [p for p in psutil.Process(server.proc.pid).children(recursive=True)
+                  if "ServeActor" in " ".join(p.cmdline())]
+        assert len(actors) == 2, [p.cmdline() for p in psutil.Process(server.proc.pid).children(recursive=True)]
+        slow = _invoice_png(tmp_path, 3)                        # an image: real OCR, seconds of work
+        with server.client() as c:
+            job = c.post("/v1/documents?async=1", files={"file": (slow.name, slow.read_bytes())}).json()
+            for _ in range(100):
+                if c.get(f"/v1/jobs/{job['id']}").json()["status"] == "running":
+                    break
+                time.sleep(0.1)
+            busy = max(actors, key=lambda p: p.cpu_percent(interval=0.5))
+            busy.kill()
+            for _ in range(600):
+                state = c.get(f"/v1/jobs/{job['id']}").json()
+                if state["status"] in ("done", "failed"):
+                    break
+                time.sleep(0.5)
+        assert state["status"] == "done" and state["attempts"] == 2, state
+        assert "trying it once more" in server.output()
+        ray_procs = [p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)]
+    finally:
+        server.stop()
+    # Ray's driver keeps its own SIGTERM handler, which uvicorn calls after its shutdown: exit status 15
+    assert server.proc.returncode == signal.SIGTERM, server.output()
+    assert "Application shutdown complete" in server.output()
+    time.sleep(3)
+    assert not [pid for pid in ray_procs if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]

@@ -86,6 +86,7 @@ class ServeConfig:
     upload_limit: int = field(default_factory=upload_limit_bytes)
     warm_model: str | None = None
     models_root: Path = ROOT
+    ray: Any = None          # a connected app.serve.ray_workers.RayCluster (serve --ray): workers are its actors
 
 
 def display_filename(name: str | None) -> str:
@@ -228,7 +229,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         for job in store.recover():      # accepted before a stop: never refused, never lost
             queue.put(job.id, job.client, force=True)
         pool = ServicePool(store, queue, cfg.workers, warm_model=cfg.warm_model, job_timeout=cfg.job_timeout,
-                           on_finish=waiters.wake, metrics=metrics)
+                           on_finish=waiters.wake, metrics=metrics, ray=cfg.ray)
         state.update(store=store, queue=queue, pool=pool)
         metrics.gauges.update({
             "piaoju_jobs_queued": lambda: len(queue), "piaoju_jobs_running": pool.running,

@@ -6,6 +6,7 @@ starts it without keys, for a trial on one's own machine, and only on a loopback
 without keys on a network would let anyone read anyone's documents.
 
 One server per jobs folder (a lock file): two servers recovering the same jobs would read each twice.
+--ray [ADDRESS] runs the model workers as Ray actors (app/serve/ray_workers.py); the rest stays here.
 """
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds a POST waits for its document before answering 202 with the job (default 300)")
     p.add_argument("--job-timeout", type=float, default=600.0,
                    help="seconds one document may take; then its worker is stopped and the job fails (default 600)")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="run the model workers as Ray actors: no ADDRESS starts a Ray instance on this machine that "
+                        "ends with the server; 'auto' or HOST:PORT joins a cluster (`ray start --head`). The API, "
+                        "the job store and the queue stay in this process; --workers actors, one CPU each; model "
+                        "folders must be at the same path on every node")
     p.add_argument("--model", metavar="NAME", default="default",
                    help="the model the workers load at start (a name from GET /v1/models; requests may name others)")
     p.add_argument("--public-docs", action="store_true",
@@ -113,8 +119,17 @@ def run(args: argparse.Namespace) -> int:
                       keep_hours=args.keep_hours, sync_max_bytes=int(args.sync_max_mb * 2**20),
                       sync_timeout=args.sync_timeout, job_timeout=args.job_timeout, public_docs=args.public_docs,
                       warm_model=warm_model)
+    if args.ray is not None:
+        from app.serve.ray_workers import RayCluster, RaySetupError
+        cfg.ray = RayCluster(args.ray)
+        try:
+            print(f"piaoju serve: {cfg.ray.connect()}", file=sys.stderr, flush=True)
+        except RaySetupError as exc:
+            os.close(lock)
+            raise UsageError(str(exc).replace("--ray", "serve --ray")) from None
     auth = f"{len(keys)} API key(s)" if keys else "NO AUTHENTICATION (--insecure-no-auth)"
-    print(f"piaoju serve: http://{args.host}:{args.port} (OpenAPI: /docs), {args.workers} worker(s), queue "
+    where = " (Ray actors)" if cfg.ray is not None else ""
+    print(f"piaoju serve: http://{args.host}:{args.port} (OpenAPI: /docs), {args.workers} worker(s){where}, queue "
           f"{args.queue}, uploads up to {cfg.upload_limit // 2**20} MiB, {auth}, jobs in "
           f"{terminal_text(str(jobs_dir))}", file=sys.stderr, flush=True)
     try:
@@ -123,5 +138,7 @@ def run(args: argparse.Namespace) -> int:
         uvicorn.run(create_app(cfg), host=args.host, port=args.port, log_level="info", server_header=False,
                     timeout_graceful_shutdown=10, limit_concurrency=2 * (args.queue + args.workers) + 16)
     finally:
+        if cfg.ray is not None:
+            cfg.ray.close()
         os.close(lock)
     return 0

@@ -63,12 +63,14 @@ def worker_main(conn: Connection, slot: int, workers: int, parent_pid: int, mode
     worker_loop(conn, slot, workers, parent_pid, init, answer)
 
 
-def run_task(task: Task, on_page: Callable[[int, int], None]) -> tuple[str, str, Any]:
-    """("result", job id, [Document JSON text, ...]) or ("error", job id, {"type", "message"})."""
+def run_task(task: Task, on_page: Callable[[int, int], None], data: bytes | None = None) -> tuple[str, str, Any]:
+    """("result", job id, [Document JSON text, ...]) or ("error", job id, {"type", "message"}). `data`: the
+    upload's bytes when they came with the task (a Ray actor on another node), else read from task.upload."""
     from app.pipeline import analyse_bytes
     try:
-        with open(task.upload, "rb") as fh:
-            data = fh.read()
+        if data is None:
+            with open(task.upload, "rb") as fh:
+                data = fh.read()
         analysis = analyse_bytes(data, task.filename, task.model_dir, task.doc_type, on_page, preview=None)
         return ("result", task.job_id, [doc.to_json() for doc in analysis.parts()])
     except Exception as exc:     # the pipeline returns document errors; this is the installation's trouble
@@ -185,15 +187,7 @@ class _Slot:
                     pool.store.progress(job.id, message[2], message[3])
                     continue
                 if message is not None:
-                    seconds = time.monotonic() - started
-                    if message[0] == "result":
-                        docs = [json.loads(text) for text in message[2]]
-                        failed = [d["error"] for d in docs if d.get("error")]
-                        pool.finish(job, "failed" if failed and len(failed) == len(docs) else "done",
-                                    result=docs, error=failed[0] if failed and len(failed) == len(docs) else None,
-                                    seconds=seconds)
-                    else:
-                        pool.finish(job, "failed", error=message[2], seconds=seconds)
+                    self.answered(job, message, time.monotonic() - started)
                     return
             if pool.stopping.is_set():            # the server stops: the job runs at the next start
                 self.stop_worker(kill=True)
@@ -208,21 +202,42 @@ class _Slot:
                 how = f"worker process {self.process.pid} {describe_exit(self.process.exitcode)}"
                 self.stop_worker(kill=True)
                 hint = f" ({OOM_HINT.replace('--workers', 'serve --workers')})" if "SIGKILL" in how else ""
-                if job.attempts < MAX_ATTEMPTS and pool.store.requeue(job.id):
-                    print(f"[serve] {how}{hint} while reading job {job.id}; trying it once more", file=sys.stderr)
-                    pool.queue.put(job.id, job.client, force=True, front=True)
-                else:
-                    pool.finish(job, "failed", error={
-                        "type": "WorkerCrashed",
-                        "message": f"this document stopped a worker {job.attempts} times, the last time: {how}{hint}"})
+                self.crashed(job, how + hint)
                 return
             if time.monotonic() >= deadline:
                 self.stop_worker(kill=True)
-                pool.finish(job, "failed", error={
-                    "type": "Timeout",
-                    "message": f"reading this document took longer than {pool.job_timeout:.0f} s (serve "
-                               "--job-timeout), so it was stopped; send fewer pages at a time"})
+                self.timed_out(job)
                 return
+
+    # --- how a job ends (shared with the Ray slot, app/serve/ray_workers.py) ---------------------------
+
+    def answered(self, job: Job, message: tuple[str, str, Any], seconds: float) -> None:
+        """The worker's answer: ("result", id, [Document JSON text]) or ("error", id, {type, message})."""
+        if message[0] == "result":
+            docs = [json.loads(text) for text in message[2]]
+            failed = [d["error"] for d in docs if d.get("error")]
+            every = bool(failed) and len(failed) == len(docs)
+            self.pool.finish(job, "failed" if every else "done", result=docs, error=failed[0] if every else None,
+                             seconds=seconds)
+        else:
+            self.pool.finish(job, "failed", error=message[2], seconds=seconds)
+
+    def crashed(self, job: Job, how: str) -> None:
+        """The worker died reading `job`: once more at the head of its client's line, then WorkerCrashed."""
+        pool = self.pool
+        if job.attempts < MAX_ATTEMPTS and pool.store.requeue(job.id):
+            print(f"[serve] {how} while reading job {job.id}; trying it once more", file=sys.stderr)
+            pool.queue.put(job.id, job.client, force=True, front=True)
+        else:
+            pool.finish(job, "failed", error={
+                "type": "WorkerCrashed",
+                "message": f"this document stopped a worker {job.attempts} times, the last time: {how}"})
+
+    def timed_out(self, job: Job) -> None:
+        self.pool.finish(job, "failed", error={
+            "type": "Timeout",
+            "message": f"reading this document took longer than {self.pool.job_timeout:.0f} s (serve "
+                       "--job-timeout), so it was stopped; send fewer pages at a time"})
 
 
 class ServicePool:
@@ -230,7 +245,7 @@ class ServicePool:
 
     def __init__(self, store: JobStore, queue: FairQueue, size: int, *, warm_model: str | None = None,
                  job_timeout: float = 600.0, on_finish: FinishCallback | None = None,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, ray: Any = None) -> None:
         self.store = store
         self.queue = queue
         self.size = size
@@ -240,7 +255,12 @@ class ServicePool:
         self.metrics = metrics or Metrics()
         self.context = multiprocessing.get_context("spawn")    # fork would copy Paddle's threads and state
         self.stopping = threading.Event()
-        self.slots = [_Slot(self, i) for i in range(size)]
+        self.ray = ray                       # a connected RayCluster (serve --ray): the workers are Ray actors
+        if ray is not None:
+            from app.serve.ray_workers import RaySlot
+            self.slots: list[_Slot] = [RaySlot(self, i) for i in range(size)]
+        else:
+            self.slots = [_Slot(self, i) for i in range(size)]
 
     def start(self) -> None:
         for slot in self.slots:
@@ -281,3 +301,4 @@ class ServicePool:
         self.queue.wake_all()
         for slot in self.slots:        # each slot thread sees `stopping`, puts its job back and ends its worker
             slot.thread.join(timeout=10)
+
