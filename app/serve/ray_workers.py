@@ -150,13 +150,7 @@ class RaySlot(_Slot):
                     pool.store.progress(job.id, pages, pages)
                 self.answered(job, message, time.monotonic() - started)
                 return
-            if pool.stopping.is_set():            # the server stops: the job runs at the next start
-                self.stop_worker(kill=True)
-                pool.store.requeue(job.id, count_attempt=False)
-                return
-            if self.cancelled.is_set():
-                self.stop_worker(kill=True)
-                pool.notify(job.id)
+            if self.interrupted(job):
                 return
             if time.monotonic() >= deadline:
                 self.stop_worker(kill=True)

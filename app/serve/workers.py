@@ -189,13 +189,7 @@ class _Slot:
                 if message is not None:
                     self.answered(job, message, time.monotonic() - started)
                     return
-            if pool.stopping.is_set():            # the server stops: the job runs at the next start
-                self.stop_worker(kill=True)
-                pool.store.requeue(job.id, count_attempt=False)
-                return
-            if self.cancelled.is_set():
-                self.stop_worker(kill=True)       # the store says cancelled already
-                pool.notify(job.id)
+            if self.interrupted(job):
                 return
             if self.process.sentinel in ready or (self.conn in ready and not self.process.is_alive()):
                 self.process.join(timeout=5)
@@ -210,6 +204,19 @@ class _Slot:
                 return
 
     # --- how a job ends (shared with the Ray slot, app/serve/ray_workers.py) ---------------------------
+
+    def interrupted(self, job: Job) -> bool:
+        """The server stops (the job goes back, no attempt charged: it runs at the next start) or the job
+        was cancelled (the store says so already): the worker is killed and True."""
+        if self.pool.stopping.is_set():
+            self.stop_worker(kill=True)
+            self.pool.store.requeue(job.id, count_attempt=False)
+            return True
+        if self.cancelled.is_set():
+            self.stop_worker(kill=True)
+            self.pool.notify(job.id)
+            return True
+        return False
 
     def answered(self, job: Job, message: tuple[str, str, Any], seconds: float) -> None:
         """The worker's answer: ("result", id, [Document JSON text]) or ("error", id, {type, message})."""
