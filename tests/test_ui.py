@@ -604,3 +604,190 @@ def test_check_warnings_name_fields_not_keys():
     sums = [s for s in shown if "合计" in s and "add up" in s]
     assert sums, shown
     assert not any(re.search(r"[a-z]+_[a-z]+", s) for s in shown), "no field keys in what is shown"
+
+
+# --- documents as the pipeline splits a file (issue 40): one object per document, edits that stick ------------
+
+REAL_ANALYSE_PAGES = pipeline.analyse_pages
+LABELS = {"发票号码": "invoice_number", "开票日期": "issue_date", "购买方名称": "buyer_name",
+          "销售方名称": "seller_name"}
+SPLIT_FILES = {     # the printed lines of each page; "销售方：" is printed, but not as a label the reader knows
+    "one.png": [["发票号码：1234567", "开票日期：2024年03月05日", "购买方名称：甲公司", "销售方名称：乙公司"]],
+    "three.tif": [["发票号码：10000001", "开票日期：2024年03月05日", "购买方名称：甲公司", "销售方名称：乙公司"],
+                  ["发票号码：10000002", "开票日期：2024年03月06日", "购买方名称：甲公司", "销售方名称：丙公司"],
+                  ["发票号码：10000003", "开票日期：2024年03月07日", "购买方名称：甲公司", "销售方：丁科技有限公司"]],
+}
+
+
+class LabelReader:
+    """Stands in for models/extractor.py: a "label：value" line is a field on its page, and the document is
+    validated as the extractor validates it (data/validate.py, so its `checks` are recorded as they are)."""
+
+    def extract(self, doc: Document, doc_type: str | None = None) -> Document:
+        from data.normalize import normalize_value
+        from data.schemas import load_schema
+        from data.validate import validate
+        schema = load_schema("vat_invoice")
+        doc.doc_type, doc.doc_type_score = "vat_invoice", 0.9
+        for page in doc.pages:
+            for line in page.lines:
+                label, _, value = line.text.partition("：")
+                if label in LABELS and value:
+                    key = LABELS[label]
+                    doc.fields[key] = Field(key, normalize_value(schema.field(key).type, value) or value, raw=value,
+                                            score=0.9, box=line.box, page=page.index, label=label)
+        validate(doc, schema)
+        return doc
+
+
+def split_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None, on_page=None,
+                        on_stage=None) -> Analysis:
+    """The real pipeline (app/pipeline.py `analyse_pages`: one result per page with text, the file document
+    beside them) over pages whose text the file holds, read by `LabelReader`."""
+    from data.source_page import SourcePage
+    pages = [SourcePage(np.full((200, 300, 3), 255, np.uint8),
+                        Page(index=0, width=300, height=200,
+                             lines=[Line(t, box_to_quad([20, 20 + 40 * j, 280, 40 + 40 * j]))
+                                    for j, t in enumerate(texts)]))
+             for texts in SPLIT_FILES[filename]]
+    return REAL_ANALYSE_PAGES(iter(pages), len(pages), filename, model_dir, doc_type, on_page, preview=300,
+                              on_stage=on_stage)
+
+
+@pytest.fixture()
+def split_app(monkeypatch, tmp_path):
+    monkeypatch.setattr(pipeline, "analyse_bytes", split_analyse_bytes)
+    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(pipeline, "extractor_available", lambda model_dir=None: True)
+    monkeypatch.setattr(pipeline, "load_extractor", lambda model_dir=None: LabelReader())
+    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
+    at = AppTest.from_file(UI, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture()
+def downloads(monkeypatch) -> dict:
+    """What each download button hands over, by file name, as of the latest run: the callables the buttons
+    register with Streamlit (app/ui/main.py `export_buttons`), recorded as they are registered."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    made: dict = {}
+    real = MediaFileManager.add_deferred
+
+    def record(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        made[file_name] = data_callable
+        return real(self, data_callable, mimetype, coordinates, file_name, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    return made
+
+
+def workbook_text(data: bytes) -> tuple[str, list[tuple]]:
+    """Every cell of a workbook as text, and the rows of its 字段 Fields sheet."""
+    from openpyxl import load_workbook
+    book = load_workbook(io.BytesIO(data))
+    cells = "\n".join(str(v) for sheet in book for row in sheet.iter_rows(values_only=True) for v in row
+                      if v is not None)
+    return cells, list(book["字段 Fields"].iter_rows(min_row=2, values_only=True))
+
+
+def test_a_fixed_value_leaves_its_warning_on_a_one_document_file(split_app, downloads):
+    """Reported (issue 40): in a one-document file the UI edited the file's document, whose `checks` were
+    empty, so a corrected invoice number turned "passed" but its warning stayed, on screen and in every
+    export, and every other check's warning was shown twice."""
+    at = split_app
+    upload(at, ("one.png", png_bytes()))
+    assert not at.exception, at.exception
+    assert any(w.value.startswith("发票号码：应为8位数字") for w in at.warning), [w.value for w in at.warning]
+    before = [w.value for w in at.warning]
+    [result] = at.session_state["analyses"].values()
+    assert result["corrected"] is result["analysis"].parts()[0], "the document read, not the file's copy of it"
+    edit_value(at, "invoice_number", "87654321")
+    assert not at.exception, at.exception
+    row = at.data_editor[0].value.set_index(COL_KEY).loc["invoice_number"]
+    assert row[COL_CHECK].startswith("✓"), row[COL_CHECK]
+    shown = [w.value for w in at.warning]
+    assert not any("发票号码" in w for w in shown), shown
+    assert len(shown) == len(set(shown)), f"a warning shown twice: {shown}"
+    assert set(shown) == set(before) - {w for w in before if w.startswith("发票号码")}, "the others stay, once"
+    exported = json.loads(downloads["one.json"]())
+    assert exported["fields"]["invoice_number"]["value"] == "87654321"
+    assert not any("invoice_number" in w for w in exported["warnings"]), exported["warnings"]
+    assert len(exported["warnings"]) == len(set(exported["warnings"])), exported["warnings"]
+    assert exported["checks"] == [w for w in exported["warnings"] if w in exported["checks"]]
+    assert "invoice_number:" not in downloads["one_fields.csv"]().decode("utf-8-sig")
+    cells, fields = workbook_text(downloads["one.xlsx"]())
+    assert "invoice_number:" not in cells and "8位数字" not in cells
+    assert next(r for r in fields if r[4] == "invoice_number")[8].startswith("✓")
+
+
+def test_a_value_typed_into_document_3_is_saved_and_exported_with_its_page(split_app, downloads, tmp_path):
+    """Reported (issue 40): a value typed into an empty field of document 3 of a three-invoice file took
+    page 1 (a new field's default), so "Save checked pages" left it out of page 3's record and "Excel · all"
+    put it on page 1."""
+    at = split_app
+    three = io.BytesIO()        # the pages are decoded again when saved: a real three-page file
+    Image.new("RGB", (300, 200), "white").save(three, format="TIFF", save_all=True,
+                                               append_images=[Image.new("RGB", (300, 200), "white")] * 2)
+    at.file_uploader[0].set_value([("three.tif", three.getvalue(), "image/tiff")])
+    at.run()
+    assert not at.exception, at.exception
+    picker(at, "文件内文档 Document in this file").set_value(2).run()
+    assert any(w.value.startswith("缺少销售方名称") for w in at.warning), [w.value for w in at.warning]
+    edit_value(at, "seller_name", "丁科技有限公司")
+    assert not at.exception, at.exception
+    row = at.data_editor[0].value.set_index(COL_KEY).loc["seller_name"]
+    assert row[COL_VALUE] == "丁科技有限公司" and row["页 Page"] == 3, row.to_dict()
+    assert not any("销售方名称" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.checkbox[0].check().run()
+    save_button(at).click().run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    corpus = tmp_path / "corrections" / "corpus.jsonl"
+    [record] = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    assert record["lines"][0]["text"] == "发票号码：10000003", "page 3 of the file"
+    seller = record["fields"]["seller_name"]
+    assert seller["value"] == "丁科技有限公司"
+    assert record["lines"][seller["line"]]["text"] == "销售方：丁科技有限公司", "found where it is printed"
+    _, fields = workbook_text(downloads["documents.xlsx"]())
+    assert [(r[1], r[2]) for r in fields if r[4] == "seller_name"] == [(1, 1), (2, 2), (3, 3)], \
+        "each document's seller on its own page"
+    exported = json.loads(downloads["documents.json"]())
+    assert exported[2]["fields"]["seller_name"]["page"] == 2
+    assert exported[0]["fields"]["seller_name"]["value"] == "乙公司", "the other documents as they were read"
+
+
+def test_a_field_typed_in_takes_the_page_it_was_typed_on():
+    """apply_edits: a value typed where nothing was read belongs to the page whose table it was typed in
+    (given), else to the document's first page, never to page 1 of the file by default."""
+    doc = invoice_document("x.png")
+    doc.pages = [dc_replace(doc.pages[0], index=2)]
+    for f in doc.fields.values():
+        f.page = 2
+    frame = fields_frame(doc, 2)
+    frame.loc[frame[COL_KEY] == "seller_name", COL_VALUE] = "丁科技有限公司"
+    out, changed = apply_edits(doc, frame)
+    assert changed == ["seller_name"] and out.fields["seller_name"].page == 2
+    out, _ = apply_edits(doc, frame, page=2)
+    assert out.fields["seller_name"].page == 2
+
+
+def test_an_edit_revalidates_from_scratch_when_no_check_was_recorded():
+    """A document whose validator warnings are in `warnings` but not named in `checks` (validated before
+    `checks` existed, or a file's copy of its document): fixing a value still takes its warning out, and
+    no other warning is doubled."""
+    from data.schemas import load_schema
+    from data.validate import validate
+    doc = invoice_document("x.png")
+    doc.fields["invoice_number"].raw = doc.fields["invoice_number"].value = "1234567"
+    validate(doc, load_schema("vat_invoice"))
+    doc.warnings.insert(0, "page 1 reads poorly (mean OCR confidence 0.80): check the values")
+    doc.checks = []
+    frame = fields_frame(doc, 0)
+    frame.loc[frame[COL_KEY] == "invoice_number", COL_VALUE] = "87654321"
+    out, _ = apply_edits(doc, frame)
+    assert out.fields["invoice_number"].valid is True
+    assert not any("invoice_number" in w for w in out.warnings), out.warnings
+    assert len(out.warnings) == len(set(out.warnings)), out.warnings
+    assert out.warnings[0].startswith("page 1 reads poorly"), "a warning of the pipeline stays"
+    assert out.checks == out.warnings[1:]

@@ -152,13 +152,39 @@ def _normalise(schema: Any, key: str, text: str) -> str:
     return value if value is not None else text
 
 
-def apply_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = None) -> tuple[Document, list[str]]:
+def _recorded_checks(doc: Document, schema: Any) -> None:
+    """Make `doc.checks` name the validator's warnings that `doc.warnings` holds, when no check was
+    recorded (a document validated before `checks` existed, one read back from older JSON): they are
+    the warnings validating its values as they stand gives, so the next validation can take them out
+    instead of keeping a fixed value's warning and showing each other one twice."""
+    if doc.checks or schema is None:
+        return
+    from data.validate import field_text, validate_fields
+    values: dict[str, Any] = {k: field_text(f) for k, f in doc.fields.items()}
+    values["items"] = [{k: field_text(f) for k, f in row.items()} for row in doc.items]
+    _, warnings = validate_fields(schema, values)
+    left = list(doc.warnings)
+    for w in warnings:
+        if w in left:
+            left.remove(w)
+            doc.checks.append(w)
+
+
+def apply_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = None, page: int | None = None
+                ) -> tuple[Document, list[str]]:
     """A copy of `doc` with the table's values; returns it and the keys the user changed. A changed
     value is taken as ground truth: normalised again, score 1.0, and the whole document validated again
-    from scratch (data/validate.py) against the schema of the model that read it (`model_dir`)."""
+    from scratch (data/validate.py) against the schema of the model that read it (`model_dir`), its old
+    check warnings replaced by the new ones. A value typed where nothing was read goes on `page` (the
+    index in the file of the page whose table it was typed in), else on the document's first page:
+    never on page 1 of the file by default, which a later document of the file does not have, so the
+    value was left out of its page's saved record and exported on the wrong page."""
     out = copy.deepcopy(doc)
     changed = []
     schema = load_schema_or_none(doc.doc_type, model_dir)
+    if page is None:
+        page = doc.pages[0].index if doc.pages else 0
+    _recorded_checks(out, schema)      # of the values as they were read, before any edit
     for _, row in edited.iterrows():
         key = str(row[COL_KEY])
         text = "" if pd.isna(row[COL_VALUE]) else str(row[COL_VALUE]).strip()
@@ -173,7 +199,7 @@ def apply_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = Non
             continue
         if old is None:
             label = schema.field(key).label if schema and key in schema.keys() else key
-            old = Field(key=key, value="", label=label)
+            old = Field(key=key, value="", label=label, page=page)
             out.fields[key] = old
         old.raw, old.value, old.score = text, _normalise(schema, key, text), 1.0
     if changed:

@@ -250,8 +250,8 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
 
         analysis = pipeline.analyse_bytes(data, name, model, doc_type, on_page=on_page, on_stage=on_stage)
         bar.empty()
-        result = {"key": key, "name": name, "analysis": analysis, "corrected": analysis.document,
-                  "version": 0, "error": analysis.document.error, "model": model}
+        result = {"key": key, "name": name, "analysis": analysis, "error": analysis.document.error, "model": model}
+        document_views(result)
     if not result.get("error"):
         cache[key] = result
     return result
@@ -327,7 +327,8 @@ def show_fields_tab(view: dict, page: Page, picked: str = NOTHING) -> None:
                        COL_NORM: st.column_config.TextColumn(width=120),
                        COL_SCORE: st.column_config.TextColumn(width=110),
                        COL_CHECK: st.column_config.TextColumn(width=240)})
-    corrected, changed = apply_edits(doc, edited, view.get("model"))   # checked with the model's own schema
+    # checked with the model's own schema; a value typed into an empty row belongs to this page
+    corrected, changed = apply_edits(doc, edited, view.get("model"), page.index)
     if changed:
         view["corrected"] = corrected
         view["version"] += 1
@@ -443,11 +444,33 @@ def _full_page(view: dict, page: Page, data: bytes | None) -> np.ndarray:
     return view["analysis"].image(page.index)
 
 
-def views_of(result: dict) -> list[dict]:
-    """The views (documents with their corrections state) of an upload that exist so far."""
-    if result.get("error") and not result.get("analysis"):
+def document_views(result: dict) -> list[dict]:
+    """The views of an upload: one per document read from it (`Analysis.parts()`), each holding that
+    document's one object (`corrected`: shown, edited, validated, exported and saved) and its corrections
+    state, made once and kept in the session with the upload; none for an upload that was not read.
+
+    The same whichever way the file was split. For a one-document file the view is the upload itself (its
+    widget keys stay those of the upload) and its document is the part too, never `Analysis.document`:
+    that file document is another object, whose `checks` (the warnings the validator last added) are not
+    recorded, so an edit there kept a fixed value's warning and showed every other check twice."""
+    analysis = result.get("analysis")
+    if analysis is None:
         return []
-    return list(result.get("views", {}).values()) or [result]
+    parts = analysis.parts()
+    if len(parts) == 1:
+        result.setdefault("corrected", parts[0])
+        result.setdefault("version", 0)
+        return [result]
+    views = result.setdefault("views", {})
+    for i, part in enumerate(parts):
+        views.setdefault(i, {"key": f"{result['key']}|{i + 1}", "name": result["name"], "analysis": analysis,
+                             "corrected": part, "version": 0, "model": result.get("model")})
+    return [views[i] for i in range(len(parts))]
+
+
+def views_of(result: dict) -> list[dict]:
+    """The views (documents with their corrections state) of an upload."""
+    return document_views(result)
 
 
 def confirmed_pages(results: list[dict]) -> list[tuple[dict, dict, int]]:
@@ -503,7 +526,7 @@ def document_hashes(results: list[dict]) -> list[str]:
     out: list[str] = []
     for result in results:
         if result.get("analysis"):
-            out += [str(result["key"]).split("|")[0]] * max(1, len(result["analysis"].parts()))
+            out += [str(result["key"]).split("|")[0]] * len(document_views(result))
     return out
 
 
@@ -531,8 +554,9 @@ def part_view(result: dict) -> dict:
     document; else the document picked from those found in the file, with its own corrections state
     (one view per document, kept in the session with the upload)."""
     parts = result["analysis"].parts()
-    if len(parts) <= 1:
-        return result
+    views = document_views(result)
+    if len(views) == 1:
+        return views[0]
     n = len(parts)
     pages = [", ".join(map(str, d.page_numbers())) for d in parts]
     st.info(f"此文件包含 {n} 份文档，每份从自己的页面读取（空白页跳过），请逐份核对。 This file holds {n} documents; "
@@ -545,11 +569,6 @@ def part_view(result: dict) -> dict:
     chosen = st.selectbox("文件内文档 Document in this file", range(n),
                           format_func=lambda i: f"第 {i + 1}/{n} 份 Document {i + 1} of {n} — page {pages[i]}",
                           key=f"part-{result['key']}")
-    views = result.setdefault("views", {})
-    if chosen not in views:
-        views[chosen] = {"key": f"{result['key']}|{chosen + 1}", "name": result["name"],
-                         "analysis": result["analysis"], "corrected": parts[chosen], "version": 0,
-                         "model": result.get("model")}
     return views[chosen]
 
 
@@ -561,7 +580,7 @@ def show_document(result: dict) -> dict | None:
         if not result.get("analysis") or not result["analysis"].document.pages:
             return None
     view = part_view(result)
-    if view is not result and view["corrected"].error:
+    if view["corrected"].error and view["corrected"].error != result.get("error"):
         st.error(error_in_words(view["corrected"].error))
     show_header(view)
     doc = view["corrected"]
@@ -579,17 +598,7 @@ def show_document(result: dict) -> dict | None:
 
 def all_documents(results: list[dict]) -> list[tuple[str, Document]]:
     """Every document of every upload that was read, as corrected so far."""
-    out = []
-    for result in results:
-        if not result.get("analysis"):
-            continue
-        views = result.get("views", {})
-        parts = result["analysis"].parts()
-        if len(parts) <= 1:
-            out.append((result["name"], result["corrected"]))
-        else:
-            out += [(result["name"], views[i]["corrected"] if i in views else d) for i, d in enumerate(parts)]
-    return out
+    return [(result["name"], view["corrected"]) for result in results for view in document_views(result)]
 
 
 # --- the app -----------------------------------------------------------------------------------------
