@@ -141,11 +141,17 @@ def normalize_amount(text: str) -> str | None:
     return format_amount(d) if d is not None else None
 
 
+EXEMPT_RATES = ("免税", "不征税")     # rates printed as words: the line carries no tax
+
+
 def normalize_rate(text: str) -> str | None:
-    """Tax rate '13%' / '0.13' / '免税' -> '13%' style; None if unreadable."""
+    """Tax rate '13%' / '0.13' / '免税' -> '13%' style; 免税 and 不征税 stay words, 零税率 is '0%';
+    None if unreadable."""
     s = re.sub(r"\s+", "", to_halfwidth(text))
-    if s in ("免税", "不征税", "***"):
+    if s in EXEMPT_RATES or s == "***":
         return s
+    if s == "零税率":
+        return "0%"
     m = re.fullmatch(r"(\d+(?:\.\d+)?)%", s)
     if m:
         return f"{Decimal(m.group(1)).normalize():f}%"
@@ -153,6 +159,22 @@ def normalize_rate(text: str) -> str | None:
     if m:
         return f"{(Decimal(s) * 100).normalize():f}%"
     return None
+
+
+def rate_is_zero(text: str | None) -> bool | None:
+    """Whether a printed tax rate puts no tax on its line: 免税, 不征税, 0% -> True; 13% -> False;
+    None when the rate cannot be read (or is itself printed as ***), so nothing is concluded from it."""
+    rate = normalize_rate(text or "")
+    if rate is None or rate == "***":
+        return None
+    return rate in EXEMPT_RATES or Decimal(rate[:-1]) == 0
+
+
+def is_masked(text: str | None) -> bool:
+    """Asterisks printed where an amount would be: invoices print 税额 as *** (＊＊＊, * * *, ¥***) on
+    a tax-exempt line and in its total. Whether that is right depends on the rate (data/validate.py)."""
+    s = re.sub(r"[\s¥]", "", to_halfwidth(text or ""))
+    return bool(re.fullmatch(r"[*∗﹡]+", s))
 
 
 # --- 大写金额 --------------------------------------------------------------------------------------

@@ -18,7 +18,16 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from data.document import Document, Field
-from data.normalize import normalize_code, normalize_value, parse_amount, parse_amount_words, parse_date
+from data.normalize import (
+    is_masked,
+    normalize_code,
+    normalize_rate,
+    normalize_value,
+    parse_amount,
+    parse_amount_words,
+    parse_date,
+    rate_is_zero,
+)
 
 if TYPE_CHECKING:  # the schema module imports nothing from here; keep the type for hints only
     from data.schemas import Schema
@@ -127,7 +136,7 @@ def is_sane_date(text: str, not_future: bool = False, today: _dt.date | None = N
 # --- schema-driven validation ---------------------------------------------------------------------
 
 VALIDATORS = ("id_number", "credit_code", "tax_id", "date", "date_not_future", "amount",
-              "amount_words", "pattern", "enum", "date_range")
+              "amount_words", "pattern", "enum", "date_range", "rate")
 RULE_CHECKS = ("sum", "words_match", "items_sum", "item_product", "date_order", "id_birth", "id_sex")
 
 def _check_one(validator: str, spec: Any, raw: str, today: _dt.date | None) -> tuple[bool, str]:
@@ -154,6 +163,8 @@ def _check_one(validator: str, spec: Any, raw: str, today: _dt.date | None) -> t
             f"is not one of {', '.join(spec.choices or [])}"
     if validator == "date_range":
         return normalize_value("date_range", raw) is not None, "not a readable validity period"
+    if validator == "rate":
+        return normalize_rate(raw) is not None, "not a readable tax rate (13%, 免税, 不征税)"
     raise ValueError(f"unknown validator {validator!r}; known: {', '.join(VALIDATORS)}")
 
 
@@ -176,15 +187,26 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
     too); an optional "items" entry holds a list of {item_key: text} rows.
     Returns ({key: True | False | None}, warnings): None where no rule applies or the value is
     missing; item fields appear as "items[i].key". Warnings are short Chinese + English sentences.
+    A tax-exempt invoice prints 税额 as ***: on a field marked `masked_when_exempt` that is valid where the
+    rate is 免税/不征税/0% (`_exempt_masks`), wrong where it is a taxed rate, and 0.00 in the sums.
     """
     result: dict[str, bool | None] = {}
     warnings: list[str] = []
+    flat = {k: _value_text(v) for k, v in values.items() if k != "items"}
+    rows = [{k: _value_text(v) for k, v in r.items()} for r in values.get("items") or []]
+    masks, zero_rows = _exempt_masks(schema, flat, rows)
 
     def check(key: str, spec: Any, raw: str | None) -> None:
         if raw is None or not str(raw).strip():
             result[key] = None
             if spec.required:
                 warnings.append(f"缺少{spec.label} / missing {key}")
+            return
+        if key in masks:
+            result[key] = masks[key]
+            if masks[key] is False:
+                warnings.append(f"{spec.label}印为***，但税率不是免税、不征税或0% / {key}: printed as *** but "
+                                f"the tax rate is not exempt ({raw})")
             return
         if not spec.validators:
             result[key] = None
@@ -198,22 +220,62 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
         result[key] = ok_all
 
     for spec in schema.fields:
-        check(spec.key, spec, _value_text(values.get(spec.key)))
-    rows = values.get("items") or []
+        check(spec.key, spec, flat.get(spec.key))
     for i, row in enumerate(rows):
         for spec in schema.item_fields:
-            check(item_result_key(i, spec.key), spec, _value_text(row.get(spec.key)))
+            check(item_result_key(i, spec.key), spec, row.get(spec.key))
+            tax = parse_amount(row.get(spec.key) or "") if spec.masked_when_exempt and zero_rows[i] else None
+            if tax:                      # a figure other than zero on a 免税 / 0% line
+                result[item_result_key(i, spec.key)] = False
+                warnings.append(f"免税或零税率明细的{spec.label}应为零 / {item_result_key(i, spec.key)}: the tax "
+                                f"rate is exempt but the tax is {row.get(spec.key)}")
 
-    flat = {k: _value_text(v) for k, v in values.items() if k != "items"}
+    # a mask that is not known to be wrong counts as 0.00 in the arithmetic, which then confirms it or not
+    for key, zero in masks.items():
+        if zero is not False:
+            m = _ITEM_KEY.fullmatch(key)
+            if m:
+                rows[int(m.group(1))][m.group(2)] = "0.00"
+            else:
+                flat[key] = "0.00"
     for rule in schema.rules:
-        _apply_rule(rule, flat, [{k: _value_text(v) for k, v in r.items()} for r in rows],
-                    result, warnings)
+        _apply_rule(rule, flat, rows, result, warnings)
     return result, warnings
+
+
+def _exempt_masks(schema: "Schema", flat: dict[str, str | None], rows: list[dict[str, str | None]]
+                  ) -> tuple[dict[str, bool | None], list[bool | None]]:
+    """What the rates say of the amounts printed as *** (fields marked `masked_when_exempt`: 税额 and
+    合计税额), by result key, and of each item row (`rate_is_zero` of its rate).
+
+    An item's *** is right (True) where its row's rate is 免税/不征税/0% and wrong (False) where the rate
+    reads as a taxed one; a document field's *** is right where every readable item rate is exempt and
+    wrong where one is not. None where no rate can be read: the mask then counts as 0.00 and the sums
+    (amount + tax = total, items = totals) decide."""
+    rate_keys = [spec.key for spec in schema.item_fields if spec.type == "rate"]
+
+    def all_zero(flags: list[bool | None]) -> bool | None:
+        known = [f for f in flags if f is not None]
+        return all(known) if known else None
+
+    zero_rows = [all_zero([rate_is_zero(row.get(k)) for k in rate_keys]) for row in rows]
+    masks: dict[str, bool | None] = {}
+    for i, row in enumerate(rows):
+        for spec in schema.item_fields:
+            if spec.masked_when_exempt and is_masked(row.get(spec.key)):
+                masks[item_result_key(i, spec.key)] = zero_rows[i]
+    for spec in schema.fields:
+        if spec.masked_when_exempt and is_masked(flat.get(spec.key)):
+            masks[spec.key] = all_zero(zero_rows)
+    return masks, zero_rows
 
 
 def item_result_key(row: int, key: str) -> str:
     """How `validate_fields` names an item cell in its result: "items[<row>].<key>"."""
     return f"items[{row}].{key}"
+
+
+_ITEM_KEY = re.compile(r"items\[(\d+)\]\.(\w+)")       # item_result_key, read back
 
 
 def field_text(f: Field) -> str:

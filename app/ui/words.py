@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from data.document import Document, Field
+from data.normalize import is_masked
 
 VALIDATOR_WORDS: dict[str, tuple[str, str]] = {
     "id_number": ("身份证号校验位或出生日期不对", "ID number check digit or birth date is wrong"),
@@ -23,7 +24,10 @@ VALIDATOR_WORDS: dict[str, tuple[str, str]] = {
     "pattern": ("格式不符", "not in the expected format"),
     "enum": ("不在可选值之中", "not one of the allowed values"),
     "date_range": ("有效期无法识别", "not a readable validity period"),
+    "rate": ("不是可识别的税率（如13%、免税、不征税）", "not a readable tax rate (13%, 免税, 不征税)"),
 }
+MASKED_TAXED = ("印为***，但税率不是免税、不征税或0%", "printed as *** but the tax rate is a taxed one")
+EXEMPT_TAXED = ("免税或零税率的税额应为零", "the rate is exempt but a tax is printed")
 RULE_WORDS: dict[str, tuple[str, str]] = {
     "sum": ("金额之和不等于合计", "the amounts do not add up to the total"),
     "words_match": ("大写金额与小写不符", "the amount in words differs from the figure"),
@@ -91,7 +95,9 @@ def check_words(doc: Document, key: str, field: Field | None, item_key: str | No
     if schema is not None:
         specs = schema.item_fields if item_key else schema.fields
         spec = next((s for s in specs if s.key == (item_key or key)), None)
-        if spec is not None:
+        if spec is not None and spec.masked_when_exempt:        # 税额 judged by the rate (data/validate.py)
+            reason = MASKED_TAXED if is_masked(field.raw or field.value) else EXEMPT_TAXED if item_key else None
+        if spec is not None and reason is None:
             reason = _validator_reason(spec, field.raw or field.value)
         reason = reason or _rule_reason(schema, item_key or key)
         if reason is None and item_key:
@@ -153,6 +159,13 @@ def _check_warning(warning: str, doc: Document, schema: Any) -> str | None:
         said = _validator_reason(spec, raw[1]) if spec is not None and raw else None
         zh_reason, en_reason = said or ("格式不正确", "not in the expected format")
         return f"{where}{label}：{zh_reason} / {en_reason}"
+    m = re.match(r"^(.+?)印为\*\*\*，但税率不是免税、不征税或0% / (items\[(\d+)\]\.)?\w+: ", warning)
+    if m:
+        where = f"第{int(m[3]) + 1}行明细" if m[3] is not None else ""
+        return f"{where}{m[1]}{MASKED_TAXED[0]} / {MASKED_TAXED[1]}"
+    m = re.match(r"^免税或零税率明细的(.+?)应为零 / items\[(\d+)\]", warning)
+    if m:
+        return f"第{int(m[2]) + 1}行明细：{EXEMPT_TAXED[0]} / {EXEMPT_TAXED[1]}"
     m = re.match(r"^缺少(.+) / missing ", warning)
     if m:
         return f"缺少{m[1]} / {m[1]} is missing"

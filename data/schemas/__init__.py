@@ -33,6 +33,7 @@ DEFAULT_VALIDATORS = {
     "date_range": ["date_range"],
     "amount": ["amount"],
     "amount_words": ["amount_words"],
+    "rate": ["rate"],
     "id_number": ["id_number"],
     "credit_code": ["credit_code"],
     "tax_id": ["tax_id"],
@@ -56,6 +57,7 @@ class FieldSpec:
     choices: list[str] | None = None   # allowed values (type "enum")
     description: str = ""
     drop_suffix: str = ""          # printed after the value but no part of it (站 of 南京南站)
+    masked_when_exempt: bool = False   # a tax amount printed as *** where the rate is 免税/不征税/0%: 0.00
 
 
 @dataclass
@@ -110,10 +112,10 @@ def _parse_field(raw: Any, where: str) -> FieldSpec:
     if not isinstance(raw, dict):
         _fail(where, "each field must be a mapping with at least `key` and `label`")
     unknown = set(raw) - {"key", "label", "type", "key_phrases", "validators", "required",
-                          "pattern", "choices", "description", "drop_suffix"}
+                          "pattern", "choices", "description", "drop_suffix", "masked_when_exempt"}
     if unknown:
         _fail(where, f"unknown setting(s) {sorted(unknown)}; allowed: key, label, type, key_phrases, "
-                     "validators, required, pattern, choices, description, drop_suffix")
+                     "validators, required, pattern, choices, description, drop_suffix, masked_when_exempt")
     key = raw.get("key")
     if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
         _fail(where, f"`key` must be lower_snake_case English (e.g. invoice_number), got {key!r}")
@@ -153,10 +155,15 @@ def _parse_field(raw: Any, where: str) -> FieldSpec:
     suffix = raw.get("drop_suffix", "")
     if not isinstance(suffix, str):
         _fail(where, f"`drop_suffix` must be a string (e.g. 站), got {suffix!r}")
+    masked = raw.get("masked_when_exempt", False)
+    if not isinstance(masked, bool) or (masked and ftype != "amount"):
+        _fail(where, "`masked_when_exempt: true` is for fields of type amount (a tax printed as *** on an "
+                     "exempt invoice)")
     return FieldSpec(key=key, label=label, type=ftype, key_phrases=list(phrases),
                      validators=list(validators), required=bool(raw.get("required", False)),
                      pattern=pattern, choices=[str(c) for c in choices] if choices else None,
-                     description=str(raw.get("description", "")), drop_suffix=suffix)
+                     description=str(raw.get("description", "")), drop_suffix=suffix,
+                     masked_when_exempt=masked)
 
 
 def _parse_rule(raw: Any, where: str, keys: set[str], item_keys: set[str]) -> Rule:
