@@ -365,6 +365,8 @@ def test_only_checked_pages_are_saved_as_corrected(app, tmp_path):
     assert not app.exception and not app.error
     assert any("Saved 1 checked page" in s.value for s in app.success)
     assert any("python -m training retrain --corpus" in c.value for c in app.code)
+    assert any("Retraining needs at least 24 checked pages, 23 more" in i.value for i in app.info), \
+        "a corpus retrain would refuse is said to be too small, with how many pages are missing"
     corpus = tmp_path / "corrections" / "corpus.jsonl"
     records = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
     assert len(records) == 1

@@ -62,6 +62,7 @@ HELDOUT = DataConfig().heldout_layouts
 # The promotion rule's numbers, in one place (decide_promotion applies them):
 MIN_HELDOUT_PAGES = 8        # fewer held-out corpus pages cannot tell a better model from a worse one (one page
                              # once moved `latest` to a model that had lost a third of the invoice fields)
+MIN_CORPUS_PAGES = 3 * MIN_HELDOUT_PAGES   # a corpus split by pages holds MIN_HELDOUT_PAGES out from this size on
 PROMOTION_TOLERANCE = 0.01   # F1 the new model may lose on one doc type of the base's own held-out set (the
                              # noise of a few pages per type) and still count as "no loss"
 BASE_HELDOUT_PAGES = 8       # pages per doc type in the base's own held-out set (generated, fixed seed)
@@ -242,7 +243,7 @@ def stage_split(corpus_dir: Path, work: Path, seed: int) -> dict:
             return int(hashlib.md5(Path(r["image"]).name.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
         ranked = sorted(records, key=bucket)
         n_test = sum(bucket(r) < HELDOUT for r in records)
-        if len(records) >= 3 * MIN_HELDOUT_PAGES:
+        if len(records) >= MIN_CORPUS_PAGES:
             n_test = max(n_test, MIN_HELDOUT_PAGES)
         n_test = min(max(n_test, 1), len(records) - 1) if len(records) > 1 else len(records)
         held = {id(r) for r in ranked[:n_test]}
@@ -702,7 +703,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             (stages.dir / f"{stage}.json").unlink(missing_ok=True)
         raise RetrainError(
             f"only {split['heldout']} of the corpus' {total} pages can be held out to judge the new model; at "
-            f"least {MIN_HELDOUT_PAGES} are needed (a corpus of {3 * MIN_HELDOUT_PAGES} or more pages holds out "
+            f"least {MIN_HELDOUT_PAGES} are needed (a corpus of {MIN_CORPUS_PAGES} or more pages holds out "
             f"{MIN_HELDOUT_PAGES}), else one lucky page decides whether `latest` moves. Label more pages, or "
             f"pass --force to train and promote without this check")
     schema_files = corpus_schemas(work / "corpus")

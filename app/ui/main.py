@@ -502,7 +502,14 @@ def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> 
         st.success(f"已保存 {saved} 页已核对的页面为训练样本 Saved {saved} checked page(s) as training examples in "
                    f"{path} (本次共 {st.session_state['saved_pages']} 页 this session; "
                    f"语料共 {total} 页 in the corpus)")
-        st.markdown("用这些样本重新训练 Retrain with them (README, “Training and retraining”):")
+        from training.retrain import MIN_CORPUS_PAGES, MIN_HELDOUT_PAGES
+        if total >= MIN_CORPUS_PAGES:
+            st.markdown("用这些样本重新训练 Retrain with them (README, “Training and retraining”):")
+        else:     # retrain would refuse it (exit 2): say so here, not after a clerk has run it
+            st.info(f"重新训练至少需要 {MIN_CORPUS_PAGES} 页已核对的页，还差 {MIN_CORPUS_PAGES - total} 页 / "
+                    f"Retraining needs at least {MIN_CORPUS_PAGES} checked pages, {MIN_CORPUS_PAGES - total} more: "
+                    f"it holds {MIN_HELDOUT_PAGES} of them out to judge the new model against the current one. "
+                    "When there are enough, run:")
         st.code(RETRAIN_COMMAND.format(corpus=folder), language="bash")
 
 
