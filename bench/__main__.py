@@ -47,6 +47,7 @@ SLOW: dict[str, str] = {
     "retrain_layout_bench": "a retrain on a held-out invoice layout improves it (minutes of training)",
     "retrain_replay_bench": "a retrain on a new type keeps the base's types (minutes of training per run)",
     "train_step_bench": "the pipeline engine's cost per training step against a plain step",
+    "review_bench": "which fields are flagged for review against which are wrong, per threshold (OCR of ~30 pages)",
 }
 
 

@@ -100,6 +100,7 @@ class Field:
     valid: bool | None = None      # True/False from a validator, None where no rule applies
     label: str = ""                # the schema's Chinese label
     span: list[int] | None = None  # [start, end) character offsets into the page text, if known
+    review: bool = False           # a person should look: a check failed or the confidence is low (data/validate.py)
 
 
 @dataclass

@@ -793,3 +793,26 @@ def test_an_edit_revalidates_from_scratch_when_no_check_was_recorded():
     assert len(out.warnings) == len(set(out.warnings)), out.warnings
     assert out.warnings[0].startswith("page 1 reads poorly"), "a warning of the pipeline stays"
     assert out.checks == out.warnings[1:]
+
+
+def test_a_low_confidence_value_is_flagged_for_review_until_a_person_fixes_it():
+    """Field.review (data/validate.py): a value read below REVIEW_THRESHOLD is shown as '⚠ 请核对' and its
+    row coloured even where its check passed or none applies; a value typed in by a person is not."""
+    from app.ui.fields import REVIEW_ROW, failed_rows_style
+    from app.ui.words import REVIEW
+    from data.schemas import load_schema
+    from data.validate import REVIEW_THRESHOLD, validate
+    doc = invoice_document("x.png")
+    doc.fields["invoice_number"].score = REVIEW_THRESHOLD - 0.05
+    validate(doc, load_schema("vat_invoice"))
+    assert doc.fields["invoice_number"].valid is True and doc.fields["invoice_number"].review
+    assert not doc.fields["issue_date"].review
+    assert json.loads(doc.to_json())["fields"]["invoice_number"]["review"] is True
+    frame = fields_frame(doc, 0)
+    assert frame.loc[frame[COL_KEY] == "invoice_number", COL_CHECK].item() == REVIEW
+    styles = failed_rows_style(frame)._compute().ctx          # the cells' computed styles
+    row = list(frame[COL_KEY]).index("invoice_number")
+    assert ("background-color", REVIEW_ROW.split(": ")[1]) in styles[(row, 0)]
+    out, _ = apply_edits(doc, frame.assign(**{COL_VALUE: frame[COL_VALUE].where(
+        frame[COL_KEY] != "invoice_number", "87654321")}))
+    assert not out.fields["invoice_number"].review, "a value a person typed needs no second look"

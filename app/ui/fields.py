@@ -24,6 +24,7 @@ EDITABLE = (COL_VALUE,)
 
 FAILED_ROW = "background-color: #fde2e2; color: #8b0000"     # a row whose check failed
 PICKED_ROW = "background-color: #fff3b0"                      # the row of the box picked on the page
+REVIEW_ROW = "background-color: #ffe8cc"                      # read with low confidence: look at it
 
 # line-item columns, in the order invoices print them; other item keys follow under their label
 ITEM_HEADERS = {"name": "名称 Name", "spec": "规格型号 Spec", "unit": "单位 Unit", "quantity": "数量 Qty",
@@ -80,14 +81,16 @@ def fields_frame(doc: Document, page: int | None = None, include_missing: bool =
 
 
 def failed_rows_style(frame: pd.DataFrame, picked: str | None = None) -> Any:
-    """The table with every row whose check failed coloured, and the row of the `picked` field key
+    """The table with every row whose check failed coloured, a row to review (low confidence) in orange,
+    and the row of the `picked` field key
     (the one found on the page) in yellow. Streamlit applies it to the columns that are not editable:
     label, normalised value, confidence, check."""
     def colour(row: pd.Series) -> list[str]:
-        bad = str(row.get(COL_CHECK, row.get(COL_ITEM_CHECK, ""))).startswith("✗")
+        check = str(row.get(COL_CHECK, row.get(COL_ITEM_CHECK, "")))
+        bad = check.startswith("✗")
         if picked is not None and row.get(COL_KEY) == picked:
             return [PICKED_ROW + ("; color: #8b0000" if bad else "")] * len(row)
-        return [FAILED_ROW if bad else ""] * len(row)
+        return [FAILED_ROW if bad else REVIEW_ROW if check.startswith("⚠") else ""] * len(row)
     return frame.style.apply(colour, axis=1)
 
 

@@ -38,6 +38,7 @@ RULE_WORDS: dict[str, tuple[str, str]] = {
     "id_sex": ("性别与身份证号不符", "the sex differs from the ID number"),
 }
 PASSED, NO_RULE, NOT_FOUND = "✓ 通过 passed", "— 无校验 no rule", "— 未识别 not found"
+REVIEW = "⚠ 请核对 low confidence, check it"     # Field.review without a failed check (data/validate.py)
 
 
 def _schema(doc_type: str | None) -> Any:
@@ -86,6 +87,8 @@ def check_words(doc: Document, key: str, field: Field | None, item_key: str | No
     (and English) when the field failed a check."""
     if field is None:
         return NOT_FOUND
+    if field.valid is not False and field.review:
+        return REVIEW
     if field.valid is None:
         return NO_RULE
     if field.valid:
