@@ -26,41 +26,17 @@ from pathlib import Path
 import numpy as np
 
 from bench.targets import Target, judge
-from data.corpus import corpus_from_synth_dir, read_corpus
+from data.corpus import read_corpus
 from data.document import Document, Page
 from training.evaluate import Counts, fold_text, gold_of, score_pairs
+from training.trainer import cached_pages, form_set_pages
 
 FORM = "generic_form"
 
 
-def _cached_pages(cache: Path, tag: str | None = None) -> dict[str, Page]:
-    """Cached OCR pages by record id (`tag`: only those read with these OCR settings; else the first read)."""
-    pages: dict[str, Page] = {}
-    if cache.is_file():
-        for raw in cache.read_text(encoding="utf-8").splitlines():
-            if raw.strip():
-                row = json.loads(raw)
-                if (tag is None and row["id"] not in pages) or (tag is not None and row.get("ocr") == tag):
-                    pages[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
-    return pages
-
-
-def load_set(folder: Path, only: set[str] | None = None, ocr_tag: str | None = None) -> list[tuple[dict, Page]]:
-    """(record, OCR'd page) for every page of a generator folder (`only`: these record ids); OCRs what
-    the cache lacks. `ocr_tag`: the pages read with those OCR settings (models.ocr.OCRSettings.tag), so
-    two runs compare decoders on the same reads after the OCR defaults changed."""
-    from training.trainer import _rid, ocr_records
-    recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM and (only is None or r["id"] in only)]
-    if ocr_tag is not None:
-        cached = _cached_pages(folder / "ocr_cache.jsonl", ocr_tag)
-        return [(r, cached[_rid(r)]) for r in recs if _rid(r) in cached]
-    pages = ocr_records(recs, folder / "ocr_cache.jsonl", desc=f"real OCR {folder.name}")
-    return [(r, pages[_rid(r)]) for r in recs if _rid(r) in pages]
-
-
 def load_heldout(work: Path) -> list[tuple[dict, Page]]:
     recs = [r for r in read_corpus(work / "corpus.jsonl") if r.get("doc_type") == FORM]
-    pages = _cached_pages(work / "ocr_cache.jsonl")
+    pages = cached_pages(work / "ocr_cache.jsonl")
     return [(r, pages[str(r["id"])]) for r in recs if str(r.get("id")) in pages]
 
 
@@ -183,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     learned = ex.pair_scorer
     groups: dict[str, list] = defaultdict(list)
     for folder in args.sets:
-        for rec, page in load_set(Path(folder), ocr_tag=args.ocr_tag):
+        for rec, page in form_set_pages(Path(folder), ocr_tag=args.ocr_tag):
             name = f"{rec.get('layout')} ({Path(folder).name})"
             groups[name].append((gold_of(rec, None)[2], page))
             if args.by_degrade:

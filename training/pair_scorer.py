@@ -159,17 +159,17 @@ def collect(ex: Any, layouts: list[str], pages: int, seed: int, sets: list[Path]
     for folder in sets:
         import cv2
 
-        from bench.form_pairs_bench import _cached_pages, load_set
         from data.corpus import corpus_from_synth_dir
         from models.ocr.rulings import add_rulings
+        from training.trainer import cached_pages, form_set_pages
         if not (folder / "manifest.jsonl").is_file():
             raise RefusedError(f"{folder} is no generator folder (no manifest.jsonl)")
         recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == FORM and r.get("layout") in layouts]
         # a page already read is used whatever OCR settings read it (real OCR noise all the same); the
         # rest is read now and cached
-        cached = _cached_pages(folder / "ocr_cache.jsonl")
+        cached = cached_pages(folder / "ocr_cache.jsonl")
         missing = {str(r["id"]) for r in recs if str(r["id"]) not in cached}
-        read = {str(r["id"]): p for r, p in load_set(folder, only=missing)} if missing else {}
+        read = {str(r["id"]): p for r, p in form_set_pages(folder, only=missing)} if missing else {}
         n = 0
         for rec in recs:
             page = cached.get(str(rec["id"])) or read.get(str(rec["id"]))

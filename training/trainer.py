@@ -147,6 +147,35 @@ def _rid(rec: dict) -> str:
     return str(rec.get("id") or rec.get("image"))
 
 
+def cached_pages(cache: Path, tag: str | None = None) -> dict[str, Page]:
+    """The pages of an `ocr_records` cache by record id (`tag`: only those read with these OCR settings,
+    models.ocr.OCRSettings.tag; else the first read of each, whatever settings read it)."""
+    from data.document import Document
+    pages: dict[str, Page] = {}
+    if cache.is_file():
+        for raw in cache.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                row = json.loads(raw)
+                if (tag is None and row["id"] not in pages) or (tag is not None and row.get("ocr") == tag):
+                    pages[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
+    return pages
+
+
+def form_set_pages(folder: Path, only: set[str] | None = None, ocr_tag: str | None = None
+                   ) -> list[tuple[dict, Page]]:
+    """(record, OCR'd page) for every generic-form page of a generator folder (`only`: these record ids);
+    OCRs what its ocr_cache.jsonl lacks. `ocr_tag`: only the pages read with those OCR settings, so two runs
+    compare decoders on the same reads after the OCR defaults changed. Used by the pair scorer's fit and
+    bench.form_pairs_bench."""
+    recs = [r for r in corpus_from_synth_dir(folder) if r.get("doc_type") == "generic_form"
+            and (only is None or r["id"] in only)]
+    if ocr_tag is not None:
+        cached = cached_pages(folder / "ocr_cache.jsonl", ocr_tag)
+        return [(r, cached[_rid(r)]) for r in recs if _rid(r) in cached]
+    pages = ocr_records(recs, folder / "ocr_cache.jsonl", desc=f"real OCR {folder.name}")
+    return [(r, pages[_rid(r)]) for r in recs if _rid(r) in pages]
+
+
 def ocr_pass(work: Path, shard: int, shards: int, seed: int) -> None:
     """Read training pages with real OCR, every `shards`-th page of a fixed order from `seed`
     starting at `shard`, into work/ocr_train.shard<i>.jsonl: run one per core in the background
