@@ -212,7 +212,7 @@ class _Actor:
     sent: float = 0.0
 
 
-def _death_reason(exc: BaseException) -> str:
+def death_reason(exc: BaseException) -> str:
     """Ray's long actor-death message cut to what says why: its "The actor ... because" sentence, the
     worker's exit detail, and the error a creation task raised (e.g. ModuleNotFoundError on a node
     without the product installed)."""
@@ -277,6 +277,60 @@ def _start_reaper() -> subprocess.Popen[bytes] | None:
         return None
 
 
+def join_ray(settings: RaySettings) -> tuple[Any, bool, subprocess.Popen[bytes] | None]:
+    """Start or join Ray as `settings` say: (the ray module, whether this process started the instance, the
+    watchdog of a local instance started here or None). Raises RaySetupError with what to do. Used by
+    `batch --ray` (RayPool) and `serve --ray` (app/serve/ray_workers.py); `leave_ray` undoes it."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")   # no usage reports from a batch of invoices
+    if settings.address == LOCAL and "ray" not in sys.modules:
+        # a single-machine instance listens on the loopback interface only (Ray otherwise binds
+        # its ports to the LAN address); read by Ray when it is imported
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        os.environ.setdefault("RAY_AUTH_MODE", "token")   # Ray's default for a new instance, said without a warning
+    try:
+        import ray
+    except ImportError as exc:
+        raise RaySetupError(f"--ray needs the ray package ({exc}); install requirements.txt") from None
+    if ray.is_initialized():
+        return ray, False, None
+    _probe(settings.address)
+    kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING", "configure_logging": True}
+    if settings.address == LOCAL:
+        kwargs.update(num_cpus=settings.num_cpus, include_dashboard=False)
+    try:
+        ray.init(address=settings.address, **kwargs)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        why = " ".join(str(exc).split())[:400].rstrip(".")
+        raise RaySetupError(
+            f"cannot start or reach Ray at {settings.address!r}: {why}. "
+            "Start a cluster with `ray start --head` (then `--ray auto` on that machine, or "
+            "`--ray HEAD_IP:6379`), or give --ray no ADDRESS for a Ray instance on this machine; "
+            "--ray takes an optional value, so put it after the IN arguments or write --ray=ADDRESS"
+        ) from None
+    return ray, True, _start_reaper() if settings.address == LOCAL else None
+
+
+def leave_ray(ray: Any, started_here: bool, reaper: subprocess.Popen[bytes] | None) -> None:
+    """End the Ray instance when this process started it, and its watchdog."""
+    if ray is not None and started_here:
+        ray.shutdown()
+    if reaper is not None:       # end-of-file: it ends whatever of the instance is left, then exits
+        assert reaper.stdin is not None
+        reaper.stdin.close()
+        try:
+            reaper.wait(timeout=REAPER_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            reaper.wait()
+
+
+def cluster_size(ray: Any) -> tuple[float, str]:
+    """The cluster's CPUs, and a line naming its live nodes and CPUs."""
+    cpus = ray.cluster_resources().get("CPU", 0)
+    nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+    return cpus, f"{nodes} node{'s' if nodes != 1 else ''}, {cpus:g} CPUs"
+
+
 def write_overlay(folder: str, name: str, data: bytes) -> None:
     """An overlay the actor drew, written by the driver through a temp file and a rename."""
     os.makedirs(folder, exist_ok=True)
@@ -312,42 +366,12 @@ class RayPool(CrashPolicy):
     def connect(self) -> None:
         """Start or join Ray (raises RaySetupError with what to do) and size the pool."""
         started = time.perf_counter()
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")   # no usage reports from a batch of invoices
-        if self.settings.address == LOCAL and "ray" not in sys.modules:
-            # a single-machine instance listens on the loopback interface only (Ray otherwise binds
-            # its ports to the LAN address); read by Ray when it is imported
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-            os.environ.setdefault("RAY_AUTH_MODE", "token")   # Ray's default for a new instance, said without a warning
-        try:
-            import ray
-        except ImportError as exc:
-            raise RaySetupError(f"--ray needs the ray package ({exc}); install requirements.txt") from None
-        self.ray = ray
-        if not ray.is_initialized():
-            _probe(self.settings.address)
-            kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING",
-                                      "configure_logging": True}
-            if self.settings.address == LOCAL:
-                kwargs.update(num_cpus=self.settings.num_cpus, include_dashboard=False)
-            try:
-                ray.init(address=self.settings.address, **kwargs)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                why = " ".join(str(exc).split())[:400].rstrip(".")
-                raise RaySetupError(
-                    f"cannot start or reach Ray at {self.settings.address!r}: {why}. "
-                    "Start a cluster with `ray start --head` (then `--ray auto` on that machine, or "
-                    "`--ray HEAD_IP:6379`), or give --ray no ADDRESS for a Ray instance on this machine; "
-                    "--ray takes an optional value, so put it after the IN arguments or write --ray=ADDRESS"
-                ) from None
-            self.started_here = True
-            if self.settings.address == LOCAL:
-                self.reaper = _start_reaper()
+        self.ray, self.started_here, self.reaper = join_ray(self.settings)
+        ray = self.ray
         self.remote_class = ray.remote(BatchActor)
-        cpus = ray.cluster_resources().get("CPU", 0)
-        nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        cpus, self.cluster = cluster_size(ray)
         self.size = self.requested or max(1, int(cpus))
         self.connect_s = time.perf_counter() - started
-        self.cluster = f"{nodes} node{'s' if nodes != 1 else ''}, {cpus:g} CPUs"
         if self.size > cpus:
             print(f"[batch] Ray: {self.size} actors asked for, the cluster has {cpus:g} CPUs now; the others "
                   "start when CPUs are added (an autoscaler) or freed", file=sys.stderr)
@@ -456,7 +480,7 @@ class RayPool(CrashPolicy):
         except Exception:
             pass
         where = f"pid {actor.pid} on {actor.node}" if actor.pid else "starting"
-        how = f"Ray actor ({where}) died: {_death_reason(exc)}"
+        how = f"Ray actor ({where}) died: {death_reason(exc)}"
         self._lost(actor.task, actor.ready, how, "Ray actors", pending)
         busy = sum(a.task is not None for a in self.actors)
         if pending and len(self.actors) < min(self.size, len(pending) + busy):
@@ -482,18 +506,8 @@ class RayPool(CrashPolicy):
     def close(self) -> None:
         """End the actors, and the Ray instance when this batch started it."""
         self.stop()
-        if self.ray is not None and self.started_here:
-            self.ray.shutdown()
-            self.started_here = False
-        if self.reaper is not None:       # end-of-file: it ends whatever of the instance is left, then exits
-            assert self.reaper.stdin is not None
-            self.reaper.stdin.close()
-            try:
-                self.reaper.wait(timeout=REAPER_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                self.reaper.kill()
-                self.reaper.wait()
-            self.reaper = None
+        leave_ray(self.ray, self.started_here, self.reaper)
+        self.started_here, self.reaper = False, None
 
     def describe(self) -> str:
         per_doc = self.overhead_s / self.documents if self.documents else 0.0

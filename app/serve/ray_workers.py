@@ -7,7 +7,7 @@ after kill -9 are exactly the local mode's. Each slot of the pool (app/serve/wor
 its bytes with the job, so nodes need no shared disk (a model named by a request is loaded from the
 same path on the actor's node: keep model folders at one path on every node, as for `batch --ray`).
 
-Ray is started or joined as `batch --ray` does it (app/batch/ray_pool.RayPool.connect: no ADDRESS starts
+Ray is started or joined as `batch --ray` does it (app/batch/ray_pool.join_ray: no ADDRESS starts
 a loopback-only instance on this machine that ends with the server, a watchdog included; "auto" or
 HOST:PORT joins a cluster). Failures keep the local mode's rules: actors are made with max_restarts=0
 and max_task_retries=0; an actor that dies reading a job (RayActorError: killed, out of memory, its
@@ -28,8 +28,15 @@ import sys
 import time
 from typing import Any
 
-from app.batch.ray_pool import LOCAL, RayPool, RaySettings, RaySetupError, _death_reason  # noqa: F401
-from app.batch.worker import WorkerOptions
+from app.batch.ray_pool import (  # noqa: F401  (RaySetupError: for app/serve/command.py)
+    LOCAL,
+    RaySettings,
+    RaySetupError,
+    cluster_size,
+    death_reason,
+    join_ray,
+    leave_ray,
+)
 from app.serve.jobs import Job
 from app.serve.workers import READY_TIMEOUT, Task, _Slot, run_task
 
@@ -61,20 +68,23 @@ class RayCluster:
     `close()` ends an instance started here."""
 
     def __init__(self, address: str = LOCAL) -> None:
-        self._pool = RayPool(WorkerOptions(), None, lambda task, rows: None, RaySettings(address=address))
         self.address = address
         self.ray: Any = None
         self.actor_class: Any = None
+        self.started_here = False
+        self.reaper: Any = None
 
     def connect(self) -> str:
         """Start or join Ray; returns a line saying what it found."""
-        self._pool.connect()
-        self.ray = self._pool.ray
+        started = time.perf_counter()
+        self.ray, self.started_here, self.reaper = join_ray(RaySettings(address=self.address))
         self.actor_class = self.ray.remote(ServeActor)
-        return f"Ray ({self.address}): {self._pool.cluster}, connected in {self._pool.connect_s:.1f} s"
+        _, cluster = cluster_size(self.ray)
+        return f"Ray ({self.address}): {cluster}, connected in {time.perf_counter() - started:.1f} s"
 
     def close(self) -> None:
-        self._pool.close()
+        leave_ray(self.ray, self.started_here, self.reaper)
+        self.started_here, self.reaper = False, None
 
 
 class RaySlot(_Slot):
@@ -102,7 +112,7 @@ class RaySlot(_Slot):
             try:
                 state, info, self.node = ray.get(ref)
             except Exception as exc:       # the actor died while loading
-                state, info = "init_failed", _death_reason(exc)
+                state, info = "init_failed", death_reason(exc)
             if state == "ready":
                 self.ready = True
                 return True
@@ -138,7 +148,7 @@ class RaySlot(_Slot):
                 try:
                     message = ray.get(ref)
                 except Exception as exc:
-                    how = f"Ray worker {self.index} on {self.node}: {_death_reason(exc)}"
+                    how = f"Ray worker {self.index} on {self.node}: {death_reason(exc)}"
                     self.stop_worker(kill=True)
                     if _actor_died(exc):
                         self.crashed(job, how)
