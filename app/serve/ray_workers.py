@@ -21,7 +21,6 @@ guarantees above live.
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -89,6 +88,7 @@ class RayCluster:
 
 class RaySlot(_Slot):
     """A slot of ServicePool whose worker is a ServeActor (see the module docstring)."""
+    progress_with_answer = True
 
     def __init__(self, pool: Any, index: int) -> None:
         super().__init__(pool, index)
@@ -155,9 +155,6 @@ class RaySlot(_Slot):
                     else:
                         pool.finish(job, "failed", error={"type": type(exc).__name__, "message": how})
                     return
-                if message[0] == "result":           # progress comes with the answer (module docstring)
-                    pages = sum(len(json.loads(text).get("pages") or []) for text in message[2])
-                    pool.store.progress(job.id, pages, pages)
                 self.answered(job, message, time.monotonic() - started)
                 return
             if self.interrupted(job):

@@ -82,6 +82,8 @@ FinishCallback = Callable[[Job], None]
 
 
 class _Slot:
+    progress_with_answer = False      # the worker sends ("progress", ...) after each page
+
     def __init__(self, pool: "ServicePool", index: int) -> None:
         self.pool = pool
         self.index = index
@@ -222,6 +224,9 @@ class _Slot:
         """The worker's answer: ("result", id, [Document JSON text]) or ("error", id, {type, message})."""
         if message[0] == "result":
             docs = [json.loads(text) for text in message[2]]
+            if self.progress_with_answer:      # a worker that says nothing until its answer (a Ray actor)
+                pages = sum(len(d.get("pages") or []) for d in docs)
+                self.pool.store.progress(job.id, pages, pages)
             failed = [d["error"] for d in docs if d.get("error")]
             every = bool(failed) and len(failed) == len(docs)
             self.pool.finish(job, "failed" if every else "done", result=docs, error=failed[0] if every else None,
