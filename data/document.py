@@ -1,4 +1,4 @@
-"""The one result shape: Document > Page > Line, plus extracted Fields, item rows and key-value Pairs.
+"""The one result shape: Document > Page > Line, plus extracted Fields, item rows, key-value Pairs and Tables.
 
 Every entry point (OCR, extraction, the UI, the batch CLI, evaluation) returns or consumes a
 `Document`; `Result` is the same class under the name the design uses. JSON is the exchange form:
@@ -115,6 +115,34 @@ class Pair:
 
 
 @dataclass
+class Cell:
+    """One cell of a form's table: its text ("" where the cell is blank) and where it stands."""
+    text: str = ""
+    box: Box | None = None
+
+
+@dataclass
+class Table:
+    """A table of a generic form: a header row naming the columns and one record per row under it
+    (家庭成员: 称谓 | 姓名 | 出生年月 over a row per person). Every record has one Cell per column. Its
+    headers and cells are no key-value pairs: a form's `pairs` never hold a table's lines."""
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Cell]] = field(default_factory=list)
+    column_boxes: list[Box | None] = field(default_factory=list)
+    box: Box | None = None         # the whole table: header and records
+    score: float = 1.0
+    page: int = 0
+
+    def records(self) -> list[dict[str, str]]:
+        """The rows as {column: text}, the flat view used for CSV and Excel (a repeated column name
+        gets its position: 姓名, 姓名 (2))."""
+        names = []
+        for i, c in enumerate(self.columns):
+            names.append(c if c not in names else f"{c} ({i + 1})")
+        return [{n: cell.text for n, cell in zip(names, row)} for row in self.rows]
+
+
+@dataclass
 class Document:
     source: str = ""
     pages: list[Page] = field(default_factory=list)
@@ -123,6 +151,7 @@ class Document:
     fields: dict[str, Field] = field(default_factory=dict)
     items: list[dict[str, Field]] = field(default_factory=list)   # repeated rows (invoice items)
     pairs: list[Pair] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)               # a form's tables (never in pairs)
     warnings: list[str] = field(default_factory=list)
     # the validator's warnings of the last `data.validate.validate` call, which are also in `warnings`:
     # the next call takes exactly these out before adding its own, so a fixed value's warning goes
@@ -169,6 +198,11 @@ class Document:
             fields={k: Field(**v) for k, v in d.get("fields", {}).items()},
             items=[{k: Field(**v) for k, v in row.items()} for row in d.get("items", [])],
             pairs=[Pair(**p) for p in d.get("pairs", [])],
+            tables=[Table(columns=list(t.get("columns", [])),
+                          rows=[[Cell(**c) for c in row] for row in t.get("rows", [])],
+                          column_boxes=list(t.get("column_boxes", [])), box=t.get("box"),
+                          score=t.get("score", 1.0), page=t.get("page", 0))
+                    for t in d.get("tables", [])],
             warnings=list(d.get("warnings", [])),
             checks=list(d.get("checks", [])),
             timings=dict(d.get("timings", {})),

@@ -65,6 +65,7 @@ class Canvas:
     items: list[dict[str, FieldMark]] = field(default_factory=list)
     links: list[tuple[int, int]] = field(default_factory=list)
     pairs: list[dict] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)    # {"columns", "column_lines", "rows", "cell_lines"}
     decorations: bool = True       # False: text only (tests check ink against boxes)
 
     def __post_init__(self) -> None:

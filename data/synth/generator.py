@@ -4,7 +4,10 @@ Ground truth (a contract other parts build on):
     {"image", "doc_type", "layout", "seed", "degrade", "width", "height",
      "lines": [{"id", "text", "quad", "box", "label", "linking"}],
      "fields": {key: {"value", "text", "line", "span", "box"}},
-     "items": [{key: field}], "pairs": [{"key", "value", "key_line", "value_line"}]}
+     "items": [{key: field}], "pairs": [{"key", "value", "key_line", "value_line"}],
+     "tables": [{"columns": [str], "column_lines": [id | None], "rows": [[str]], "cell_lines": [[id | None]]}]}
+A table's rows hold one text per column ("" and None for a blank cell); a column name or cell printed
+over several lines is the first line's id with the texts joined (data/synth/form.py).
 Generic forms' pairs also list every line of a multi-line key or value ("key_lines", "value_lines")
 and a check-box group's "options" (data/synth/form.py says how).
 Geometry is in the final (degraded) image's pixels. A page is a pure function of (doc_type, seed,
@@ -100,6 +103,7 @@ def ground_truth(c: Canvas, geo: Degradation, doc_type: str, layout: str, seed: 
         "fields": {k: _field_gt(c, m, geo) for k, m in c.fields.items()},
         "items": [{k: _field_gt(c, m, geo) for k, m in row.items()} for row in c.items],
         "pairs": [dict(p) for p in c.pairs],
+        "tables": [dict(t) for t in c.tables],
     }
 
 
