@@ -471,16 +471,40 @@ def test_a_data_table_inside_a_form_gives_no_pairs_but_labels_above_values_do():
         sorted(t for t, _ in family if t != "家庭成员")
 
 
+def test_a_data_table_comes_out_as_a_table_with_a_record_per_row_and_its_wrapped_cells_whole():
+    from models.extraction.forms import decode_form_page
+    heads = [("起止时间", [212, 498, 289, 525]), ("学校", [442, 497, 489, 527]), ("专业", [656, 497, 702, 527])]
+    row1 = [("2007.09-2009.06", [187, 537, 316, 556]), ("郑州大学", [428, 535, 501, 560]),
+            ("工商管理", [643, 535, 716, 560])]
+    wrap1 = [("第二学院", [428, 563, 501, 585])]             # the school's name goes on in its cell
+    row2 = [("2018.09-2022.06", [186, 603, 317, 624]), ("山东大学", [429, 601, 501, 626])]   # 专业 blank
+    tags = ["QQQQ", "QQ", "QQ", "A" * 15, "AAAA", "AAAA", "AAAA", "A" * 15, "AAAA"]
+    page, pred = _page(heads + row1 + wrap1 + row2, tags)
+    pairs, tables = decode_form_page(page, pred, LABELS)
+    assert pairs == []
+    (table,) = tables
+    assert table.columns == ["起止时间", "学校", "专业"]
+    assert [[c.text for c in row] for row in table.rows] == \
+        [["2007.09-2009.06", "郑州大学第二学院", "工商管理"], ["2018.09-2022.06", "山东大学", ""]]
+    assert table.rows[0][1].box == [428, 535, 501, 585] and table.rows[1][2].box is None
+    assert table.box == [186, 497, 716, 626] and table.page == 0 and 0 < table.score <= 1
+    assert table.records()[1] == {"起止时间": "2018.09-2022.06", "学校": "山东大学", "专业": ""}
+    # switched off, the same lines are pairs again and no table comes out
+    pairs, tables = decode_form_page(page, pred, LABELS, off=frozenset({"form_data_tables"}))
+    assert tables == [] and pairs
+
+
 def test_a_row_of_thin_boxes_under_table_headings_is_read_once():
     # OCR boxes a few pixels tall (rules, dashes) under three headings: the table scan used to find the
     # same row again for ever (the page hung in decoding)
     from models.extraction.form_layout import Layout
     from models.extraction.form_pieces import Piece
+    from models.extraction.form_tables import find_tables
     boxes = [[212, 498, 289, 525], [442, 497, 489, 527], [656, 497, 702, 527],
              [190, 545, 310, 548], [430, 545, 500, 548], [640, 545, 720, 548]]
     pieces = [Piece(i, 0, 4, "一一一一", b) for i, b in enumerate(boxes)]
     page, _ = _page([("起止时间", b) for b in boxes], ["QQQQ"] * 6)
-    assert Layout(page, pieces).data_table(lambda p: True, lambda p: True) == set()
+    assert find_tables(Layout(page, pieces), lambda p: True, lambda p: True) == []
 
 
 def test_the_grid_value_column_outweighs_the_model_calling_a_row_furniture():

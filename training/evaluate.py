@@ -5,7 +5,10 @@ Scoring rules, the same for every model and corpus:
   value counts twice (a false positive and a false negative), as in the usual KIE scoring;
 - item-row fields count as a multiset of (items.<key>, value) per page, so row order does not matter;
 - a generic form's pairs are (key text, value text) with spaces, colons and width folded, matched as
-  a multiset per page.
+  a multiset per page;
+- a generic form's table cells are (column name, cell text), folded the same way, non-blank cells only,
+  matched as a multiset per page (`score_tables`); `pair_errors` counts the two wrong kinds of pair a
+  clerk would never sign: a label taken as a value, and a table's line read into a pair.
 
 `python -m training evaluate --model DIR --data DIR [--ocr real|gt]` runs the extractor over a corpus
 (ground-truth lines or real OCR of the rendered images) and prints/writes these tables.
@@ -101,6 +104,44 @@ def score_pairs(gold: list[tuple[str, str]], pred: list[tuple[str, str]]) -> Cou
     g = Counter((fold_text(k), fold_text(v)) for k, v in gold)
     p = Counter((fold_text(k), fold_text(v)) for k, v in pred)
     return _multiset_counts(g, p)
+
+
+def table_cells(tables: list[tuple[list[str], list[list[str]]]]) -> Counter:
+    """The non-blank cells of (columns, rows of texts) tables as a multiset of folded (column, text)."""
+    return Counter((fold_text(cols[j]), fold_text(text)) for cols, rows in tables for row in rows
+                   for j, text in enumerate(row) if j < len(cols) and fold_text(text))
+
+
+def gold_tables(rec: dict) -> list[tuple[list[str], list[list[str]]]]:
+    """A generated page's tables (its ground truth's "tables") as (columns, rows of texts)."""
+    return [(list(t["columns"]), [list(r) for r in t["rows"]]) for t in rec.get("tables") or []]
+
+
+def score_tables(gold: list[tuple[list[str], list[list[str]]]], pred: list) -> Counts:
+    """Cell counts of predicted `data.document.Table`s against gold (columns, rows) tables."""
+    return _multiset_counts(table_cells(gold), table_cells([(t.columns, [[c.text for c in r] for r in t.rows])
+                                                            for t in pred]))
+
+
+def _inside(box: list[float] | None, other: list[float]) -> bool:
+    if not box:
+        return False
+    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return other[0] <= x <= other[2] and other[1] <= y <= other[3]
+
+
+def pair_errors(rec: dict, pairs: list) -> dict[str, int]:
+    """How many predicted pairs (`data.document.Pair`s, boxes in the page's pixels) of a generated page take a
+    printed label as their value (the value's box centre inside a gold question or header line), and how
+    many hold a line of a gold table (key or value centre inside one)."""
+    lines = rec.get("lines") or []
+    labels = [ln["box"] for ln in lines if ln.get("label") in ("question", "header")]
+    ids = {i for t in rec.get("tables") or [] for i in list(t.get("column_lines") or []) +
+           [c for row in t.get("cell_lines") or [] for c in row] if i is not None}
+    table = [ln["box"] for ln in lines if ln.get("id") in ids]
+    label_value = sum(1 for p in pairs if any(_inside(p.value_box, b) for b in labels))
+    in_table = sum(1 for p in pairs if any(_inside(p.value_box, b) or _inside(p.key_box, b) for b in table))
+    return {"label_as_value": label_value, "table_line_pairs": in_table}
 
 
 @dataclass

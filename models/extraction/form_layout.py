@@ -35,8 +35,6 @@ TIGHT_GAP = 0.3      # x line height: the two lines of one label touch; two rows
 TIGHT_CHARS = 4      # ... the first of at most this many characters, the second of three (是否一般 / 纳税人; a
                      # four-character second line is a label of its own: 本科 / 入职日期 is a value over a label)
 TOUCH_OVERLAP = 0.5  # the OCR boxes of two lines of a packed cell may overlap by this x line height
-TABLE_COLUMNS = 3    # a data table in a form: this many column headings in a row (Layout.data_table) ...
-TABLE_ROWS = 2       # ... over this many rows of answers
 SPACED_GAP = 2.0     # x line height: the characters of a letter-spaced label (姓 | 名) stand this close
 PAST_KEY_ROW = 1.0   # Layout.past_a_key: a label within this x line height of the value's row stands on it
 COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
@@ -243,44 +241,6 @@ class Layout:
                                                            geometry.same_row(p.box, k.box, self.slope,
                                                                              self.st.form_row_tol))),
                       key=lambda p: p.box[0])
-
-    def data_table(self, is_head: Callable[[Piece], bool], is_cell: Callable[[Piece], bool]) -> set[int]:
-        """ids of the pieces of a data table inside a form (学习经历: 起止时间 学校 专业 学历 over a row per
-        school): a row of at least TABLE_COLUMNS column headings (`is_head`), then at least TABLE_ROWS rows
-        whose pieces stand under distinct headings and are mostly answers (`is_cell`). Its headings are no
-        keys and its cells nobody's value. A heading row over a single row of answers is indistinguishable
-        from labels printed above their values, and stays fields."""
-        out: set[int] = set()
-        seen: set[int] = set()
-        for first in self.pieces:
-            if id(first) in seen or id(first) in out:
-                continue
-            head = self.row(first)
-            seen.update(id(p) for p in head)
-            if len(head) < TABLE_COLUMNS or not all(is_head(p) for p in head):
-                continue
-            h = max(self.line_height(p) for p in head)
-            spans = [(p.box[0] - h / 2, p.box[2] + h / 2) for p in head]
-            rows: list[list[Piece]] = []
-            bottom = max(p.box[3] for p in head)
-            taken = {id(p) for p in head}       # a row is read once (one of thin boxes, a dash, would come back)
-            while True:
-                below = [p for p in self.pieces
-                         if id(p) not in taken and bottom - h / 4 <= p.box[1] <= bottom + 2.5 * h]
-                if not below:
-                    break
-                nxt = self.row(min(below, key=lambda p: p.box[1]))
-                under = [p for p in nxt if any(a <= (p.box[0] + p.box[2]) / 2 <= b for a, b in spans)]
-                cols = {next(i for i, (a, b) in enumerate(spans) if a <= (p.box[0] + p.box[2]) / 2 <= b) for p in under}
-                if len(cols) < min(TABLE_COLUMNS, len(head)) or sum(map(is_cell, under)) * 2 < len(under):
-                    break
-                rows.append(under)
-                taken.update(id(p) for p in nxt)
-                bottom = max(bottom, max(p.box[3] for p in nxt))
-            if len(rows) >= TABLE_ROWS:
-                out.update(id(p) for p in head)
-                out.update(id(p) for r in rows for p in r)
-        return out
 
     def left_of(self, k: Piece) -> Piece | None:
         """The nearest piece left of `k` on its row, if any."""

@@ -49,7 +49,7 @@ from typing import Callable
 import numpy as np
 
 from data import geometry
-from data.document import Page, Pair
+from data.document import Page, Pair, Table
 from models.extraction.base import PagePrediction
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_layout import SECTION as SECTION_HEAD
@@ -85,6 +85,7 @@ from models.extraction.form_pieces import (
 )
 from models.extraction.form_pieces import is_value as text_is_value
 from models.extraction.form_roles import RoleModel, relabel
+from models.extraction.form_tables import FoundTable, find_tables
 from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
@@ -136,9 +137,17 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
                 off: frozenset[str] = frozenset()) -> list[Pair]:
     """The key-value pairs of one page, top to bottom; `pred` is `Extractor.predict_page`'s output (its
     `pair_scorer`, the model directory's learned scorer if it has one, ranks the candidates)."""
+    return decode_form_page(page, pred, tag_labels, st, off)[0]
+
+
+def decode_form_page(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
+                     off: frozenset[str] = frozenset()) -> tuple[list[Pair], list[Table]]:
+    """One page's key-value pairs and its tables (form_tables.py), both top to bottom; no pair holds a
+    table's line."""
     scorer = pred.pair_scorer
-    return _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None,
-                    scorer.cuts if scorer is not None else None).pairs()
+    dec = _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None,
+                   scorer.cuts if scorer is not None else None)
+    return dec.pairs(), [t.table(page) for t in dec.tables]
 
 
 def form_candidates(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
@@ -180,7 +189,8 @@ class _Decoder:
         self.prob: dict[tuple[int, int], float] = {}     # a reranking scorer's p(true pair) per (key, value)
         self.key_prob: dict[int, float] = {}             # ... of the pair each key took
         self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
-        self.table: set[int] = set()           # ids of a data table's headings and cells (Layout.data_table)
+        self.tables: list[FoundTable] = []     # the data tables inside the form (form_tables.py)
+        self.table: set[int] = set()           # ids of their headings and cells
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
         self.bare_first = "form_bare_first_option" not in off    # 是 | □否: 是 was ticked (form_layout.option_group)
         self.geo = Layout(page, pieces, st)
@@ -208,10 +218,11 @@ class _Decoder:
                 self.own[id(p.value)] = float(np.clip(key_score(p.value.text, piece_tags(p.value, masses)), -3, 3))
         # a data table inside the form (headings over rows of answers): neither keys nor values
         if "form_data_tables" not in off:
-            self.table = self.geo.data_table(
-                lambda p: not p.colon_key and not options(p.text) and
+            self.tables = find_tables(
+                self.geo, lambda p: not p.colon_key and not options(p.text) and
                 (self.ks(p) >= st.form_key_min or is_header(p, self.masses[p.line])),
                 lambda p: self.ks(p) < st.form_key_min)
+            self.table = {i for t in self.tables for i in t.ids()}
 
     def merged_tags(self, new: Piece, a: Piece, b: Piece) -> None:
         """A label joined from pieces on two OCR lines (姓 | 名) reads on its first line's span: that span

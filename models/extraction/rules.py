@@ -21,7 +21,7 @@ from data.labels import ITEM_PREFIX
 from models.extraction import arithmetic, field_rules, items, spans
 from models.extraction.base import PageContext, PagePrediction, level_lines, plausible
 from models.extraction.doctype import form_structure, pick_type
-from models.extraction.forms import decode_form
+from models.extraction.forms import decode_form, decode_form_page
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 from models.extraction.spans import decode_spans
 
@@ -176,7 +176,9 @@ def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, ta
                 off: frozenset[str] = frozenset()) -> None:
     """Add one page's values to `doc` (fields and items of its schema, or a generic form's pairs)."""
     if generic:
-        doc.pairs += decode_form(page, pred, tag_labels, settings, off)
+        pairs, tables = decode_form_page(page, pred, tag_labels, settings, off)
+        doc.pairs += pairs
+        doc.tables += tables
         return
     specs = {f.key: f for f in schema.fields}
     free_text = {f.key for f in schema.fields if f.type == "text"}

@@ -1,0 +1,143 @@
+"""Generic forms: the tables inside a form (学习经历: 起止时间 | 学校 | 专业 over a row per school).
+
+A row of column headings with rows of entries under it is a table, not pairs: 姓名 is not the key of
+出生年月 beside it, and a name in the second row is nobody's value. `find_tables` finds them from layout
+and two tests the form decoder gives it (forms.py): `is_head`, a piece that could head a column (a
+label or what the model calls a header), and `is_cell`, a piece that reads as an entry (not label-like):
+
+- a row of at least TABLE_COLUMNS pieces, all headings;
+- then the rows under it, each standing under at least TABLE_COLUMNS distinct headings (fewer where the
+  table has fewer columns), mostly entries, each no further below the last than TABLE_ROW_GAP line heights;
+  after the first, a record may leave cells blank down to two columns if all it holds are entries;
+  a row of fewer columns right under the last one, each piece under a column that row filled, is the next
+  printed line of those cells (an address or a school name wrapped in its cell), not a row of its own;
+- at least TABLE_ROWS such rows. A heading row over a single row of answers is indistinguishable from
+  labels printed above their values, and stays fields.
+
+Its headings are no keys and its cells nobody's value (forms.py vetoes them), and it comes out as a
+`data.document.Table`: the headings name the columns, each row a record with one cell per column (blank
+where nothing stands under a heading), each cell with the union box of its pieces. The table's score is
+the mean OCR confidence of its lines: how sure the reading is, not how sure the table is a table.
+Rule name: form_data_tables (models/extraction/rules.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from data.document import Cell, Page, Table, union_box
+from models.extraction.form_layout import Layout
+from models.extraction.form_pieces import Piece
+
+TABLE_COLUMNS = 3     # a data table in a form: this many column headings in a row ...
+TABLE_ROWS = 2        # ... over this many rows of entries
+TABLE_ROW_GAP = 2.5   # x line height: a record row starts at most this far under the one above (ruled rows
+                      # of 2.8x the type size leave 1.8 line heights between their text)
+TABLE_WRAP_GAP = 0.45  # x line height: a cell's next printed line stands this close under its first (rows of
+                       # an unruled table stand 0.5 line heights apart and more)
+
+
+@dataclass
+class FoundTable:
+    """A table as pieces: its headings left to right, and per record the pieces under each heading."""
+    head: list[Piece]
+    rows: list[list[list[Piece]]] = field(default_factory=list)
+
+    def ids(self) -> set[int]:
+        return {id(p) for p in self.head} | {id(p) for row in self.rows for cell in row for p in cell}
+
+    def table(self, page: Page) -> Table:
+        """The `Table` of the document model (page number, column names, one Cell per column and record)."""
+        lines = [p for p in self.head] + [p for row in self.rows for cell in row for p in cell]
+        scores = [page.lines[i].score for p in lines for i in sorted(p.lines)]
+        return Table(columns=[p.text for p in self.head],
+                     rows=[[Cell(_cell_text(cell), union_box([p.box for p in cell])) for cell in row]
+                           for row in self.rows],
+                     column_boxes=[list(p.box) for p in self.head],
+                     box=union_box([p.box for p in lines]),
+                     score=round(sum(scores) / len(scores), 4) if scores else 1.0,
+                     page=page.index)
+
+
+def _cell_text(cell: list[Piece]) -> str:
+    """A cell's pieces in reading order: top to bottom, then left to right; Chinese joins without a space,
+    Latin and digits with one (2007.09 -2009.06 is one period, Zhang San two words)."""
+    out = ""
+    for p in sorted(cell, key=lambda p: (round(p.box[1] / max(1.0, p.box[3] - p.box[1])), p.box[0])):
+        if out and out[-1].isascii() and out[-1].isalnum() and p.text[:1].isascii() and p.text[:1].isalnum():
+            out += " "
+        out += p.text
+    return out
+
+
+def find_tables(geo: Layout, is_head: Callable[[Piece], bool], is_cell: Callable[[Piece], bool]) -> list[FoundTable]:
+    """The data tables among `geo.pieces`, top to bottom (see the module docstring)."""
+    out: list[FoundTable] = []
+    seen: set[int] = set()
+    inside: set[int] = set()
+    for first in sorted(geo.pieces, key=lambda p: (p.box[1], p.box[0])):
+        if id(first) in seen or id(first) in inside:
+            continue
+        head = geo.row(first)
+        seen.update(id(p) for p in head)
+        if len(head) < TABLE_COLUMNS or not all(is_head(p) for p in head):
+            continue
+        found = _records(geo, head, is_cell)
+        if len(found.rows) >= TABLE_ROWS:
+            out.append(found)
+            inside |= found.ids()
+    return out
+
+
+def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -> FoundTable:
+    """The rows under a heading row that stand under its headings, read until one does not."""
+    h = max(geo.line_height(p) for p in head)
+    spans = [(p.box[0] - h / 2, p.box[2] + h / 2) for p in head]
+
+    def column(p: Piece) -> int | None:
+        x = (p.box[0] + p.box[2]) / 2
+        return next((i for i, (a, b) in enumerate(spans) if a <= x <= b), None)
+
+    found = FoundTable(head)
+    bottom = max(p.box[3] for p in head)
+    taken = {id(p) for p in head}       # a row is read once (one of thin boxes, a dash, would come back)
+    while True:
+        below = [p for p in geo.pieces
+                 if id(p) not in taken and bottom - h / 4 <= p.box[1] <= bottom + TABLE_ROW_GAP * h]
+        if not below:
+            break
+        nxt = geo.row(min(below, key=lambda p: p.box[1]))
+        under = [(column(p), p) for p in nxt]
+        placed = [(c, p) for c, p in under if c is not None]
+        cols = {c for c, _ in placed}
+        if found.rows and _wraps(found.rows[-1], placed, len(placed) == len(nxt), h):
+            for c, p in placed:
+                found.rows[-1][c].append(p)
+        elif not _record(found, cols, [is_cell(p) for _, p in placed], len(head)):
+            break
+        else:
+            row: list[list[Piece]] = [[] for _ in head]
+            for c, p in placed:
+                row[c].append(p)
+            found.rows.append(row)
+        taken.update(id(p) for p in nxt)
+        bottom = max(bottom, max(p.box[3] for p in nxt))
+    return found
+
+
+def _record(found: FoundTable, cols: set[int], cells: list[bool], columns: int) -> bool:
+    """A row under the headings is a record: the first fills at least TABLE_COLUMNS columns (fewer where the
+    table has fewer) with mostly entries; a later one may leave cells blank, down to two columns, all of
+    them entries (a label-value row after the table, 姓名 | 张三 under two of its columns, is none)."""
+    if len(cols) >= min(TABLE_COLUMNS, columns):
+        return sum(cells) * 2 >= len(cells)
+    return bool(found.rows) and len(cols) >= 2 and all(cells)
+
+
+def _wraps(last: list[list[Piece]], placed: list[tuple[int, Piece]], all_placed: bool, h: float) -> bool:
+    """`placed` (a row of pieces under their columns) is the next printed line of the cells of the record
+    `last`: every piece under a column that record filled, right under that cell, and fewer columns than
+    the record has (a full row of its own is a record)."""
+    if not placed or not all_placed or len({c for c, _ in placed}) >= sum(1 for cell in last if cell):
+        return False
+    return all(last[c] and p.box[1] - max(q.box[3] for q in last[c]) <= TABLE_WRAP_GAP * h for c, p in placed)
