@@ -649,3 +649,13 @@ def test_a_label_over_two_lines_of_a_ruled_cell_tagged_half_a_heading_still_take
     grid = _row_grid([150, 260, 900], 410, 496)
     assert _ruled(lines, grid, tags) == [("提交证件情况", "按规定执行")]
     assert _ruled(lines, grid, tags, off=frozenset({"form_cells"})) == []
+
+
+def test_the_colon_of_a_web_address_is_no_key_colon():
+    # 学校网址 kept its value: the address was cut at http's colon into a pair http -> //www...
+    assert _pairs([("学校网址：http://www.gzkjxy.net", [100, 100, 500, 130])]) == \
+        [("学校网址", "http://www.gzkjxy.net")]
+    assert _pairs([("学校网址", [100, 100, 200, 130]), ("https：//www.gzkjxy.net", [260, 100, 500, 130])]) == \
+        [("学校网址", "https：//www.gzkjxy.net")]
+    # a colon that ends a key still does, and a time's stays inside its value
+    assert _pairs([("会议时间：14:30", [100, 100, 300, 130])]) == [("会议时间", "14:30")]

@@ -131,13 +131,19 @@ def piece_tags(p: Piece, masses: list[np.ndarray]) -> np.ndarray:
 
 # --- pieces ----------------------------------------------------------------------------------------
 
+URL_SCHEME = re.compile(r"(?i)(?:https?|ftp)\s*$")
+
+
 def _key_colons(text: str, key_max: int = 14) -> list[int]:
-    """Colon positions that end a key; a colon between digits (10:30) is part of a value, and so is a
-    colon after more than `key_max` characters followed by more text (a title's subtitle: 方法研究：以...为例)."""
+    """Colon positions that end a key; a colon between digits (10:30) or after a web address's scheme (http://)
+    is part of a value, and so is a colon after more than `key_max` characters followed by more text (a
+    title's subtitle: 方法研究：以...为例)."""
     out: list[int] = []
     for i, ch in enumerate(text):
         if ch not in COLONS or (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()):
             continue
+        if URL_SCHEME.search(text[:i]) and text[i + 1:i + 3] in ("//", "／／"):
+            continue                 # http://www.gzkjxy.net: the colon of a web address
         run = text[(out[-1] + 1 if out else 0):i].strip()
         if len(run) > key_max and text[i + 1:].strip():
             continue
