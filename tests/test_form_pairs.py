@@ -659,3 +659,4 @@ def test_the_colon_of_a_web_address_is_no_key_colon():
         [("学校网址", "https：//www.gzkjxy.net")]
     # a colon that ends a key still does, and a time's stays inside its value
     assert _pairs([("会议时间：14:30", [100, 100, 300, 130])]) == [("会议时间", "14:30")]
+

@@ -408,6 +408,22 @@ def test_every_rule_that_can_be_switched_off_has_a_test_here():
     assert [r.name for r in RULES if not r.core and f'"{r.name}"' not in here] == []
 
 
+def test_a_line_read_across_a_ruled_cell_border_is_cut_at_the_border():
+    # OCR read the phone number and the next cell's label as one line: the value stops at the border
+    lines = [("电话：15195851025有效签证有□无", [100, 100, 560, 130]), ("姓名", [100, 150, 160, 180]),
+             ("张三", [220, 150, 300, 180])]
+    page, pred = _form_page(lines)
+    grid = [[90, 90, 90, 200], [205, 90, 205, 200], [360, 90, 360, 200], [600, 90, 600, 200],
+            [90, 90, 600, 90], [90, 140, 600, 140], [90, 200, 600, 200]]
+    assert ("电话", "15195851025有效签证有□无") in [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS)]
+    page.rules = grid
+    pairs = decode_form(page, pred, FORM_TAGS)
+    assert [(p.key, p.value) for p in pairs] == [("电话", "15195851025"), ("姓名", "张三")]
+    assert pairs[0].value_box[2] <= 365                       # its box ends at the border too
+    assert ("电话", "15195851025有效签证有□无") in \
+        [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=frozenset({"form_wall_cuts"}))]
+
+
 def test_type_unsure_is_generic():
     types = ["vat_invoice", "receipt", "generic_form"]
     schemas = {t: load_schema(t) for t in types}

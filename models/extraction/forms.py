@@ -37,8 +37,8 @@ Rules switched off by name (`off`, see models/extraction/rules.py): form_colonle
 form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
 form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
 form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
-form_cuts (the learned line cuts of form_cuts.py, likewise), form_code_cuts, form_column_cuts,
-form_column_pairs, form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
+form_cuts (the learned line cuts of form_cuts.py, likewise), form_wall_cuts (form_walls.py), form_code_cuts,
+form_column_cuts, form_column_pairs, form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
 Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
@@ -86,6 +86,7 @@ from models.extraction.form_pieces import (
 from models.extraction.form_pieces import is_value as text_is_value
 from models.extraction.form_roles import RoleModel, relabel
 from models.extraction.form_tables import FoundTable, find_tables
+from models.extraction.form_walls import wall_cuts
 from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
@@ -169,6 +170,8 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     masses = label_masses(pred.probs, tag_labels)
     cut = cuts if "form_cuts" not in off else None
     pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max, cut)]
+    if "form_wall_cuts" not in off:
+        pieces = wall_cuts(page, pieces, st)
     if "form_code_cuts" not in off:
         pieces = code_cuts(page, pieces)
     if "form_column_cuts" not in off:

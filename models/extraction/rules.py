@@ -135,6 +135,8 @@ RULES: list[Rule] = [
          about="a bare option right before boxed ones (是 | □否: the filled box OCR lost) is the ticked one"),
     Rule("form_far_past_key", "forms", decode_form,
          about="a far value with another label before it on its row is that label's, not the far one's"),
+    Rule("form_wall_cuts", "forms", decode_form,
+         about="a line OCR read across a ruled cell border is cut at the border (form_walls.py)"),
     Rule("form_cells", "forms", decode_form,
          about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
                "and every line of that cell"),
