@@ -2,6 +2,8 @@
 
 OCR + field extraction for each file; prints a table per document found in it (a PDF of three
 invoices: three tables, "a.pdf — document 2 of 3, page 2"), writes the Document JSON and overlay images.
+A form's own tables are summed up under its pairs ("表格 1 (第1页): 3 列 x 4 行: 称谓 | 姓名 | 出生年月",
+then its first records); --json holds every cell.
 
 JSON (--json OUT, app/cli.py JSON_HELP, the same for every command): one document in all is written
 as one JSON object; several (several files, or a file holding several documents) as JSON Lines, one
@@ -32,7 +34,7 @@ from app.cli import (
     write_documents,
     write_png,
 )
-from data.document import Document, Page
+from data.document import Document, Page, Table
 
 HELP = "OCR and extract fields from images or PDFs; print a table, write JSON and overlays"
 
@@ -60,9 +62,22 @@ def field_table(doc: Document) -> str:
         rows.append(f"  item {i}: " + "; ".join(f"{k}={f.value}" for k, f in row.items()))
     for p in doc.pairs:
         rows.append(f"  {p.key:<22s} {p.value:<36s} {p.score:5.2f}")
+    rows += [f"  {line}" for n, t in enumerate(doc.tables, 1) for line in table_summary(n, t)]
     for w in doc.warnings:
         rows.append(f"  ! {w}")
     return "\n".join(rows)
+
+
+def table_summary(number: int, table: Table, records: int = 3) -> list[str]:
+    """A form's table in a few lines: its number, page, size and column names, then its first `records`
+    records (a long member list is not printed whole: --json has every cell)."""
+    lines = [f"表格 {number} (第{table.page + 1}页): {len(table.columns)} 列 x {len(table.rows)} 行: "
+             + " | ".join(table.columns)]
+    for i, record in enumerate(table.records()[:records], 1):
+        lines.append(f"  {i}: " + " | ".join(record.values()))
+    if len(table.rows) > records:
+        lines.append(f"  ... {len(table.rows) - records} more")
+    return lines
 
 
 def result_title(path: str, doc: Document) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from app.batch.csv_out import write_csv
+from app.batch.csv_out import tables_csv_path, write_csv, write_tables_csv
 from app.batch.inputs import DOCUMENT_SUFFIXES, expand_inputs
 from app.batch.pool import WorkerPool, WorkersFailedToStart
 from app.batch.rename import DEFAULT_TEMPLATE, TemplateError, check_template, file_by_fields
@@ -76,9 +76,11 @@ optional value: put it after IN, or write --ray=ADDRESS.
 Office results (rebuilt from --out at the end of every run, so a resumed run's tables cover every file):
 --csv: one row per document (a form's key-value pairs in its "pairs" column as JSON), the columns in
 schema order and the same in every run, English keys as header (--csv-labels adds a line of Chinese
-labels above them). --xlsx: the invoice register (发票台账) workbook: one row per invoice with Chinese
-and English headers, amounts as numbers (two decimals, a SUM totals row), codes and numbers as text with
-every digit, dates as dates; line items, other types, forms' pairs and unknown pages on sheets of their
+labels above them); a form's tables go beside it, one line per cell (file, part, page, table, record,
+column, text: results.csv -> results.tables.csv), when some document has tables. --xlsx: the invoice
+register (发票台账) workbook: one row per invoice with Chinese and English headers, amounts as numbers
+(two decimals, a SUM totals row), codes and numbers as text with every digit, dates as dates; line
+items, other types, forms' pairs, forms' tables (one row per cell) and unknown pages on sheets of their
 own. Duplicates: an invoice read twice (key 发票代码+发票号码, or the 20-digit 数电票 number; else seller
 tax ID + total + date) is named in the duplicate_of column of each copy, with the other copy's file and
 page; same seller, total and date with different numbers is a warning (near_duplicate_of). --register
@@ -520,6 +522,8 @@ def office_outputs(out: str, summary: Summary, *, doc_type: str | None = None, c
         summary.renamed, problems = file_by_fields(rows, rename, rename_to)
         summary.notes += [f"--to: {terminal_text(p)}" for p in problems]
     for flag, path, write in (("--csv", csv_path, lambda p: write_csv(out, p, doc_type, csv_labels, rows)),
+                              ("--csv", tables_csv_path(csv_path) if csv_path else None,
+                               lambda p: write_tables_csv(csv_path or "", rows, csv_labels)),
                               ("--xlsx", xlsx_path, lambda p: _write_xlsx(p, rows))):
         if not path:
             continue
@@ -582,6 +586,8 @@ def main(args: argparse.Namespace) -> int:
     print(summary.report(), file=sys.stderr)
     if args.csv:
         print(f"[batch] table written to {terminal_text(args.csv)}", file=sys.stderr)
+        if os.path.exists(tables_csv_path(args.csv)):     # made (or refreshed) when some document has tables
+            print(f"[batch] form tables written to {terminal_text(tables_csv_path(args.csv))}", file=sys.stderr)
     if args.xlsx:
         print(f"[batch] invoice register workbook written to {terminal_text(args.xlsx)}", file=sys.stderr)
     return 0 if summary.ok else 1

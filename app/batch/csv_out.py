@@ -11,6 +11,11 @@ A form (a document with key-value pairs and no schema fields) is one row too: it
 `pairs` column as JSON (`[{"key": "姓名", "value": "李明", "score": 0.9, "page": 1}, ...]`), added when any
 document of the table has pairs.
 
+A form's tables (`Document.tables`: a header row of column names over one record per row) do not fit one
+row per document: the batch writes them beside the CSV, `results.csv` -> `results.tables.csv`, in long
+format, one line per cell (file, part, page, table, record, column, text; `tables_table`), so tables with
+different columns share one file. Only made when some document has tables.
+
 A file holding several documents (a PDF of two invoices) gives one CSV row for each, numbered by
 the `part` and `parts` columns, with the document's page numbers in the file in `page` ("3", "3-4");
 only the newest complete set of rows per file is shown.
@@ -177,6 +182,67 @@ def pairs_json(row: dict[str, Any]) -> str:
     return json.dumps([{"key": str(p.get("key", "")), "value": str(p.get("value", "")),
                         "score": None if p.get("score") is None else round(float(p["score"]), 3),
                         "page": int(p.get("page", 0)) + 1} for p in found], ensure_ascii=False)
+
+
+TABLE_COLUMNS = ["file", "part", "page", "table", "record", "column", "text"]
+TABLE_LABELS = {"file": "文件", "part": "文档", "page": "页", "table": "表格", "record": "记录", "column": "列名",
+                "text": "内容"}
+
+
+def has_tables(rows: Iterable[dict[str, Any]]) -> bool:
+    return any(row.get("tables") for row in rows)
+
+
+def table_cells(row: dict[str, Any]) -> list[list[Any]]:
+    """A document's tables in long format, one line per cell: file, part, 1-based page, table number and
+    record number (both 1-based within the document), column name, text. Long, not one sheet per table,
+    so that tables with different columns (a member list and a résumé on one form) share one CSV and one
+    sheet, and a tool can pivot them back. Column names as `Table.records()` gives them (a repeated name
+    gets its position), so every cell of a record has a distinct name."""
+    from data.document import Cell, Table
+    out: list[list[Any]] = []
+    tables = [t for t in row.get("tables") or [] if isinstance(t, dict)]
+    for n, t in enumerate(tables, 1):
+        table = Table(columns=[str(c) for c in t.get("columns") or []],
+                      rows=[[Cell(text=str(c.get("text", ""))) for c in cells if isinstance(c, dict)]
+                            for cells in t.get("rows") or []])
+        page = int(t.get("page", 0) or 0) + 1
+        for r, record in enumerate(table.records(), 1):
+            for column, text in record.items():
+                out.append([row.get("file") or row.get("source") or "", int(row.get("part", 1) or 1), page, n, r,
+                            column, text])
+    return out
+
+
+def tables_table(rows: list[dict[str, Any]], labels: bool = False, ordered: bool = True) -> list[list[Any]]:
+    """Every table cell of `rows` in long format (`table_cells`), header line(s) first (`labels`: a line of
+    Chinese labels above the keys), documents in `row_order` (`ordered`), every cell through
+    `spreadsheet_text`. Failed documents have no tables."""
+    rows = row_order(rows) if ordered else list(rows)
+    header = ([[TABLE_LABELS[c] for c in TABLE_COLUMNS]] if labels else []) + [list(TABLE_COLUMNS)]
+    body = [cells for row in rows if not row.get("error") for cells in table_cells(row)]
+    return [spreadsheet_row(line) for line in header + body]
+
+
+def tables_csv_path(csv_path: str) -> str:
+    """Where the batch writes the table cells of a --csv: beside it, `results.csv` -> `results.tables.csv`."""
+    root, ext = os.path.splitext(csv_path)
+    return f"{root}.tables{ext or '.csv'}"
+
+
+def write_tables_csv(csv_path: str, rows: list[dict[str, Any]], labels: bool = False) -> int | None:
+    """Rebuild the tables CSV of `csv_path` (`tables_csv_path`) from `rows` (every latest row, so a resumed
+    run's file covers earlier runs too), atomically like the CSV. Written when a document has tables, and
+    rewritten (header only) when an earlier run left one and none has now, so it is never stale; else not
+    made at all (an invoice batch gets no empty file). Returns the number of cells written, None when no
+    file was written."""
+    path = tables_csv_path(csv_path)
+    if not has_tables(rows) and not os.path.exists(path):
+        return None
+    lines = tables_table(rows, labels)
+    with atomic_write(path, "w", encoding="utf-8-sig", newline="") as fh:
+        csv.writer(fh).writerows(lines)
+    return len(lines) - (2 if labels else 1)
 
 
 def csv_header(rows: list[dict[str, Any]], doc_type: str | None = None, labels: bool = False

@@ -10,6 +10,8 @@ One sheet per kind of document, built from result rows (the batch's JSONL dicts,
 - one sheet per other schema type found (火车票 train_ticket, 购物小票 receipt, ID cards, licences), laid out
   as the invoice sheet;
 - 键值对 Pairs: a form's key-value pairs (and any other document's), one row each;
+- 表格 Tables: a form's tables in long format, one row per cell (file, part, page, table, record, column,
+  text), so tables with different columns share the sheet; only when some document has tables, as Pairs;
 - 其他 Other: every document of no schema type (`other`, a failed file), so no document goes missing.
 
 Cells are typed for accounting: an amount is a number with two decimals (number format 0.00, so SUM works);
@@ -30,15 +32,19 @@ from typing import Any
 from app.batch.csv_out import (
     BASE_LABELS,
     DUPLICATE_COLUMNS,
+    TABLE_COLUMNS,
+    TABLE_LABELS,
     formula_like,
     merge_keys,
     page_label,
     row_order,
+    table_cells,
     type_order,
 )
 
 INVOICE_TYPES = ("vat_invoice", "e_invoice")
 INVOICE_SHEET, ITEM_SHEET, PAIR_SHEET, OTHER_SHEET = "发票 Invoices", "明细 Items", "键值对 Pairs", "其他 Other"
+TABLE_SHEET = "表格 Tables"
 FORM_TYPES = ("generic_form",)
 NUMBER_TYPES = ("amount", "decimal", "quantity")
 TEXT_TYPES = ("code", "tax_id", "credit_code", "id_number", "number")
@@ -187,6 +193,17 @@ def pair_sheet(rows: list[dict[str, Any]]) -> Sheet:
     return sheet
 
 
+def table_sheet(rows: list[dict[str, Any]]) -> Sheet:
+    """Every table cell of these documents, one row each (app/batch/csv_out.py `table_cells`); the cell
+    text stays text (a 出生年月 199005 is not a number to sum)."""
+    kinds = {"part": "raw", "page": "raw", "table": "raw", "record": "raw"}
+    sheet = Sheet(TABLE_SHEET, [(k, TABLE_LABELS[k], kinds.get(k, "text")) for k in TABLE_COLUMNS], totals=False)
+    for row in rows:
+        for cells in table_cells(row):
+            sheet.add(dict(zip(TABLE_COLUMNS, cells)))
+    return sheet
+
+
 def other_sheet(rows: list[dict[str, Any]]) -> Sheet:
     sheet = Sheet(OTHER_SHEET, _lead_columns(LEAD + TAIL), totals=False)
     for row in rows:
@@ -218,6 +235,10 @@ def register_sheets(rows: list[dict[str, Any]], ordered: bool = True) -> list[Sh
     if paired:      # a form's pairs, and those of any other document that has some
         sheets.append(pair_sheet(paired))
         placed |= {id(r) for r in paired if r.get("doc_type") in FORM_TYPES}
+    tabled = [r for r in rows if r.get("tables") and not r.get("error")]
+    if tabled:      # a form's tables, long format (only when some document has one, as the pairs)
+        sheets.append(table_sheet(tabled))
+        placed |= {id(r) for r in tabled if r.get("doc_type") in FORM_TYPES}
     rest = [r for r in rows if id(r) not in placed]
     if rest:
         sheets.append(other_sheet(rest))

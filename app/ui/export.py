@@ -5,7 +5,8 @@ documents and a whole multi-file upload export the same way: one row per documen
 (the batch CSV's layout and column order, which accounting tools import; a form's pairs in its "pairs"
 column), one row per line item in the items CSV, and the invoice register workbook of the batch's --xlsx
 (app/batch/xlsx_out.py: 发票 Invoices, 明细 Items, a sheet per other type, 键值对 Pairs, 其他 Other) with a
-review sheet 字段 Fields at the end (one row per field, with its confidence and check). Duplicates within the
+review sheet 字段 Fields at the end (one row per field, with its confidence and check); a form's tables are
+on the register's 表格 Tables sheet and in the tables CSV, one row per cell. Duplicates within the
 documents exported (and, with a register, `duplicates`) are in the duplicate_of columns. CSVs are UTF-8
 with a BOM, which Excel needs to show Chinese.
 
@@ -22,7 +23,7 @@ import io
 import json
 from typing import Any
 
-from app.batch.csv_out import csv_table, spreadsheet_row
+from app.batch.csv_out import csv_table, spreadsheet_row, tables_table
 from app.batch.xlsx_out import register_bytes
 from app.batch.xlsx_out import text_cell as _as_text  # noqa: F401  (the name older callers import)
 from app.register import mark_duplicates
@@ -127,6 +128,13 @@ def item_rows(docs: Named, columns: list[tuple[str, str]]) -> list[list[Any]]:
 def pair_rows(docs: Named) -> list[list[Any]]:
     return [[name, doc.part, p.page + 1, p.key, p.value, round(float(p.score), 4)]
             for name, doc in docs for p in doc.pairs]
+
+
+def tables_csv(docs: Named) -> bytes:
+    """Every cell of the documents' tables, one row each (the batch's tables CSV: file, part, page, table,
+    record, column, text), documents in the order of the uploads."""
+    rows = [{**doc.to_dict(), "file": name or doc.source} for name, doc in docs]
+    return _csv(tables_table(rows, ordered=False))
 
 
 def items_csv(docs: Named) -> bytes:

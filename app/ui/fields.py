@@ -15,7 +15,7 @@ import pandas as pd
 
 from app.batch.csv_out import csv_table
 from app.ui.words import NOT_FOUND, check_words, error_words
-from data.document import Document, Field, Page
+from data.document import Cell, Document, Field, Page, Table
 
 COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (
     "key", "字段 Field", "识别值 Value", "规范值 Normalised", "置信度 Confidence", "校验 Check", "页 Page")
@@ -135,6 +135,20 @@ def pairs_frame(doc: Document, page: int | None = None) -> pd.DataFrame:
     rows = [{"#": i + 1, "键 Key": p.key, "值 Value": p.value, "置信度 Confidence": round(float(p.score), 3),
              "页 Page": p.page + 1} for i, p in enumerate(doc.pairs) if page is None or p.page == page]
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+
+
+def table_frames(doc: Document, page: int | None = None) -> list[tuple[int, Table, pd.DataFrame]]:
+    """A form's tables, on `page` only when given: (its 1-based number in the document, as in the exports;
+    the table; a frame with the table's column names as header and one row per record). Read-only: a
+    table's cells are not corrected in the UI."""
+    out = []
+    for n, table in enumerate(doc.tables, 1):
+        if page is not None and table.page != page:
+            continue
+        # the header as records() names it (a repeated name gets its position), also for a table of no record
+        names = list(Table(columns=table.columns, rows=[[Cell() for _ in table.columns]]).records()[0])
+        out.append((n, table, pd.DataFrame(table.records(), columns=names).fillna("")))
+    return out
 
 
 def lines_frame(page: Page) -> pd.DataFrame:

@@ -3,10 +3,11 @@
 Drop photos, scans or PDFs. Each page is shown on the left with its OCR lines, fields (each its own
 colour), line-item cells and form pairs drawn on it; on the right, at full height, tabs hold the
 editable field table (a failed check colours its row and says why, in Chinese), the line items, the
-form's key-value pairs and the OCR text. Picking a field, an item row or a pair highlights its box and
-zooms the page to it. Corrected values are re-normalised and re-validated at once. Downloads: JSON, a
-CSV of fields, a CSV of items, one Excel workbook (app/ui/export.py), for one document or the whole
-upload. A page marked 已核对 (checked) can be saved as a training example (app/ui/corrections.py) in the
+form's key-value pairs, its tables (a tab only where the page has one; read-only) and the OCR text.
+Picking a field, an item row or a pair highlights its box and zooms the page to it. Corrected values are
+re-normalised and re-validated at once. Downloads: JSON, a CSV of fields, a CSV of items, one Excel
+workbook (app/ui/export.py) and, where a form has tables, a CSV of their cells, for one document or the
+whole upload. A page marked 已核对 (checked) can be saved as a training example (app/ui/corrections.py) in the
 one folder the server sets ($PIAOJU_CORRECTIONS_DIR, else runs/corrections): the sidebar shows it, a
 visitor cannot change it; unchecked pages are never saved.
 
@@ -19,6 +20,7 @@ import functools
 import hashlib
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,15 @@ from app.batch.inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
 from app.register import REGISTER_ENV, RegisterError  # noqa: E402
 from app.ui.corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
-from app.ui.export import XLSX_MIME, export_json, fields_csv, items_csv, session_duplicates, workbook  # noqa: E402
+from app.ui.export import (  # noqa: E402
+    XLSX_MIME,
+    export_json,
+    fields_csv,
+    items_csv,
+    session_duplicates,
+    tables_csv,
+    workbook,
+)
 from app.ui.fields import (  # noqa: E402
     COL_CHECK,
     COL_KEY,
@@ -63,6 +73,7 @@ from app.ui.fields import (  # noqa: E402
     lines_frame,
     pairs_frame,
     schema_label,
+    table_frames,
 )
 from app.ui.view import legend_html, page_overlay, timings_text, zoom_crop  # noqa: E402
 from app.ui.words import warning_words  # noqa: E402
@@ -263,7 +274,7 @@ def show_header(view: dict) -> None:
     """Type and confidence in full (the type's Chinese name and key wrap, never cut), then counts."""
     doc = view["corrected"]
     label = schema_label(doc.doc_type) if doc.doc_type else "未识别 not detected"
-    c1, c2, c3, c4, c5, c6 = st.columns([4, 2, 1, 1, 1, 1])
+    c1, c2, c3, c4, c5, c6, *c7 = st.columns([4, 2, 1, 1, 1, 1] + ([1] if doc.tables else []))
     c1.markdown(f"<div style='font-size:0.875rem'>文档类型 Document type</div>"
                 f"<div style='font-size:1.6rem;line-height:1.25'>{label}</div>", unsafe_allow_html=True)
     c2.metric("置信度 Confidence", "—" if doc.doc_type_score is None else f"{doc.doc_type_score:.0%}",
@@ -272,6 +283,8 @@ def show_header(view: dict) -> None:
     c4.metric("字段 Fields", len(doc.fields))
     c5.metric("明细 Items", len(doc.items))
     c6.metric("键值对 Pairs", len(doc.pairs))
+    if c7:
+        c7[0].metric("表格 Tables", len(doc.tables))
 
 
 def find_targets(doc: Document, page: Page) -> dict[str, tuple[str, list[Box]]]:
@@ -369,6 +382,16 @@ def show_pairs_tab(view: dict, page: Page, pick_key: str) -> None:
                  on_select=lambda: _pick_from_table(table_key, pick_key, "pair", list(frame["#"])))
 
 
+def show_tables_tab(view: dict, page: Page) -> None:
+    """The form's tables on this page, each under its number, page and size, its column names as the header
+    and one row per record (read-only: the tables are exported as read, app/batch/xlsx_out.py 表格 Tables)."""
+    for n, table, frame in table_frames(view["corrected"], page.index):
+        st.markdown(f"**表格 {n} Table {n}** · 第 {table.page + 1} 页 page {table.page + 1} · "
+                    f"{len(table.columns)} 列 columns × {len(table.rows)} 行 records")
+        st.dataframe(frame, key=f"table-{view['key']}-{page.index}-{n}", hide_index=True, width="stretch",
+                     height=_table_height(len(frame)))
+
+
 def show_page(view: dict, page_index: int) -> None:
     """Page `page_index` (its position in the document's pages) on the left, drawn on its preview with
     the picked box highlighted and zoomed; on the right the tabs of what was read, its warnings and
@@ -398,9 +421,16 @@ def show_page(view: dict, page_index: int) -> None:
         n_fields = sum(1 for f in doc.fields.values() if f.page == page.index)
         n_items = len(items_frame(doc, page.index))
         n_pairs = sum(1 for p in doc.pairs if p.page == page.index)
+        n_tables = sum(1 for t in doc.tables if t.page == page.index)
         tabs = {"fields": f"字段 Fields ({n_fields})", "items": f"明细 Items ({n_items})",
-                "pairs": f"键值对 Pairs ({n_pairs})", "text": f"文本 Text ({len(page.lines)})"}
-        order = ["pairs", "fields", "items", "text"] if n_pairs and not n_fields else list(tabs)
+                "pairs": f"键值对 Pairs ({n_pairs})", "tables": f"表格 Tables ({n_tables})",
+                "text": f"文本 Text ({len(page.lines)})"}
+        if not n_tables:        # a tab only where the page has a table
+            del tabs["tables"]
+        order = list(tabs)
+        if not n_fields and (n_pairs or n_tables):      # a form opens on what it holds, pairs first
+            lead = (["pairs"] if n_pairs else []) + (["tables"] if n_tables else [])
+            order = lead + [n for n in order if n not in lead]
         for name, tab in zip(order, st.tabs([tabs[n] for n in order])):
             with tab:
                 if name == "fields":
@@ -409,6 +439,8 @@ def show_page(view: dict, page_index: int) -> None:
                     show_items_tab(view, page, pick_key)
                 elif name == "pairs":
                     show_pairs_tab(view, page, pick_key)
+                elif name == "tables":
+                    show_tables_tab(view, page)
                 else:
                     st.dataframe(lines_frame(page), hide_index=True, width="stretch",
                                  height=_table_height(len(page.lines)))
@@ -433,7 +465,7 @@ def _page_for_saving(doc: Document, page_index: int) -> tuple[Document, int]:
     if page.index == page_index:
         return doc, page_index
     fields = {k: dc_replace(f, page=0) for k, f in doc.fields.items() if f.page == page.index}
-    return dc_replace(doc, pages=[dc_replace(page, index=0)], fields=fields, items=[], pairs=[]), 0
+    return dc_replace(doc, pages=[dc_replace(page, index=0)], fields=fields, items=[], pairs=[], tables=[]), 0
 
 
 def _full_page(view: dict, page: Page, data: bytes | None) -> np.ndarray:
@@ -515,15 +547,18 @@ def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> 
 
 def export_buttons(docs: list[tuple[str, Document]], stem: str, scope: str, key: str,
                    duplicates: dict[int, tuple[str, str]] | None = None) -> None:
-    """The four downloads of `docs` (the fields CSV and the Excel register with the `duplicates` found).
+    """The downloads of `docs` (the fields CSV and the Excel register with the `duplicates` found; the tables
+    CSV only where a document has tables).
     Each file is made when its button is clicked (a callable, run by Streamlit on its own thread), not on
     every rerun, and a download does not rerun the page."""
-    c1, c2, c3, c4 = st.columns(4)
-    for col, label, make, name, mime in (
-            (c1, "JSON", export_json, f"{stem}.json", "application/json"),
-            (c2, "字段 CSV", functools.partial(fields_csv, duplicates=duplicates), f"{stem}_fields.csv", "text/csv"),
-            (c3, "明细 CSV", items_csv, f"{stem}_items.csv", "text/csv"),
-            (c4, "Excel", functools.partial(workbook, duplicates=duplicates), f"{stem}.xlsx", XLSX_MIME)):
+    buttons: list[tuple[str, Callable[..., bytes], str, str]] = [
+        ("JSON", export_json, f"{stem}.json", "application/json"),
+        ("字段 CSV", functools.partial(fields_csv, duplicates=duplicates), f"{stem}_fields.csv", "text/csv"),
+        ("明细 CSV", items_csv, f"{stem}_items.csv", "text/csv"),
+        ("Excel", functools.partial(workbook, duplicates=duplicates), f"{stem}.xlsx", XLSX_MIME)]
+    if any(d.tables for _, d in docs):
+        buttons.append(("表格 CSV", tables_csv, f"{stem}_tables.csv", "text/csv"))
+    for col, (label, make, name, mime) in zip(st.columns(len(buttons)), buttons):
         col.download_button(f"{label}{scope}", functools.partial(make, list(docs)), name, mime, width="stretch",
                             key=f"{label}-{key}", on_click="ignore")
 
