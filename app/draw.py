@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from data.document import Box, Document, Field, Page, Pair
+from data.document import Box, Document, Field, Page, Pair, Table
 
 # Distinct colours (RGB) that stay readable on white paper and apart from each other and from the
 # grey OCR lines. Fields drawn on one page take them in order (`field_colours`), so the first 18 fields
@@ -24,6 +24,7 @@ LINE_COLOUR = (120, 120, 120)          # OCR lines: grey, so field colours stand
 KEY_COLOUR = (31, 119, 180)            # generic-form pairs: key boxes blue, value boxes orange
 VALUE_COLOUR = (255, 127, 14)
 ITEM_COLOUR = (90, 90, 90)             # line-item cells: one dark grey, thinner, so header fields stand out
+TABLE_COLOUR = (0, 200, 0)             # a form's tables: vivid green, far from every colour above
 HIGHLIGHT_COLOUR = (255, 0, 0)         # the box the user picked in the UI: thick red over a yellow wash
 HIGHLIGHT_FILL = (255, 230, 0, 90)
 
@@ -50,11 +51,13 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
                        pairs: list[Pair] | None = None, show_text: bool = False,
                        legend: bool = True, items: list[dict[str, Field]] | None = None,
                        colours: dict[str, tuple[int, int, int]] | None = None,
-                       highlight: list[Box] | None = None) -> np.ndarray:
+                       highlight: list[Box] | None = None, tables: list[Table] | None = None) -> np.ndarray:
     """A copy of `image` (BGR uint8, the upright page the quads refer to) with the page's lines (grey
     quads), the fields on this page (boxes in their colour: `colours`, else `field_colours` in the
     order given; a legend strip on the right), line-item cells (`items`, thin dark grey), the key-value
-    pairs (key blue, value orange, joined by a line) and the `highlight` boxes (what the user picked,
+    pairs (key blue, value orange, joined by a line), the form's `tables` on this page (green: the
+    table thick, its column headings and non-blank cells thin, "表格 n" at its top-left, n its 1-based
+    place in `tables` as in the exports and the UI's tab) and the `highlight` boxes (what the user picked,
     thick red over a yellow wash, drawn last so nothing hides them). `show_text` writes each line's OCR
     text above its quad. Returns BGR uint8, wider than the input when a legend is drawn."""
     from PIL import Image, ImageDraw
@@ -108,6 +111,20 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
         shown.setdefault("key", KEY_COLOUR)
         shown.setdefault("value", VALUE_COLOUR)
 
+    drawn_tables = [(n, t) for n, t in enumerate(tables or [], 1) if t.page == page.index]
+    for n, table in drawn_tables:
+        for b in table.column_boxes + [c.box for row in table.rows for c in row if c.text.strip()]:
+            if b:
+                draw.rectangle(b, outline=TABLE_COLOUR, width=thin)
+        if table.box:
+            x0, y0 = table.box[0] - thick, table.box[1] - thick
+            draw.rectangle([x0, y0, table.box[2] + thick, table.box[3] + thick], outline=TABLE_COLOUR, width=thick)
+            # above the table, or just inside it where the table starts at the page's top
+            ty = y0 - label_font.size - 4 if y0 >= label_font.size + 4 else y0 + thick + 2
+            draw.text((x0, ty), f"表格 {n}", fill=TABLE_COLOUR, font=label_font)
+    if drawn_tables:
+        shown.setdefault("table", TABLE_COLOUR)
+
     if highlight:
         wash = Image.new("RGBA", canvas.size, (0, 0, 0, 0))
         wash_draw = ImageDraw.Draw(wash)
@@ -144,12 +161,13 @@ def _with_legend(canvas, entries: dict[str, tuple[int, int, int]], font):
 
 def draw_document(image: np.ndarray, doc: Document, page: int = 0, **kw: Any) -> np.ndarray:
     """`draw_document_page` for page number `page` of `doc`, with the document's fields (coloured in the
-    document's order, as the UI's legend and table show them), line items and pairs."""
+    document's order, as the UI's legend and table show them), line items, pairs and tables."""
     pg = next((p for p in doc.pages if p.index == page), None)
     if pg is None:
         raise ValueError(f"document {doc.source!r} has no page {page}; it has {len(doc.pages)}")
     kw.setdefault("colours", document_colours(doc, page))
-    return draw_document_page(image, pg, list(doc.fields.values()), doc.pairs, items=doc.items, **kw)
+    return draw_document_page(image, pg, list(doc.fields.values()), doc.pairs, items=doc.items, tables=doc.tables,
+                              **kw)
 
 
 def document_colours(doc: Document, page: int) -> dict[str, tuple[int, int, int]]:

@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.draw import LINE_COLOUR, PALETTE, draw_document, draw_document_page, field_colour, field_colours
-from data.document import Document, Field, Line, Page, Pair, box_to_quad
+from app.draw import (
+    LINE_COLOUR,
+    PALETTE,
+    TABLE_COLOUR,
+    draw_document,
+    draw_document_page,
+    field_colour,
+    field_colours,
+)
+from data.document import Cell, Document, Field, Line, Page, Pair, Table, box_to_quad
 
 
 def _page() -> tuple[np.ndarray, Page]:
@@ -69,3 +77,29 @@ def test_draw_document_picks_the_page():
     image, page = _page()
     doc = Document(pages=[page], fields={"x": Field(key="x", value="1", box=[10, 10, 40, 40])})
     assert draw_document(image, doc, page=0).shape[1] > 600
+
+
+def _table(page: int = 0) -> Table:
+    """Two columns over one record with a blank second cell, in the page's lower half."""
+    return Table(columns=["姓名", "电话"], column_boxes=[[100, 250, 250, 280], [250, 250, 400, 280]],
+                 rows=[[Cell("张三", [100, 280, 250, 310]), Cell("", [250, 280, 400, 310])]],
+                 box=[100, 250, 400, 310], page=page)
+
+
+def test_tables_are_drawn_on_their_page_only():
+    """The table's box, column headings and non-blank cells in the table colour, "表格 n" above its
+    top-left; nothing of it on another page or without tables."""
+    image, page = _page()
+    green = _bgr(TABLE_COLOUR)
+    assert TABLE_COLOUR not in PALETTE
+    out = draw_document(image, Document(pages=[page], tables=[_table(page=1), _table()]), page=0, legend=False)
+    ys, xs = np.nonzero(np.all(out == green, axis=2))
+    assert len(xs) > 500 and xs.min() >= 90 and xs.max() <= 410 and ys.max() <= 320
+    assert np.all(out[265, 245:256] == green, axis=1).any()              # the line between the headings
+    assert np.all(out[295, 245:256] == green, axis=1).any()              # the edge of the cell 张三
+    assert not np.all(out[285:305, 260:390] == green, axis=2).any()      # the blank cell has no box of its own
+    above = out[200:248, 90:200].astype(int)                             # BGR; the text is anti-aliased
+    greenish = (above[:, :, 1] - above[:, :, 0] > 60) & (above[:, :, 1] - above[:, :, 2] > 60)
+    assert greenish.sum() > 50                                           # "表格 2" above the table's top-left
+    for other in (Document(pages=[page], tables=[_table(page=1)]), Document(pages=[page])):
+        assert not np.all(draw_document(image, other, page=0, legend=False) == green, axis=2).any()

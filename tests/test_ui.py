@@ -29,7 +29,7 @@ from app.ui.fields import (
     fields_frame,
 )
 from app.ui.words import warning_words
-from data.document import Document, Field, Line, Page, Pair, box_to_quad
+from data.document import Cell, Document, Field, Line, Page, Pair, Table, box_to_quad
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 CALLS: list[dict] = []
@@ -558,6 +558,43 @@ def test_highlight_is_drawn_on_the_preview_and_the_crop_holds_it():
     crop = zoom_crop(out, page, [box])
     assert crop is not None and crop.shape[0] < 200 and np.all(crop == HIGHLIGHT_COLOUR[::-1], axis=2).any()
     assert zoom_crop(out, page, []) is None
+
+
+def tabled_form(name: str) -> Document:
+    """`form_document` with a table (姓名 | 电话 over one record) under its pairs."""
+    doc = form_document(name)
+    doc.tables = [Table(columns=["姓名", "电话"], column_boxes=[[20, 140, 140, 160], [140, 140, 280, 160]],
+                        rows=[[Cell("张三", [20, 160, 140, 190]), Cell("13800000000", [140, 160, 280, 190])]],
+                        box=[20, 140, 280, 190], score=0.9)]
+    return doc
+
+
+def test_tables_are_drawn_on_the_preview_and_in_the_legend():
+    """The preview is half size: the table's green lands inside its scaled box; the legend names tables
+    only where the page has one, and the page without tables gets no green."""
+    from app.draw import TABLE_COLOUR
+    from app.ui.view import legend_html, page_overlay
+    doc = tabled_form("form.png")
+    preview = np.full((100, 150, 3), 255, np.uint8)
+    green = np.all(page_overlay(preview, doc.pages[0], doc) == TABLE_COLOUR[::-1], axis=2)
+    ys, xs = np.nonzero(green)
+    assert len(xs) > 100 and 5 <= xs.min() <= 10 and 140 <= xs.max() <= 145 and ys.max() <= 97
+    assert "表格 form table" in legend_html(doc, 0)
+    plain = form_document("form.png")
+    assert not np.all(page_overlay(preview, plain.pages[0], plain) == TABLE_COLOUR[::-1], axis=2).any()
+    assert "表格" not in legend_html(plain, 0)
+
+
+def test_find_on_page_offers_a_table(app, monkeypatch):
+    def analyse(data, filename, *a, **kw):
+        return Analysis(tabled_form(filename), [np.full((200, 300, 3), 255, np.uint8)])
+    monkeypatch.setattr(pipeline, "analyse_bytes", analyse)
+    upload(app, ("tabled-form.png", png_bytes()))
+    find = picker(app, "定位 Find on page")
+    assert "表格 1 Table 1" in set(find.options)
+    images_before = len(app.get("image"))
+    find.set_value("table:0").run()
+    assert not app.exception and len(app.get("image")) == images_before + 1, "a zoomed crop of the table"
 
 
 def test_pipeline_reports_each_stage_of_each_page(monkeypatch):

@@ -289,7 +289,7 @@ def show_header(view: dict) -> None:
 
 def find_targets(doc: Document, page: Page) -> dict[str, tuple[str, list[Box]]]:
     """What "find on page" offers on this page: {id: (label, boxes)} for each field with a box, each
-    line item with a boxed cell and each form pair."""
+    line item with a boxed cell, each form pair and each form table with a box."""
     targets: dict[str, tuple[str, list[Box]]] = {}
     for key, f in doc.fields.items():
         if f.page == page.index and f.box:
@@ -303,6 +303,9 @@ def find_targets(doc: Document, page: Page) -> dict[str, tuple[str, list[Box]]]:
         boxes = [b for b in (p.key_box, p.value_box) if b]
         if p.page == page.index and boxes:
             targets[f"pair:{i}"] = (f"{p.key}：{p.value}", boxes)
+    for i, t in enumerate(doc.tables):
+        if t.page == page.index and t.box:
+            targets[f"table:{i}"] = (f"表格 {i + 1} Table {i + 1}", [t.box])
     return targets
 
 
@@ -406,8 +409,8 @@ def show_page(view: dict, page_index: int) -> None:
     left, right = st.columns([4, 7], gap="medium")
     with left:
         chosen = st.selectbox("定位 Find on page", [NOTHING] + list(targets), key=pick_key,
-                              format_func=lambda t: targets[t][0] if t else "— 选择字段、明细或键值对 "
-                                                                            "pick a field, item or pair —")
+                              format_func=lambda t: targets[t][0] if t else "— 选择字段、明细、键值对或表格 "
+                                                                            "pick a field, item, pair or table —")
         label, boxes = targets.get(chosen, ("", []))
         if page.index < len(analysis.images):
             image = page_overlay(analysis.image(page.index), page, doc, highlight=boxes)

@@ -17,6 +17,7 @@ from app.draw import (
     ITEM_COLOUR,
     KEY_COLOUR,
     LINE_COLOUR,
+    TABLE_COLOUR,
     VALUE_COLOUR,
     document_colours,
     draw_document,
@@ -41,13 +42,16 @@ def _scaled(page: Page, doc: Document, kx: float, ky: float) -> tuple[Page, Docu
     items = [{k: field(f) for k, f in row.items() if f.page == page.index} for row in doc.items]
     pairs = [replace(p, key_box=box(p.key_box), value_box=box(p.value_box)) for p in doc.pairs
              if p.page == page.index]
-    return small, Document(source=doc.source, pages=[small], fields=here, items=items, pairs=pairs)
+    # every table, not only this page's: a table's label is its number in the document
+    tables = [replace(t, box=box(t.box), column_boxes=[box(b) for b in t.column_boxes],
+                      rows=[[replace(c, box=box(c.box)) for c in row] for row in t.rows]) for t in doc.tables]
+    return small, Document(source=doc.source, pages=[small], fields=here, items=items, pairs=pairs, tables=tables)
 
 
 def page_overlay(image: np.ndarray, page: Page, doc: Document, legend: bool = False,
                  highlight: list[Box] | None = None) -> np.ndarray:
-    """The page (BGR) with OCR lines in grey, each field's box in its colour, item cells, pairs and the
-    `highlight` boxes (page coordinates). `image` may be the full page or a preview of it (smaller,
+    """The page (BGR) with OCR lines in grey, each field's box in its colour, item cells, pairs, tables and
+    the `highlight` boxes (page coordinates). `image` may be the full page or a preview of it (smaller,
     same proportions): boxes are scaled to the image."""
     h, w = image.shape[:2]
     colours = document_colours(doc, page.index)
@@ -88,7 +92,7 @@ def _chip(colour: tuple[int, int, int], label: str, filled: bool = True, thick: 
 
 def legend_html(doc: Document, page_index: int, highlighted: str = "") -> str:
     """Every kind of box drawn on this page, explained: each field's own colour (its printed name),
-    item cells, form keys and values, OCR lines and the picked box."""
+    item cells, form keys and values, form tables, OCR lines and the picked box."""
     colours = document_colours(doc, page_index)
     chips = [_chip(colours[k], doc.fields[k].label or k) for k in colours]
     if any(f.page == page_index and f.box for row in doc.items for f in row.values()):
@@ -96,6 +100,8 @@ def legend_html(doc: Document, page_index: int, highlighted: str = "") -> str:
     if any(p.page == page_index for p in doc.pairs):
         chips.append(_chip(KEY_COLOUR, "键 form key", filled=False, thick=3))
         chips.append(_chip(VALUE_COLOUR, "值 form value", filled=False, thick=3))
+    if any(t.page == page_index for t in doc.tables):
+        chips.append(_chip(TABLE_COLOUR, "表格 form table", filled=False, thick=3))
     chips.append(_chip(LINE_COLOUR, "OCR 文本行 text line", filled=False, thick=1))
     if highlighted:
         chips.append(_chip(HIGHLIGHT_COLOUR, f"选中 selected: {highlighted}", filled=False, thick=3))
