@@ -6,8 +6,11 @@ line, no check boxes are ticked.
 - form_above:  boxes with the question in small type at the top and the answer below
 - form_sections: no boxes; section headings, "question：answer" close together (OCR often reads a
   pair as one line), one question whose answer sits indented on the line below, an unticked
-  check-box question, a ruled table (header row, item names, empty or "￥" cells) and signature
-  lines: the parts of a real form that hold no pairs, around the ones that do
+  check-box question, a table and signature lines: the parts of a real form that hold no pairs,
+  around the ones that do. The table (every page) is half the time a ruled list of items to fill in
+  (header row, item names, empty or "￥" cells), half the time records (a member list, résumé,
+  education or work history, 家庭主要成员, an approval signature block), ruled or aligned by
+  whitespace; column names are headers, cells other, recorded in the ground truth's `tables`
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from data.normalize import format_amount_words
 from data.synth import values as V
 from data.synth.blocks import Style
 from data.synth.canvas import Canvas
+from data.synth.forms import kit
+from data.synth.forms.labels import table_rows
 
 CLASSIC_LAYOUTS: dict[str, dict] = {
     "form_grid": dict(fonts=["song", "hei"], cols=2),
@@ -146,6 +151,7 @@ def render_classic(rng: random.Random, layout: str, decorations: bool = True) ->
 SECTION_TABLES = [("费用明细", ["项目", "金额", "备注"], ["交通费", "住宿费", "餐费", "其他"]),
                   ("家庭成员", ["称谓", "姓名", "工作单位"], ["父亲", "母亲", "配偶"]),
                   ("材料清单", ["材料名称", "份数", "是否原件"], ["身份证复印件", "营业执照", "申请书"])]
+SECTION_RECORDS = ["members", "resume", "study", "work", "family", "approval"]
 CHECK_QUESTIONS = [("是否同意", ["同意", "不同意"]), ("是否加急", ["是", "否"]),
                    ("领取方式", ["自取", "邮寄", "电子版"])]
 
@@ -202,25 +208,20 @@ def _render_sections(rng: random.Random, decorations: bool) -> Canvas:
         o = c.text(ox, y, "□" + opt, size, font, (20, 20, 20), label="other")
         ox = c.lines[o].box[2] + size * 1.5
     y += size * 2.6
-    heading, cols, rows = rng.choice(SECTION_TABLES)
+    ink = kit.Ink(font, value_font, size, (0, 0, 0), value_color)
+    if rng.random() < 0.5:                                   # a list of items to fill in, ruled
+        heading, names, items = rng.choice(SECTION_TABLES)
+        used = items[:rng.randint(2, len(items))]
+        rows = [[item] + ["￥" if heading == "费用明细" and j == 0 and rng.random() < 0.7 else ""
+                          for j in range(len(names) - 1)] for item in used]
+        ink.value_font, ink.value_color = font, (20, 20, 20)
+        columns: list[tuple[str, str, float]] = [(name, "text", 1.0) for name in names]
+        look = kit.TableLook(ruled=True, centre=False, pitch=2.0)
+    else:                                                    # records: members, résumé, education ...
+        heading, columns, rows = table_rows(rng, rng.choice(SECTION_RECORDS), rng.randint(2, 5), rng.choice([0, 1, 2]))
+        look = kit.table_look(rng)
     c.text(x0, y, "二、" + heading, size + 2, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header")
-    y += size * 2.0
-    col_w = (x1 - x0) / len(cols)
-    row_h = size * 2.0
-    used = rows[:rng.randint(2, len(rows))]
-    for r in range(len(used) + 1):
-        top = y + r * row_h
-        for ci in range(len(cols)):
-            c.rect([x0 + ci * col_w, top, x0 + (ci + 1) * col_w, top + row_h], (0, 0, 0), 1)
-        texty = top + row_h / 2 - size * 0.55
-        if r == 0:
-            for ci, name in enumerate(cols):
-                c.text(x0 + (ci + 0.5) * col_w, texty, name, size, font, (0, 0, 0), label="header", align="center")
-        else:
-            c.text(x0 + 10, texty, used[r - 1], size, font, (20, 20, 20), label="other")
-            if heading == "费用明细" and rng.random() < 0.7:
-                c.text(x0 + col_w + 10, texty, "￥", size, font, (20, 20, 20), label="other")
-    y += (len(used) + 1) * row_h + size * 1.5
+    y = kit.records_table(c, ink, x0, y + size * 2.0, x1, columns, rows, look) + size * 1.5
     sign = c.text(x0, y, "申请人签字：", size, font, (20, 20, 20), label="question")
     c.hline(c.lines[sign].box[2] + 6, x0 + half - 60, y + size * 1.2, (90, 90, 90))
     date_q = c.text(x0 + half, y, "日期：", size, font, (20, 20, 20), label="question")

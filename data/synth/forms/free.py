@@ -1,4 +1,4 @@
-"""Forms without a ruled table.
+"""Forms without a ruled grid of label cells.
 
 - form_cover:   a thesis cover: centred school and title, then label + colon-less value on an
                 underline (题　　目 / 学　　院 ...); a long title runs over two underlined lines
@@ -12,6 +12,12 @@
 - form_thesis:  a graduate thesis title page: small 分类号 / 密级 / 学号 pairs in the corners, the
                 thesis title in large type (other: no label names it), then right-aligned labels
                 (指导教师姓名、职称) with their values on underlines to the left-aligned column
+
+Tables (kit.table: a caption, column names as headers, a row per record as other, ruled or aligned
+by whitespace; recorded in the ground truth's `tables`): form_apply in 45% of pages (a member list,
+项目组成员 with 序号 | 姓名 | 单位 | 分工, a résumé, education or work history, 家庭主要成员 or an
+approval signature block, as a numbered section), form_stacked and form_spaced in 40% (the same
+kinds, before the signature), form_thesis in 35% (答辩委员会). form_cover and form_clinic draw none.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from data.synth.forms.labels import (
     Label,
     make_value,
     pick_form,
+    table_rows,
 )
 
 FREE_LAYOUTS: dict[str, dict] = {
@@ -105,6 +112,20 @@ def _pair_at(c: Canvas, rng: random.Random, ink: kit.Ink, x: float, y: float, la
         c.hline(ax - 4, x_end - size, y + size * 2.75, (90, 90, 90))
     kit.group(c, [k], vs, key, "".join(lines))
     return size * (2.0 + 1.5 * (len(lines) - 1))
+
+
+RECORD_TABLES = ["members", "project", "resume", "study", "work", "family", "approval"]
+
+
+def _table(c: Canvas, rng: random.Random, ink: kit.Ink, x0: float, x1: float, y: float, kinds: list[str],
+           numeral: str = "") -> float:
+    """A caption (a header) and a table under it, ruled or aligned by whitespace, from top `y`;
+    returns where the next text may start."""
+    size = ink.size
+    caption, cols, rows = table_rows(rng, rng.choice(kinds), rng.randint(2, 5), rng.choice([0, 0, 1, 2, 3]))
+    look = kit.table_look(rng)
+    c.text(x0, y, numeral + caption, size + 1, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header")
+    return kit.records_table(c, ink, x0, y + size * 2.0, x1, cols, rows, look) + size * 1.2
 
 
 def _cover(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: list[Label]) -> tuple[float, str]:
@@ -192,6 +213,8 @@ def _apply(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: list
             y += row_h
             col, row_h = 0, 0.0
     y += row_h + size * 0.8
+    if rng.random() < 0.45:                    # a section that is a table: members, résumé ...
+        y = _table(c, rng, ink, x0, x1, y, RECORD_TABLES, f"{NUMERALS[sec]}、")
     promise = rng.choice(["本人承诺：以上所填内容真实、准确。", "承诺：本人已阅读并同意相关规定。"])
     c.text(x0, y, promise, size, ink.font, ink.color, label="other", max_width=x1 - x0)
     y += size * 2.4
@@ -279,6 +302,8 @@ def _stacked(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: li
             y += size * 3.6
             col = 0
     y += size * (3.6 if col else 0.5)
+    if rng.random() < 0.4:
+        y = _table(c, rng, ink, x0, x1, y, RECORD_TABLES)
     kit.signature(c, rng, x0 + (x1 - x0) * 0.4, y, ink, rng.choice(["签名", "填表人签字"]), (x1 - x0) * 0.6,
                   make_value(rng, "name") if rng.random() < 0.4 else None)
     return y + size * 1.5, make_value(rng, "company")
@@ -305,6 +330,8 @@ def _spaced(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: lis
             y += row_h
             col, row_h = 0, 0.0
     y += row_h + size
+    if rng.random() < 0.4:
+        y = _table(c, rng, ink, x0, x1, y, RECORD_TABLES)
     kit.signature(c, rng, x0 + half, y, ink, rng.choice(["报名人签字", "签字", "确认人"]), half,
                   make_value(rng, "name") if rng.random() < 0.5 else None)
     return y + size * 1.5, make_value(rng, "company")
@@ -349,6 +376,8 @@ def _thesis(c: Canvas, rng: random.Random, ink: kit.Ink, title: str, labels: lis
                        max_width=W * 0.84 - vx - 8)
             kit.group(c, [k], [v], kit.lines_text(c, [k]), c.lines[v].text)
         y += size * 2.3 + gap * 0.3
+    if rng.random() < 0.35:                    # the defence committee, as a thesis's title pages list it
+        y = _table(c, rng, ink, W * 0.12, W * 0.88, y + gap, ["committee"])
     c.text(W / 2, y + 2.5 * gap, rng.choice(["二〇二四年六月", "二〇二五年五月", "二〇二三年十二月"]), size + 2,
            ink.font, ink.color, label="other", align="center")
     return y + 5.0 * gap, school

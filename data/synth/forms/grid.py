@@ -9,8 +9,9 @@ HR and application forms print them.
 
 All of them: check-box cells (□男 ☑女), empty value cells, hint text in brackets inside a cell or
 in small type under a label, values that wrap over two lines, section rows spanning the table,
-sometimes a ruled list (家庭主要成员: column names are headers, entries other, no pairs, as in
-form_sections) and a signature row (申请人签名 | | 日期 | 年 月 日) closing the table.
+in 45% of pages a table (a member list, résumé, education or work history, 家庭主要成员: column
+names are headers, cells other, no pairs, recorded in the ground truth's `tables`; see _list_table)
+and a signature row (申请人签名 | | 日期 | 年 月 日) closing the table.
 """
 from __future__ import annotations
 
@@ -19,7 +20,18 @@ from dataclasses import dataclass, field
 
 from data.synth.canvas import Canvas
 from data.synth.forms import kit
-from data.synth.forms.labels import CHECKS, HINTS, LONG, MULTI, NUMERALS, SECTIONS, Label, make_value, pick_form
+from data.synth.forms.labels import (
+    CHECKS,
+    HINTS,
+    LONG,
+    MULTI,
+    NUMERALS,
+    SECTIONS,
+    Label,
+    make_value,
+    pick_form,
+    table_rows,
+)
 
 NOTES = (["（选填）", "（如有）", "（必填）", "（本人手写）", "（须与证件一致）"], ["（请勾选）", "（单选）", "请勾选"])
 GRID_LAYOUTS: dict[str, dict] = {
@@ -129,7 +141,7 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
         y += h
         if r + 1 == photo_rows:
             photo_bottom = y
-    if rng.random() < 0.35:                             # a ruled list inside the form: no pairs
+    if rng.random() < 0.45:                             # a table inside the form: no pairs
         y += _list_table(c, rng, ink, x0 + band, y, x1, label_w)
     who = rng.choice(["申请人签名", "本人签字", "填表人", "经办人签字", "审核人签字"])
     signed = make_value(rng, "name") if rng.random() < 0.4 else None
@@ -158,42 +170,34 @@ def render_grid(rng: random.Random, layout: str, decorations: bool) -> Canvas:
     return c
 
 
-LISTS = [("家庭主要成员", ["称谓", "姓名", "出生年月", "工作单位及职务"], ["spouse", "name", "birth", "company"]),
-         ("学习经历", ["起止时间", "学校", "专业", "学历"], ["period", "school", "major", "edu"]),
-         ("工作经历", ["起止时间", "工作单位", "职务", "证明人"], ["period", "company", "position", "name"])]
+GRID_TABLES = ["members", "project", "resume", "study", "work", "family"]
 
 
 def _list_table(c: Canvas, rng: random.Random, ink: kit.Ink, left: float, y: float, right: float,
                 label_w: float) -> float:
-    """家庭主要成员 / 学习经历 as a small table: a row of column names (headers) and rows of entries
-    ("other", as the first layouts label table cells); the spanning label on the left is a header."""
+    """A member list, résumé, education or work history inside the ruled form: a row of column names
+    (headers) and a row per record ("other", as form_sections labels its table; recorded in
+    `Canvas.tables`), with spare blank rows at the end. Its caption is a header, in a cell spanning
+    the table on the left or in a row of its own across it. Returns the height."""
     size = ink.size
-    name, heads, kinds = rng.choice(LISTS)
-    n = rng.randint(2, 4)
-    row_h = size * 2.0
-    h = row_h * (n + 1)
-    c.rect([left, y, left + label_w, y + h], (0, 0, 0), 1)
-    parts = [name] if c.text_width(name, size, ink.font) <= label_w - 10 else kit.split_label(name)
-    kit.stacked(c, left + label_w / 2, y + h / 2 - size * (0.55 + (len(parts) - 1) * 0.625), parts, size, ink.font,
-                ink.color, "header", "center", max_width=label_w - 8)
-    widths = [1.0, 0.8, 1.0, 1.6]
-    unit = (right - left - label_w) / sum(widths)
-    filled = rng.randint(1, n)
-    for r in range(n + 1):
-        x = left + label_w
-        ty = y + r * row_h + row_h / 2 - size * 0.55
-        for j, (head, kind) in enumerate(zip(heads, kinds)):
-            w = widths[j] * unit
-            c.rect([x, y + r * row_h, x + w, y + (r + 1) * row_h], (0, 0, 0), 1)
-            if r == 0:
-                c.text(x + w / 2, ty, head, size, ink.font, ink.color, label="header", align="center",
-                       max_width=w - 8)
-            elif r <= filled:
-                text = rng.choice(["父亲", "母亲", "配偶", "子女"]) if kind == "spouse" else make_value(rng, kind)
-                c.text(x + w / 2, ty, text, size - 1, ink.value_font, ink.value_color, label="other", align="center",
-                       max_width=w - 10)
-            x += w
-    return h
+    caption, cols, rows = table_rows(rng, rng.choice(GRID_TABLES), rng.randint(2, 5), rng.choice([0, 0, 1, 2, 3]))
+    look = kit.table_look(rng, ruled=True)
+    look.pitch = rng.uniform(1.8, 2.6)
+    if rng.random() < 0.6:                     # the caption in a cell on the left
+        h = kit.records_table(c, ink, left + label_w, y, right, cols, rows, look) - y
+        c.rect([left, y, left + label_w, y + h], (0, 0, 0), 1)
+        parts = [caption] if c.text_width(caption, size, ink.font) <= label_w - 10 else kit.split_label(caption)
+        ids = kit.stacked(c, left + label_w / 2, y + h / 2 - size * (0.55 + (len(parts) - 1) * 0.625), parts, size,
+                          ink.font, ink.color, "header", "center", max_width=label_w - 8)
+        for i in ids:                          # 简历 / （从高中起填写）: the bracket is a hint
+            if c.lines[i].text.startswith("（"):
+                c.lines[i].label = "other"
+        return h
+    ch = size * 2.0                            # a caption row across the table
+    c.rect([left, y, right, y + ch], (0, 0, 0), 1)
+    c.text((left + right) / 2, y + ch / 2 - size * 0.55, caption, size, rng.choice(["hei_bold", "song_bold"]),
+           (0, 0, 0), label="header", align="center")
+    return kit.records_table(c, ink, left, y + ch, right, cols, rows, look) - y
 
 
 def _sign_row(c: Canvas, rng: random.Random, ink: kit.Ink, left: float, y: float, right: float, label_w: float,

@@ -1,5 +1,5 @@
 """Drawing pieces shared by the form layouts: wrapped labels and values, key-value groups with their
-links, check-box groups, hints, signature lines, show-through and stamps.
+links, check-box groups, hints, signature lines, tables, show-through and stamps.
 
 Ground truth of a key or value that runs over several lines (see data/synth/form.py): every key
 line links to every value line, and the pair records all of them (`key_lines`, `value_lines`) with
@@ -166,6 +166,86 @@ def signature(c: Canvas, rng: random.Random, x: float, y: float, ink: Ink, who: 
     dx = x + width * rng.uniform(0.55, 0.65)
     c.text(dx, y, rng.choice(["年    月    日", "年   月   日", "    年    月    日"]).strip(), ink.size, ink.font,
            ink.color, label="other")
+
+
+@dataclass
+class TableLook:
+    """How a table is printed: ruled (a border round every cell) or aligned by whitespace only."""
+    ruled: bool = True
+    bold: bool = False             # the header row in bold type
+    centre: bool = True            # cells centred in their columns, else left-aligned
+    pitch: float = 2.0             # height of a one-line row, in type sizes
+    rules: bool = False            # unruled: a rule above, under the header row and below (三线表)
+
+
+def table_look(rng: random.Random, ruled: bool | None = None) -> TableLook:
+    ruled = rng.random() < 0.6 if ruled is None else ruled
+    return TableLook(ruled, rng.random() < 0.4, rng.random() < 0.5,
+                     rng.uniform(1.6, 2.8) if ruled else rng.uniform(1.6, 2.2), not ruled and rng.random() < 0.4)
+
+
+def table(c: Canvas, ink: Ink, left: float, y: float, right: float, columns: list[str], widths: list[float],
+          rows: list[list[str]], look: TableLook, hand: tuple[int, ...] = ()) -> float:
+    """A header row of column names and a row per record under it, between `left` and `right` from top
+    `y`; returns the bottom. Column names are "header" lines, cells "other" (in a hand-like font in the
+    `hand` columns: signatures); a name or cell too wide for its column wraps, and its row grows.
+    Records `Canvas.tables`: a name or cell over several lines is its first line's id and the texts
+    joined; a blank cell is "" and None; a row with nothing printed (the spare rows a ruled form
+    leaves) is no record and is not listed."""
+    size = ink.size
+    unit = (right - left) / sum(widths)
+    xs = [left + unit * sum(widths[:j]) for j in range(len(widths) + 1)]
+    pad = max(5.0, size * (0.3 if look.ruled else 0.5))     # unruled: a type size of white between columns
+    head_style = ("hei_bold" if ink.font == "hei" else "song_bold") if look.bold else ink.font
+    entry: dict = {"columns": [], "column_lines": [], "rows": [], "cell_lines": []}
+    if look.rules:
+        c.hline(left, right, y, (0, 0, 0), 2)
+    for r, texts in enumerate([columns] + rows):
+        head = r == 0
+        cells = []
+        for j, text in enumerate(texts):
+            style = head_style if head else ("kai" if j in hand else ink.value_font)
+            fsize = size if head else size + 1 if j in hand else size - 1
+            lines, fsize = fit_lines(text, style, fsize, xs[j + 1] - xs[j] - 2 * pad) if text else ([], size)
+            cells.append((lines, style, fsize))
+        n = max([len(lines) for lines, _, _ in cells] + [1])
+        h = size * (look.pitch + 1.25 * (n - 1))
+        ids: list[list[int]] = []
+        for j, (lines, style, fsize) in enumerate(cells):
+            if look.ruled:
+                c.rect([xs[j], y, xs[j + 1], y + h], (0, 0, 0), 1)
+            if not lines:
+                ids.append([])
+                continue
+            ty = y + h / 2 - fsize * (0.55 + (len(lines) - 1) * 1.25 / 2)
+            centred = look.centre or (head and look.ruled)
+            x = (xs[j] + xs[j + 1]) / 2 if centred else xs[j] + pad
+            color = ink.color if head else ((30, 30, 60) if j in hand else ink.value_color)
+            ids.append(stacked(c, x, ty, lines, fsize, style, color, "header" if head else "other",
+                               "center" if centred else "left", 1.25, max_width=xs[j + 1] - xs[j] - 2 * pad))
+        if head:
+            entry["columns"] = ["".join(c.lines[i].text for i in ln) for ln in ids]
+            entry["column_lines"] = [ln[0] if ln else None for ln in ids]
+        elif any(ids):
+            entry["rows"].append(["".join(c.lines[i].text for i in ln) for ln in ids])
+            entry["cell_lines"].append([ln[0] if ln else None for ln in ids])
+        y += h
+        if head and look.rules:
+            c.hline(left, right, y, (0, 0, 0), 1)
+    if look.rules:
+        c.hline(left, right, y, (0, 0, 0), 2)
+    c.tables.append(entry)
+    return y
+
+
+def records_table(c: Canvas, ink: Ink, left: float, y: float, right: float, cols: list[tuple[str, str, float]],
+                  rows: list[list[str]], look: TableLook) -> float:
+    """`table` for the columns of data/synth/forms/labels.py's `table_rows` (name, cell kind, width);
+    signature columns in a hand-like font. An unruled table drops the spare rows: nothing shows them."""
+    if not look.ruled:
+        rows = [row for row in rows if any(t and ck != "seq" for t, (_, ck, _) in zip(row, cols))]
+    return table(c, ink, left, y, right, [name for name, _, _ in cols], [w for _, _, w in cols], rows, look,
+                 tuple(j for j, (_, ck, _) in enumerate(cols) if ck == "sign"))
 
 
 def show_through(c: Canvas, rng: random.Random, texts: list[str]) -> None:

@@ -204,3 +204,116 @@ def pick_form(rng: random.Random, kind: str | None = None) -> tuple[str, list[La
     head, tail = labels[:4], labels[4:]
     tail = rng.sample(tail, len(tail))
     return rng.choice(titles), head + tail
+
+
+# --- tables inside forms -----------------------------------------------------------------------------
+# A table is a header row naming its columns and one record per row (data/synth/form.py): member lists,
+# résumés, education and work history, a signature block of approvals. kind -> (captions printed above
+# or beside it, columns as (name, cell kind, relative width)). Cell kinds are make_value kinds or the
+# row-aware ones `table_rows` fills: seq (1, 2, 3), start / end / period (a running time line), sign
+# (a signature, often blank), note (mostly blank), duty (主席 first, then 委员), stage (one approval
+# step a row), day (the approvals' dates, days apart).
+Column = tuple[str, str, float]
+TABLES: dict[str, tuple[list[str], list[Column]]] = {
+    "members": (["项目组成员", "主要成员", "团队成员名单", "参加人员名单"],
+                [("姓名", "name", 0.8), ("出生年月", "birth_ym", 0.9), ("专业", "major", 1.4),
+                 ("本人签字", "sign", 0.9)]),
+    "project": (["项目组主要成员", "课题组成员", "项目成员"],
+                [("序号", "seq", 0.5), ("姓名", "name", 0.8), ("单位", "unit", 1.6), ("分工", "role", 1.1)]),
+    "resume": (["个人简历", "学习和工作经历", "简历（从高中起填写）", "主要学习、工作经历"],
+               [("起始年月", "start", 0.9), ("终止年月", "end", 0.9), ("学校或工作单位", "unit", 1.7),
+                ("职务", "post", 0.8)]),
+    "study": (["学习经历", "教育背景", "教育经历"],
+              [("起止时间", "period", 1.2), ("学校", "school", 1.1), ("专业", "major", 1.2), ("学历", "edu", 0.8)]),
+    "work": (["工作经历", "主要工作经历"],
+             [("起止时间", "period", 1.2), ("工作单位", "company", 1.6), ("职务", "position", 0.8),
+              ("证明人", "name", 0.7)]),
+    "family": (["家庭主要成员", "家庭成员情况"],
+               [("称谓", "relation", 0.6), ("姓名", "name", 0.8), ("出生年月", "birth_ym", 0.9),
+                ("工作单位及职务", "company", 1.7)]),
+    "approval": (["审批意见", "审核签字", "会签栏"],
+                 [("审批环节", "stage", 1.1), ("意见", "opinion", 1.2), ("签字", "sign", 0.8), ("日期", "day", 1.0)]),
+    "committee": (["答辩委员会", "论文评阅人及答辩委员会"],
+                  [("姓名", "name", 0.8), ("职称", "title", 0.8), ("工作单位", "school", 1.4),
+                   ("委员会职务", "duty", 0.9)]),
+}
+# sometimes one more column: inserted before the last one (a 备注 goes last)
+EXTRA_COLUMNS: list[Column] = [("性别", "sex", 0.5), ("联系电话", "mobile", 1.3), ("职称", "title", 0.8),
+                               ("备注", "note", 0.8)]
+TABLE_VALUES: dict[str, Gen] = {
+    "birth_ym": lambda r: (lambda y, m: r.choice([f"{y}.{m:02d}", f"{y}年{m}月", f"{y}-{m:02d}"]))(
+        r.randint(1960, 2004), r.randint(1, 12)),
+    "relation": lambda r: r.choice(["父亲", "母亲", "配偶", "子女", "兄弟", "姐妹"]),
+    "unit": lambda r: r.choice([r.choice(SCHOOLS), r.choice(COLLEGES), V.company_name(r)]),
+    "role": lambda r: r.choice(["项目负责人", "数据采集", "算法设计", "系统开发", "调研分析", "文献整理", "实验测试",
+                                "财务管理", "技术指导"]),
+    "post": lambda r: r.choice(["学生", "班长", "学习委员", "教师", "工程师", "部门经理", "科员", "无"]),
+    "title": lambda r: r.choice(["教授", "副教授", "讲师", "研究员", "高级工程师", "助理研究员"]),
+    "opinion": lambda r: r.choice(["同意", "同意申报", "情况属实，同意", "同意推荐", "拟同意"]),
+    "sex": lambda r: r.choice("男女"),
+}
+STAGES = ["部门负责人", "分管领导", "人事处", "财务处", "学院意见", "主管部门", "单位审核"]
+
+
+def _months(rng: random.Random, records: int) -> tuple[int, int]:
+    return rng.randint(1990, 2025 - 4 * records), rng.choice([3, 7, 9, 9, 9])   # the last ends by 2025
+
+
+def _cell(rng: random.Random, kind: str, r: int, start: str, end: str, dash: str, stages: list[str],
+          day: dt.date) -> str:
+    """One cell of record `r` (0-based); `start` / `end` are the record's times, `day` its signing date."""
+    if kind == "seq":
+        return str(r + 1)
+    if kind in ("start", "end"):
+        return start if kind == "start" else end
+    if kind == "period":
+        return start + dash + end
+    if kind == "day":                  # one approval after another, days apart; unsigned steps undated
+        return f"{day.year}年{day.month}月{day.day}日" if rng.random() < 0.7 else ""
+    if kind == "stage":
+        return stages[r % len(stages)]
+    if kind == "duty":
+        return "主席" if r == 0 else rng.choice(["委员", "委员", "秘书"])
+    if kind == "sign":
+        return V.person_name(rng) if rng.random() < 0.4 else ""
+    if kind == "note":
+        return rng.choice(["无", "在读", "已退休", "外聘"]) if rng.random() < 0.15 else ""
+    return TABLE_VALUES[kind](rng) if kind in TABLE_VALUES else make_value(rng, kind)
+
+
+def table_rows(rng: random.Random, kind: str, records: int, spare: int = 0,
+               extra: float = 0.3, seq: float = 0.35) -> tuple[str, list[Column], list[list[str]]]:
+    """(caption, columns, rows) of a table of this kind: `records` filled rows (some cells blank, "")
+    then `spare` blank rows (a printed 序号 kept in them, half the time), as a form leaves room for
+    more. Times run forward from row to row; the first column holds a 序号 with probability `seq`."""
+    captions, columns = TABLES[kind]
+    cols = list(columns)
+    if kind not in ("approval", "committee") and rng.random() < extra:
+        col = rng.choice(EXTRA_COLUMNS)
+        if col[0] not in {c[0] for c in cols}:
+            cols.insert(len(cols) if col[1] == "note" else len(cols) - 1, col)
+    if cols[0][1] != "seq" and kind != "approval" and rng.random() < seq:
+        cols.insert(0, ("序号", "seq", 0.5))
+    fmt = rng.choice(["{y}.{m:02d}", "{y}年{m}月", "{y}-{m:02d}", "{y}/{m:02d}"])
+    dash = rng.choice(["-", "—", "至", "～"])
+    year, month = _months(rng, records)
+    stages = rng.sample(STAGES, min(records, len(STAGES)))
+    day = _d(rng, (2018, 1, 1), (2025, 6, 1))
+    rows: list[list[str]] = []
+    for r in range(records):
+        end_y, end_m = year + rng.choice([1, 2, 3, 3, 4]), rng.choice([6, 7, 12])
+        now = r == records - 1 and dash != "至" and rng.random() < 0.4
+        row = []
+        for j, (_, ck, _) in enumerate(cols):
+            text = _cell(rng, ck, r, fmt.format(y=year, m=month), "至今" if now else fmt.format(y=end_y, m=end_m),
+                         dash, stages, day)
+            key = j == 0 or (j == 1 and cols[0][1] == "seq")           # the column that names a record
+            if not key and ck not in ("sign", "note") and rng.random() < 0.08:
+                text = ""
+            row.append(text)
+        rows.append(row)
+        day += dt.timedelta(days=rng.randint(0, 4))
+        year, month = (end_y + 1, 1) if end_m == 12 else (end_y, rng.choice([7, 8, 9]))
+    printed = rng.random() < 0.5
+    rows += [[str(records + i + 1) if printed and ck == "seq" else "" for _, ck, _ in cols] for i in range(spare)]
+    return rng.choice(captions), cols, rows
