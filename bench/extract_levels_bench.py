@@ -56,7 +56,10 @@ def targets(report: dict) -> list[Target]:
 def heldout_layouts(model_dir: Path) -> dict[str, list[str]]:
     """doc type -> layouts held out of the model's training, plus layouts newer than the model."""
     from data.synth.generator import list_doc_types, list_layouts
-    prov = json.loads((model_dir / "provenance.json").read_text(encoding="utf-8"))
+    from models.model_dir import read_provenance
+    prov = read_provenance(model_dir)
+    if prov is None:
+        raise FileNotFoundError(f"{model_dir} has no provenance.json: name a trained model with --layouts-from")
     out: dict[str, list[str]] = {}
     for name in prov.get("heldout_layouts", []):
         doc_type, layout = name.split("/", 1)

@@ -36,10 +36,8 @@ INVOICE_TYPES = ("vat_invoice", "e_invoice")
 
 def heldout_invoice_layouts(base: Path) -> list[tuple[str, str]]:
     """(doc type, layout) pairs of invoice layouts the base's training held out whole."""
-    prov = base / "provenance.json"
-    if not prov.is_file():
-        return []
-    held = json.loads(prov.read_text(encoding="utf-8")).get("heldout_layouts") or []
+    from models.model_dir import read_provenance
+    held = (read_provenance(base) or {}).get("heldout_layouts") or []
     pairs = [tuple(s.split("/", 1)) for s in held if "/" in s]
     return sorted((dt, lay) for dt, lay in pairs if dt in INVOICE_TYPES)
 

@@ -101,6 +101,7 @@ class Field:
     label: str = ""                # the schema's Chinese label
     span: list[int] | None = None  # [start, end) character offsets into the page text, if known
     review: bool = False           # a person should look: a check failed or the confidence is low (data/validate.py)
+    reason: str | None = None      # valid is False: the code of the check it failed (data/validate.py REASON_CODES)
 
 
 @dataclass

@@ -138,33 +138,69 @@ def is_sane_date(text: str, not_future: bool = False, today: _dt.date | None = N
 VALIDATORS = ("id_number", "credit_code", "tax_id", "date", "date_not_future", "amount",
               "amount_words", "pattern", "enum", "date_range", "rate")
 RULE_CHECKS = ("sum", "words_match", "items_sum", "item_product", "date_order", "id_birth", "id_sex")
+MASKED_TAXED = "masked_taxed"    # an amount printed as *** where the rate is a taxed one
+EXEMPT_TAXED = "exempt_taxed"    # a tax other than zero on an item line whose rate is exempt
+# What `Field.reason` holds after `validate`: the code of the first check a value failed, as data for the
+# UI (app/ui/words.py words it; the parameters, a pattern or the allowed values, are the schema field's):
+# a validator name (the value itself is wrong), a cross-field rule check (it disagrees with other fields;
+# every field of the failed rule gets it) or one of the two *** codes above.
+REASON_CODES = VALIDATORS + RULE_CHECKS + (MASKED_TAXED, EXEMPT_TAXED)
 
-def _check_one(validator: str, spec: Any, raw: str, today: _dt.date | None) -> tuple[bool, str]:
-    """(ok, English reason) for one named validator on one raw value."""
+# The English reason each validator's warning gives ("{label}格式不正确 / {key}: {reason} ({raw})"); {pattern}
+# and {choices} are the schema field's. The UI reads a warning's validator back from it (`failed_validator`).
+VALIDATOR_REASONS: dict[str, str] = {
+    "id_number": "ID number check digit or birth date is wrong",
+    "credit_code": "credit code check character is wrong",
+    "tax_id": "not a valid taxpayer ID (18-char credit code, 15 or 20 chars)",
+    "date": "not a readable date between 1900 and 2100",
+    "date_not_future": "date is unreadable or in the future",
+    "amount": "not a readable amount",
+    "amount_words": "not readable as 大写金额",
+    "pattern": "does not match the expected format {pattern}",
+    "enum": "is not one of {choices}",
+    "date_range": "not a readable validity period",
+    "rate": "not a readable tax rate (13%, 免税, 不征税)",
+}
+
+
+def validator_reason(validator: str, spec: Any) -> str:
+    """The English reason of `validator` failing on schema field `spec`, as its warning says it."""
+    return VALIDATOR_REASONS[validator].format(pattern=spec.pattern, choices=", ".join(spec.choices or []))
+
+
+def failed_validator(warning: str, spec: Any) -> str | None:
+    """Which of `spec`'s validators a "格式不正确" warning of `validate_fields` reports (its code), read from
+    the warning's own words: the check is not run again. None for another warning."""
+    for name in spec.validators:
+        if name in VALIDATOR_REASONS and f": {validator_reason(name, spec)} (" in warning:
+            return name
+    return None
+
+
+def _passes(validator: str, spec: Any, raw: str, today: _dt.date | None) -> bool:
+    """Whether one named validator accepts one raw value."""
     if validator == "id_number":
-        return is_valid_id_number(raw, today), "ID number check digit or birth date is wrong"
+        return is_valid_id_number(raw, today)
     if validator == "credit_code":
-        return is_valid_credit_code(raw), "credit code check character is wrong"
+        return is_valid_credit_code(raw)
     if validator == "tax_id":
-        return is_valid_tax_id(raw), "not a valid taxpayer ID (18-char credit code, 15 or 20 chars)"
+        return is_valid_tax_id(raw)
     if validator == "date":
-        return is_sane_date(raw, today=today), "not a readable date between 1900 and 2100"
+        return is_sane_date(raw, today=today)
     if validator == "date_not_future":
-        return is_sane_date(raw, not_future=True, today=today), "date is unreadable or in the future"
+        return is_sane_date(raw, not_future=True, today=today)
     if validator == "amount":
-        return parse_amount(raw) is not None, "not a readable amount"
+        return parse_amount(raw) is not None
     if validator == "amount_words":
-        return parse_amount_words(raw) is not None, "not readable as 大写金额"
+        return parse_amount_words(raw) is not None
     if validator == "pattern":
-        ok = bool(spec.pattern and re.fullmatch(spec.pattern, normalize_value(spec.type, raw) or ""))
-        return ok, f"does not match the expected format {spec.pattern}"
+        return bool(spec.pattern and re.fullmatch(spec.pattern, normalize_value(spec.type, raw) or ""))
     if validator == "enum":
-        return (normalize_value(spec.type, raw) or "") in (spec.choices or []), \
-            f"is not one of {', '.join(spec.choices or [])}"
+        return (normalize_value(spec.type, raw) or "") in (spec.choices or [])
     if validator == "date_range":
-        return normalize_value("date_range", raw) is not None, "not a readable validity period"
+        return normalize_value("date_range", raw) is not None
     if validator == "rate":
-        return normalize_rate(raw) is not None, "not a readable tax rate (13%, 免税, 不征税)"
+        return normalize_rate(raw) is not None
     raise ValueError(f"unknown validator {validator!r}; known: {', '.join(VALIDATORS)}")
 
 
@@ -181,17 +217,27 @@ def _value_text(v: Any) -> str | None:
 
 def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | None = None
                     ) -> tuple[dict[str, bool | None], list[str]]:
+    """`check_fields` without the reasons: ({key: True | False | None}, warnings)."""
+    result, warnings, _ = check_fields(schema, values, today)
+    return result, warnings
+
+
+def check_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | None = None
+                 ) -> tuple[dict[str, bool | None], list[str], dict[str, str]]:
     """Check each value against its field's validators and the schema's cross-field rules.
 
     `values` maps field keys to text (raw or normalised; Field objects or dicts with value/raw work
     too); an optional "items" entry holds a list of {item_key: text} rows.
-    Returns ({key: True | False | None}, warnings): None where no rule applies or the value is
-    missing; item fields appear as "items[i].key". Warnings are short Chinese + English sentences.
+    Returns ({key: True | False | None}, warnings, {key: reason code}): None where no rule applies or the
+    value is missing; item fields appear as "items[i].key". Warnings are short Chinese + English sentences
+    for logs and exports; the reason code (REASON_CODES) of each False key is the first check it failed,
+    as data for whoever words it.
     A tax-exempt invoice prints 税额 as ***: on a field marked `masked_when_exempt` that is valid where the
     rate is 免税/不征税/0% (`_exempt_masks`), wrong where it is a taxed rate, and 0.00 in the sums.
     """
     result: dict[str, bool | None] = {}
     warnings: list[str] = []
+    reasons: dict[str, str] = {}
     flat = {k: _value_text(v) for k, v in values.items() if k != "items"}
     rows = [{k: _value_text(v) for k, v in r.items()} for r in values.get("items") or []]
     masks, zero_rows = _exempt_masks(schema, flat, rows)
@@ -205,6 +251,7 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
         if key in masks:
             result[key] = masks[key]
             if masks[key] is False:
+                reasons.setdefault(key, MASKED_TAXED)
                 warnings.append(f"{spec.label}印为***，但税率不是免税、不征税或0% / {key}: printed as *** but "
                                 f"the tax rate is not exempt ({raw})")
             return
@@ -213,10 +260,10 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
             return
         ok_all = True
         for name in spec.validators:
-            ok, reason = _check_one(name, spec, str(raw), today)
-            if not ok:
+            if not _passes(name, spec, str(raw), today):
                 ok_all = False
-                warnings.append(f"{spec.label}格式不正确 / {key}: {reason} ({raw})")
+                reasons.setdefault(key, name)
+                warnings.append(f"{spec.label}格式不正确 / {key}: {validator_reason(name, spec)} ({raw})")
         result[key] = ok_all
 
     for spec in schema.fields:
@@ -227,6 +274,7 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
             tax = parse_amount(row.get(spec.key) or "") if spec.masked_when_exempt and zero_rows[i] else None
             if tax:                      # a figure other than zero on a 免税 / 0% line
                 result[item_result_key(i, spec.key)] = False
+                reasons.setdefault(item_result_key(i, spec.key), EXEMPT_TAXED)
                 warnings.append(f"免税或零税率明细的{spec.label}应为零 / {item_result_key(i, spec.key)}: the tax "
                                 f"rate is exempt but the tax is {row.get(spec.key)}")
 
@@ -239,8 +287,8 @@ def validate_fields(schema: "Schema", values: dict[str, Any], today: _dt.date | 
             else:
                 flat[key] = "0.00"
     for rule in schema.rules:
-        _apply_rule(rule, flat, rows, result, warnings)
-    return result, warnings
+        _apply_rule(rule, flat, rows, result, warnings, reasons)
+    return result, warnings, reasons
 
 
 def _exempt_masks(schema: "Schema", flat: dict[str, str | None], rows: list[dict[str, str | None]]
@@ -296,22 +344,26 @@ def validate(document: Document, schema: "Schema | None", today: _dt.date | None
     """Check a document against its schema from scratch; returns the validator's warnings.
 
     Every field's and item cell's `valid` is set anew (None where no rule applies, and for every field
-    when `schema` is None: a generic form or an unknown type has nothing to check), and its `review`: a
+    when `schema` is None: a generic form or an unknown type has nothing to check), its `reason` (the code
+    of the first check it failed, REASON_CODES; None unless `valid` is False), and its `review`: a
     failed check or a confidence below REVIEW_THRESHOLD, where a person should look. The warnings of the
     previous call (`document.checks`) leave `document.warnings` and this call's join them, so a value
     fixed after extraction takes its warning with it; other warnings (pipeline, decoding) stay."""
     result: dict[str, bool | None] = {}
     warnings: list[str] = []
+    reasons: dict[str, str] = {}
     if schema is not None:
         values: dict[str, Any] = {k: field_text(f) for k, f in document.fields.items()}
         values["items"] = [{k: field_text(f) for k, f in row.items()} for row in document.items]
-        result, warnings = validate_fields(schema, values, today)
+        result, warnings, reasons = check_fields(schema, values, today)
     for key, f in document.fields.items():
         f.valid = result.get(key)
+        f.reason = reasons.get(key) if f.valid is False else None
         f.review = f.valid is False or f.score < REVIEW_THRESHOLD
     for i, row in enumerate(document.items):
         for key, f in row.items():
             f.valid = result.get(item_result_key(i, key))
+            f.reason = reasons.get(item_result_key(i, key)) if f.valid is False else None
             f.review = f.valid is False or f.score < REVIEW_THRESHOLD
     stale = list(document.checks)
     kept = []
@@ -325,18 +377,21 @@ def validate(document: Document, schema: "Schema | None", today: _dt.date | None
     return warnings
 
 
-def _mark(result: dict[str, bool | None], keys: list[str], ok: bool) -> None:
-    """A failed cross-field rule makes every field in it False; a passed one leaves them unchanged
-    or raises None to True (the rule is the only check on e.g. a total)."""
+def _mark(result: dict[str, bool | None], keys: list[str], ok: bool, reasons: dict[str, str], check: str
+          ) -> None:
+    """A failed cross-field rule makes every field in it False (its reason the rule's check, unless an
+    earlier check already failed it); a passed one leaves them unchanged or raises None to True (the rule
+    is the only check on e.g. a total)."""
     for k in keys:
         if not ok:
             result[k] = False
+            reasons.setdefault(k, check)
         elif result.get(k) is None:
             result[k] = True
 
 
 def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str | None]],
-                result: dict[str, bool | None], warnings: list[str]) -> None:
+                result: dict[str, bool | None], warnings: list[str], reasons: dict[str, str]) -> None:
     if rule.check == "sum":
         maybe = [flat.get(k) for k in rule.fields]
         total = flat.get(rule.equals)
@@ -346,7 +401,7 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
         ok = amounts_add_up(parts, total)
         if ok is None:
             return
-        _mark(result, rule.fields + [rule.equals], ok)
+        _mark(result, rule.fields + [rule.equals], ok, reasons, rule.check)
         if not ok:
             warnings.append(f"{rule.message_zh or '金额之和不等于合计'} / "
                             f"{' + '.join(rule.fields)} != {rule.equals} ({' + '.join(parts)} != {total})")
@@ -357,7 +412,7 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
         ok = words_match_figure(words, figure)
         if ok is None:
             return
-        _mark(result, [rule.words, rule.figure], ok)
+        _mark(result, [rule.words, rule.figure], ok, reasons, rule.check)
         if not ok:
             warnings.append(f"{rule.message_zh or '大写金额与小写不符'} / {rule.words} does not match "
                             f"{rule.figure} ({words} vs {figure})")
@@ -372,7 +427,7 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
         ok = amounts_add_up(items, total, tolerance=Decimal("0.01") * len(items))
         if ok is None:
             return
-        _mark(result, [rule.equals], ok)
+        _mark(result, [rule.equals], ok, reasons, rule.check)
         if not ok:
             warnings.append(f"{rule.message_zh or '明细金额之和不等于合计'} / sum of items.{rule.item_field} "
                             f"!= {rule.equals}")
@@ -384,7 +439,7 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
             if q is None or p is None or a is None:
                 continue
             ok = abs(q * p - a) <= Decimal("0.01") + abs(q) * Decimal("0.000001")
-            _mark(result, [item_result_key(i, rule.equals)], ok)
+            _mark(result, [item_result_key(i, rule.equals)], ok, reasons, rule.check)
             if not ok:
                 warnings.append(f"{rule.message_zh or '数量乘单价不等于金额'} / items[{i}]: "
                                 f"{q} x {p} != {a}")
@@ -394,14 +449,14 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
         if da is None or db is None:
             return
         ok = da <= db
-        _mark(result, rule.fields, ok)
+        _mark(result, rule.fields, ok, reasons, rule.check)
         if not ok:
             warnings.append(f"{rule.message_zh or '日期先后顺序不对'} / {rule.fields[0]} is after {rule.fields[1]}")
     elif rule.check == "id_birth":
         ok = id_birth_matches(flat.get(rule.fields[0]) or "", flat.get(rule.fields[1]) or "")
         if ok is None:
             return
-        _mark(result, [rule.fields[1]], ok)
+        _mark(result, [rule.fields[1]], ok, reasons, rule.check)
         if not ok:
             warnings.append(f"{rule.message_zh or '出生日期与身份证号不符'} / {rule.fields[1]} does not "
                             f"match the birth date inside {rule.fields[0]}")
@@ -409,7 +464,7 @@ def _apply_rule(rule: Any, flat: dict[str, str | None], rows: list[dict[str, str
         ok = id_sex_matches(flat.get(rule.fields[0]) or "", flat.get(rule.fields[1]) or "")
         if ok is None:
             return
-        _mark(result, [rule.fields[1]], ok)
+        _mark(result, [rule.fields[1]], ok, reasons, rule.check)
         if not ok:
             warnings.append(f"{rule.message_zh or '性别与身份证号不符'} / {rule.fields[1]} does not "
                             f"match the sex digit of {rule.fields[0]}")

@@ -21,6 +21,13 @@ it run, and such a directory is not listed), and converted to safetensors on fir
 (`convert_model_dir`, or `python -m training convert-weights DIR`), with the pair scorer's record of the
 weights it was fitted on carried over.
 
+This module is the one owner of every file in the directory: training, retraining, the pair scorer's
+fitting and the benchmarks read and write provenance.json, metrics.json and pair_scorer.json through
+`read_provenance` / `write_provenance`, `read_metrics` / `write_metrics` and `read_pair_scorer` /
+`write_pair_scorer` (writes atomic; a file that is there but unreadable is a ModelDirError saying which and
+why, an absent one None), so the format of each file is decided in one place
+(tests/test_model_dir_owner.py checks that no other module names them).
+
 `write_model_dir` writes it into a hidden sibling folder and renames that into place when every file is
 there (a write killed half way leaves only the hidden folder, which no listing shows), `read_model_dir`
 builds the model from it with every weight checked against the config, `find_model_dirs` lists
@@ -59,6 +66,9 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
 WEIGHTS = PADDLE_SAFETENSORS                  # "model_state.safetensors"
 LEGACY_WEIGHTS = "model_state.pdparams"       # a pickle: read restricted, converted to WEIGHTS on load
 REQUIRED_FILES = ("config.json", WEIGHTS, "vocab.txt")
+PROVENANCE = "provenance.json"                # how the weights were trained: command, config, seed, layouts
+METRICS = "metrics.json"                      # the held-out evaluation report of training or retraining
+PAIR_SCORER = "pair_scorer.json"              # the learned form pair scorer and piece roles
 TRAIN_HINT = ("train one with `python -m training train --config configs/default.yaml --out DIR` "
               "or run scripts/train_default.sh")
 
@@ -293,6 +303,13 @@ def read_model_dir(path: str | Path) -> tuple[Encoder, ExtractorConfig, Tokenize
     return model, cfg, vocab
 
 
+def read_vocab(path: str | Path) -> list[str]:
+    """vocab.txt of a model directory as its exact lines (a token may be a symbol, ids are line numbers),
+    without the special-token checks of `Tokenizer`: what warm starting matches rows by."""
+    lines = (Path(path) / "vocab.txt").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
 def read_model_weights(path: str | Path) -> dict[str, np.ndarray]:
     """{name: array} of model directory `path`: its safetensors, else (an older directory) its pickle read
     restricted and converted (`convert_model_dir`; where the directory cannot be written, read as is).
@@ -360,7 +377,7 @@ def convert_model_dir(path: str | Path) -> str:
 def _move_scorer_digest(d: Path, old: str, new: str) -> str:
     """pair_scorer.json records the digest of the weights it was fitted on: point it at the converted file
     when it named the pickle (only the digest string changes, the rest of the file stays byte for byte)."""
-    path = d / "pair_scorer.json"
+    path = d / PAIR_SCORER
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
@@ -368,7 +385,7 @@ def _move_scorer_digest(d: Path, old: str, new: str) -> str:
     if f'"{old}"' not in text:
         return ""
     write_text_atomic(path, text.replace(f'"{old}"', f'"{new}"'))
-    return "pair_scorer.json now names the converted weights"
+    return f"{PAIR_SCORER} now names the converted weights"
 
 
 def model_schema(model_dir: str | Path | None, doc_type: str) -> "Schema":
@@ -406,17 +423,90 @@ def read_pair_scorer(model_dir: str | Path | None) -> "PairScorer | None":
     mislead it; retrain it with `python -m training pair-scorer --model DIR`). ModelDirError for a file
     that cannot be read or names features the decoder does not compute."""
     from models.extraction.forms import FEATURES
-    from models.extraction.pair_scorer import PairScorerError, load_pair_scorer
+    from models.extraction.pair_scorer import PairScorer, PairScorerError
+    raw = read_pair_scorer_record(model_dir) if model_dir is not None else None
+    if raw is None or model_dir is None:
+        return None
     try:
-        scorer = load_pair_scorer(model_dir, list(FEATURES))
+        scorer = PairScorer.from_dict(raw, list(FEATURES), str(Path(model_dir) / PAIR_SCORER))
     except PairScorerError as exc:
         raise ModelDirError(str(exc)) from exc
-    if scorer is None or model_dir is None:
-        return None
     fitted = scorer.about.get("weights_sha256")
     if fitted and weights_file(model_dir).is_file() and fitted != weights_digest(model_dir):
         return None
     return scorer
+
+
+def read_pair_scorer_record(model_dir: str | Path) -> dict | None:
+    """pair_scorer.json as stored (its "mode", whether it has "roles", its record of the weights), without
+    checking it against the decoder's features or the weights: what a retrain needs to refit the new
+    weights' scorer as the base's was. None when there is none; ModelDirError when it is unreadable."""
+    return _read_record(model_dir, PAIR_SCORER)
+
+
+def write_pair_scorer(model_dir: str | Path, scorer: "PairScorer") -> Path:
+    """Save `scorer` as the directory's pair_scorer.json (atomically); returns the file."""
+    path = Path(model_dir) / PAIR_SCORER
+    scorer.save(path)
+    return path
+
+
+# --- the small JSON records: provenance and metrics -----------------------------------------------
+
+def _read_record(model_dir: str | Path, name: str) -> dict | None:
+    """The JSON object in `model_dir`/`name`; None when the file is absent; ModelDirError naming the file
+    and what is wrong when it cannot be read, is not JSON (a write torn by an older, non-atomic version)
+    or holds something other than an object."""
+    path = Path(model_dir) / name
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:             # ValueError: not JSON, or not UTF-8
+        raise ModelDirError(f"{path} is unreadable ({exc}); write it again (or delete it)") from exc
+    if not isinstance(raw, dict):
+        raise ModelDirError(f"{path} does not hold a JSON object; write it again (or delete it)")
+    return raw
+
+
+def _write_record(model_dir: str | Path, name: str, record: dict) -> Path:
+    """`record` as indented UTF-8 JSON (Chinese kept readable) at `model_dir`/`name`, atomically: a reader
+    sees the old file or the new one, never half of it."""
+    path = Path(model_dir) / name
+    write_text_atomic(path, json.dumps(record, ensure_ascii=False, indent=1))
+    return path
+
+
+def read_provenance(model_dir: str | Path) -> dict | None:
+    """provenance.json: how the weights were trained (`write_provenance`); None for a directory without
+    one (a retrained version, a hand-made directory); ModelDirError when it is unreadable."""
+    return _read_record(model_dir, PROVENANCE)
+
+
+def write_provenance(model_dir: str | Path, record: dict) -> Path:
+    """Write provenance.json: the training run's command, config (`TrainConfig.to_dict`), seed, git commit,
+    page counts, `train_layouts` and `heldout_layouts` ("doc_type/layout"), steps and final loss. Retraining
+    reads `config` and `heldout_layouts`, the pair scorer `train_layouts`, the benchmarks the layouts."""
+    return _write_record(model_dir, PROVENANCE, record)
+
+
+def read_metrics(model_dir: str | Path) -> dict | None:
+    """metrics.json: the held-out evaluation of the weights (training/evaluate.py's report, with
+    "overall_field"); None when there is none; ModelDirError when it is unreadable."""
+    return _read_record(model_dir, METRICS)
+
+
+def write_metrics(model_dir: str | Path, report: dict) -> Path:
+    """Write metrics.json: an evaluation report (`Report.as_dict()`, plus what it was measured on)."""
+    return _write_record(model_dir, METRICS, report)
+
+
+def _record_or_none(read: Any, model_dir: Path) -> dict:
+    """For describing only: a missing or unreadable record leaves its line of the summary out."""
+    try:
+        return read(model_dir) or {}
+    except ModelDirError:
+        return {}
 
 
 # --- describing -----------------------------------------------------------------------------------
@@ -442,21 +532,13 @@ class ModelInfo:
                 f"{self.num_layers}x{self.hidden_size} encoder, {self.weights_mb:.1f} MB{f1}")
 
 
-def _json_or_none(path: Path) -> dict | None:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return raw if isinstance(raw, dict) else None
-
-
 def describe_model_dir(path: str | Path) -> ModelInfo:
     """A `ModelInfo` of a model directory; ModelDirError when it is not one."""
     d = check_model_dir(path)
     cfg = ExtractorConfig.load(d)
-    metrics = _json_or_none(d / "metrics.json") or {}
+    metrics = _record_or_none(read_metrics, d)
     overall = metrics.get("overall_field")
-    prov = _json_or_none(d / "provenance.json") or {}
+    prov = _record_or_none(read_provenance, d)
     return ModelInfo(
         path=d, doc_types=list(cfg.doc_types), n_tags=len(cfg.tag_labels),
         hidden_size=int(cfg.encoder.get("hidden_size", 0)), num_layers=int(cfg.encoder.get("num_layers", 0)),

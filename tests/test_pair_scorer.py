@@ -12,7 +12,8 @@ import pytest
 from data.document import Line, Page, box_to_quad
 from models.extraction import PagePrediction
 from models.extraction.forms import FEATURES, decode_form, form_candidates
-from models.extraction.pair_scorer import FILE_NAME, PairScorer, PairScorerError
+from models.extraction.pair_scorer import PairScorer, PairScorerError
+from models.model_dir import PAIR_SCORER as FILE_NAME
 from models.model_dir import ModelDirError, read_pair_scorer, weights_digest
 
 LABELS = ["O", "B-question", "I-question", "B-answer", "I-answer"]

@@ -163,14 +163,16 @@ def test_the_ui_says_why_asterisks_on_a_taxed_line_fail():
     from app.ui.words import MASKED_TAXED, _check_warning, check_words
     from data.document import Document, Field
     from data.schemas import load_schema
-    from data.validate import validate_fields
+    from data.validate import validate, validate_fields
     schema = load_schema("vat_invoice")
     _, warnings = validate_fields(schema, {"total_amount": "100.00", "total_tax": "***", "total_with_tax": "100.00",
                                            "items": [{"amount": "100.00", "tax_rate": "13%", "tax": "***"}]})
     doc = Document(doc_type="vat_invoice")
-    doc.items = [{"tax": Field(key="tax", value="***", raw="***", valid=False),
-                  "tax_rate": Field(key="tax_rate", value="13%", raw="13%", valid=True)}]
-    doc.fields = {"total_tax": Field(key="total_tax", value="***", raw="***", valid=False)}
+    doc.items = [{"tax": Field(key="tax", value="***", raw="***"),
+                  "tax_rate": Field(key="tax_rate", value="13%", raw="13%")}]
+    doc.fields = {"total_tax": Field(key="total_tax", value="***", raw="***")}
+    validate(doc, schema)                   # stores why each failed: the UI words that, it checks nothing again
+    assert doc.items[0]["tax"].reason == doc.fields["total_tax"].reason == "masked_taxed"
     assert check_words(doc, "tax", doc.items[0]["tax"], item_key="tax") == f"✗ {MASKED_TAXED[0]} / {MASKED_TAXED[1]}"
     said = [_check_warning(w, doc, schema) for w in warnings if "***" in w]
     reason = f"{MASKED_TAXED[0]} / {MASKED_TAXED[1]}"

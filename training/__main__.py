@@ -44,8 +44,9 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 def _train(a: argparse.Namespace) -> int:
     from data.corpus import read_corpus
+    from models.model_dir import write_metrics
     from training.config import load_config
-    from training.evaluate import evaluate_corpus, write_report
+    from training.evaluate import evaluate_corpus
     from training.step import check_pipeline, is_lead_process
     from training.trainer import check_init_from, train
     cfg = load_config(a.config)            # ConfigError (exit 2) names an unknown key and the nearest valid one
@@ -69,7 +70,7 @@ def _train(a: argparse.Namespace) -> int:
         work = Path(a.work) if a.work else out.parent / (out.name + "_work")
         report, _ = evaluate_corpus(Extractor.load(out), read_corpus(work / "heldout"), "gt")
         print(report.table())
-        write_report(report, out / "metrics.json", {"data": "held-out layouts, generator lines", "ocr": "gt"})
+        write_metrics(out, {**report.as_dict(), "data": "held-out layouts, generator lines", "ocr": "gt"})
     print(f"model written to {out}")
     return 0
 

@@ -110,6 +110,42 @@ class TrainConfig:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Whole-word-masked MLM on a corpus (training/pretrain.py): the defaults of `python -m training pretrain`
+    and of retrain's `--pretrain` stage, one set for both. The two used to disagree on the steps (the
+    pretrain command 200, retrain and the function 100); 100 is kept, the value a retrain's adaptation
+    has always run with (and that its resumable stage records)."""
+    steps: int = 100
+    batch_size: int = 8
+    lr: float = 5e-4
+    max_len: int = 128                # tokens per window
+    checkpoint_every: int = 50
+    stages: int = 2                   # pipeline stages, in one process
+    micro_batches: int = 2
+    schedule: str = "1f1b"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class RetrainConfig:
+    """The fine-tune of `python -m training retrain` (training/retrain.py), its command-line defaults and
+    its function's; `pretrain` is its optional adaptation stage, the same settings as the pretrain command."""
+    steps: int = 300
+    batch_size: int = 8
+    lr: float = 3e-4
+    stages: int = 2
+    micro_batches: int = 2            # divides batch_size
+    seed: int = 0
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+
+
+# The defaults every entry point reads: `python -m training train` from TrainConfig (and its YAML),
+# pretrain and retrain from these (their options override them, as --steps overrides train.steps).
+PRETRAIN = PretrainConfig()
+RETRAIN = RetrainConfig()
+
+
 def load_config(path: str | Path) -> TrainConfig:
     """A TrainConfig from a YAML file; ConfigError (with the fix) for a missing file, bad YAML or a bad key."""
     import yaml

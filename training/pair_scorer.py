@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import random
 import sys
 import time
@@ -73,13 +72,11 @@ def label(key: str, value: str, gold: list[tuple[str, str]]) -> bool:
 def train_layouts(model_dir: Path, wanted: list[str] | None) -> list[str]:
     """The generic-form layouts the model trained on (never one its provenance holds out)."""
     from data.synth.generator import list_layouts
-    prov: dict = {}
-    p = model_dir / "provenance.json"
-    if p.is_file():
-        try:
-            prov = json.loads(p.read_text(encoding="utf-8"))
-        except ValueError:
-            prov = {}
+    from models.model_dir import ModelDirError, read_provenance
+    try:
+        prov = read_provenance(model_dir) or {}
+    except ModelDirError:                  # unreadable: as if absent, so --layouts is asked for
+        prov = {}
     held = {x.split("/", 1)[1] for x in prov.get("heldout_layouts") or [] if x.startswith(FORM + "/")}
     trained = [x.split("/", 1)[1] for x in prov.get("train_layouts") or [] if x.startswith(FORM + "/")]
     layouts = wanted or trained
@@ -417,9 +414,12 @@ def run(model_dir: Path, pages: int, sets: list[Path], layouts: list[str] | None
                     "levels": sorted({fp.level for fp in fps}), "sets": [str(s) for s in sets], "seed": seed,
                     **about, "seconds": round(time.time() - t0, 1),
                     "command": "python -m training " + " ".join(sys.argv[1:])}
-    from models.extraction.pair_scorer import FILE_NAME
-    path = out or model_dir / FILE_NAME
-    scorer.save(path)
+    from models.model_dir import write_pair_scorer
+    if out is not None:                   # a file elsewhere (--out), e.g. to compare with the model's own
+        scorer.save(out)
+        path = out
+    else:
+        path = write_pair_scorer(model_dir, scorer)
     log(f"  {mode}, {about['kind']}, threshold {about['threshold']}, weight {about['weight']}: "
         f"cv pair F1 {about['cv_pair_f1']} (hand ranking {about['cv_pair_f1_hand_ranking']}); "
         f"written to {path} ({time.time() - t0:.0f} s)")

@@ -28,6 +28,7 @@ import paddle.nn.functional as F
 from data.document import Line, box_to_quad
 from models.checkpoint import CheckpointSlots
 from models.tokenizer import Encoding, Tokenizer, Window
+from training.config import PRETRAIN
 from training.errors import RefusedError
 from training.loop import RunState, lr_schedule, run
 from training.loop import resume as resume_from
@@ -128,9 +129,11 @@ def _set_rng_state(rng: random.Random, saved: list) -> None:
     rng.setstate((saved[0], tuple(saved[1]), saved[2]))
 
 
-def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int = 100, batch_size: int = 8,
-             lr: float = 5e-4, pipe: dict | None = None, seed: int = 0, max_len: int = 128,
-             checkpoint_every: int = 50, resume: bool = False, ckpt: str | Path | None = None) -> dict:
+def pretrain(records: list[dict], base: str | Path, out: str | Path, steps: int = PRETRAIN.steps,
+             batch_size: int = PRETRAIN.batch_size, lr: float = PRETRAIN.lr, pipe: dict | None = None,
+             seed: int = PRETRAIN.seed, max_len: int = PRETRAIN.max_len,
+             checkpoint_every: int = PRETRAIN.checkpoint_every, resume: bool = False,
+             ckpt: str | Path | None = None) -> dict:
     """Adapt `base`'s encoder with WWM MLM on `records`; write a model directory to `out`.
 
     Every `checkpoint_every` steps (and at the end) the run is saved to `ckpt` (default OUT.ckpt);
@@ -204,15 +207,15 @@ def pretrain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", required=True, type=Path, help="corpus folder or .jsonl (data/corpus.py format)")
     p.add_argument("--base", required=True, type=Path, help="model directory whose encoder to adapt")
     p.add_argument("--out", required=True, type=Path, help="model directory to write")
-    p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--max-len", type=int, default=128, help="tokens per window")
-    p.add_argument("--pipeline-stages", type=int, default=2, help="pipeline stages (in one process)")
-    p.add_argument("--micro-batches", type=int, default=2)
-    p.add_argument("--schedule", default="1f1b", choices=["gpipe", "1f1b", "zbh1"])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--checkpoint-every", type=int, default=50, metavar="N",
+    p.add_argument("--steps", type=int, default=PRETRAIN.steps, help="MLM steps (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=PRETRAIN.batch_size)
+    p.add_argument("--lr", type=float, default=PRETRAIN.lr)
+    p.add_argument("--max-len", type=int, default=PRETRAIN.max_len, help="tokens per window")
+    p.add_argument("--pipeline-stages", type=int, default=PRETRAIN.stages, help="pipeline stages (in one process)")
+    p.add_argument("--micro-batches", type=int, default=PRETRAIN.micro_batches)
+    p.add_argument("--schedule", default=PRETRAIN.schedule, choices=["gpipe", "1f1b", "zbh1"])
+    p.add_argument("--seed", type=int, default=PRETRAIN.seed)
+    p.add_argument("--checkpoint-every", type=int, default=PRETRAIN.checkpoint_every, metavar="N",
                    help="save a checkpoint (OUT.ckpt/) every N steps and at the end")
     p.add_argument("--resume", action="store_true",
                    help="continue from the checkpoint in OUT.ckpt/ (same corpus and --steps): the same "

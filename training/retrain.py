@@ -51,7 +51,7 @@ import numpy as np
 from data.corpus import CORPUS_FILE, read_corpus, split_by_layout, write_corpus
 from data.importers import FORMATS, import_corpus
 from data.importers.records import SCHEMA_DIR
-from training.config import DataConfig, TrainConfig
+from training.config import RETRAIN, DataConfig, TrainConfig
 from training.errors import ConfigError, RefusedError, RetrainError
 from training.model_registry import ModelRegistry, check_name
 from training.noise import NoiseConfig
@@ -93,18 +93,22 @@ def refit_form_scorer(base: Path, new: Path, seed: int) -> dict:
     """Fit the new weights' pair scorer and piece roles (training/pair_scorer.py) as the base's were, on
     generated pages of the base's training form layouts, when the base has them and the new model reads
     forms; else nothing (and why)."""
-    from models.extraction.pair_scorer import FILE_NAME
+    from models.model_dir import PAIR_SCORER, ExtractorConfig, ModelDirError, read_pair_scorer_record
     from training.pair_scorer import FORM, run, train_layouts
-    old = base / FILE_NAME
-    if not old.is_file():
-        return {"refit": False, "why": f"the base has no {FILE_NAME}"}
-    if FORM not in json.loads((new / "config.json").read_text(encoding="utf-8")).get("doc_types", []):
+    try:
+        raw, unreadable = read_pair_scorer_record(base), ""
+    except ModelDirError as exc:           # said after the checks below, as when it was read last
+        raw, unreadable = {}, str(exc)
+    if raw is None:
+        return {"refit": False, "why": f"the base has no {PAIR_SCORER}"}
+    if FORM not in ExtractorConfig.load(new).doc_types:
         return {"refit": False, "why": "the new model reads no generic forms"}
     try:
         layouts = train_layouts(base, None)
-        raw = json.loads(old.read_text(encoding="utf-8"))
     except (RefusedError, OSError, ValueError) as exc:
         return {"refit": False, "why": str(exc)}
+    if unreadable:
+        return {"refit": False, "why": unreadable}
     about = run(new, FORM_SCORER_PAGES, [], layouts, seed, None, log=lambda *_: None,
                 mode=str(raw.get("mode", "rerank")), roles=raw.get("roles") is not None)
     return {"refit": True, "pages": FORM_SCORER_PAGES, "layouts": layouts, "cv_pair_f1": about.get("cv_pair_f1"),
@@ -380,13 +384,12 @@ def base_heldout_layouts(base_dir: Path) -> tuple[dict[str, list[str]], list[str
     each type's layouts, the run's seed) holds out, else (a type with one layout) all of them."""
     from data.corpus import split_by_layout
     from data.synth.generator import list_doc_types, list_layouts
-    from models.model_dir import ExtractorConfig
+    from models.model_dir import ExtractorConfig, read_provenance
     known = list(ExtractorConfig.load(base_dir).doc_types)
     drawable = [t for t in known if t in list_doc_types()]
     notes = [f"{t}: the generator cannot draw it, so it has no base held-out pages" for t in known
              if t not in drawable]
-    prov_file = base_dir / "provenance.json"
-    prov = json.loads(prov_file.read_text(encoding="utf-8")) if prov_file.is_file() else {}
+    prov = read_provenance(base_dir) or {}
     named: dict[str, list[str]] = {}
     for item in prov.get("heldout_layouts") or []:
         dt, _, lay = str(item).partition("/")
@@ -444,14 +447,13 @@ def base_training_config(base_dir: Path) -> TrainConfig | None:
     """The TrainConfig a base model was trained with (its provenance.json `config`, read strictly), or
     None when it has no record (a retrained version, a hand-made model directory). A record this
     version cannot read is refused (RetrainError), not half-read."""
-    prov_file = base_dir / "provenance.json"
-    if not prov_file.is_file():
-        return None
-    config = json.loads(prov_file.read_text(encoding="utf-8")).get("config")
+    from models.model_dir import PROVENANCE, read_provenance
+    prov = read_provenance(base_dir)
+    config = prov.get("config") if prov is not None else None
     if config is None:
         return None
     try:
-        return TrainConfig.from_dict(config, str(prov_file))
+        return TrainConfig.from_dict(config, str(base_dir / PROVENANCE))
     except ConfigError as exc:
         raise RetrainError(f"the base's training config cannot be read: {exc}") from exc
 
@@ -660,16 +662,17 @@ def read_page_with_ocr(path: Path):
 
 
 def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", fmt: str | None = None,
-            schemas: list[str] = (), pretrain: bool = False, force: bool = False, steps: int = 300,
-            batch_size: int = 8, lr: float = 3e-4, pretrain_steps: int = 100, pipe: dict | None = None,
-            seed: int = 0, command: str = "", eval_ocr: str = "gt", ocr_train: bool = False,
+            schemas: list[str] = (), pretrain: bool = False, force: bool = False, steps: int = RETRAIN.steps,
+            batch_size: int = RETRAIN.batch_size, lr: float = RETRAIN.lr,
+            pretrain_steps: int = RETRAIN.pretrain.steps, pipe: dict | None = None, seed: int = RETRAIN.seed,
+            command: str = "", eval_ocr: str = "gt", ocr_train: bool = False,
             ocr_repeat: int = 2, ocr_cache: Path | None = None, replay: float = REPLAY_SHARE,
             replay_pages_per_type: int = REPLAY_PAGES_PER_TYPE) -> Path:
     """Run every stage (skipping finished ones) and return the exported version directory.
 
     `replay` is the share of each fine-tune batch drawn from generated pages of the doc types the base
     knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone."""
-    from models.model_dir import model_dir_problem
+    from models.model_dir import model_dir_problem, write_metrics
     check_name(name)
     problem = model_dir_problem(base)       # a pickle weight file that refers to anything but arrays included
     if problem is not None:
@@ -804,8 +807,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
         summary["gt_lines"] = {"base_f1": evaluated["base"]["overall_field"]["f1"],
                                "new_f1": evaluated["new"]["overall_field"]["f1"]}
     try:
-        (staging / "metrics.json").write_text(json.dumps(evaluated["new" + suffix], ensure_ascii=False, indent=1),
-                                              encoding="utf-8")
+        write_metrics(staging, evaluated["new" + suffix])
         write_report(staging, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
                      (evaluated["base"], evaluated["new"]) if judged == "real" else None, title=version.name)
     except BaseException:
@@ -835,13 +837,16 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
                         "held-out pages, or the corpus holds out too few pages to judge it")
     p.add_argument("--out-root", type=Path, default=Path("models"), help="versions go to OUT_ROOT/registry/")
     p.add_argument("--name", default="extractor", help="model name: versions are NAME-v0001, NAME-v0002, ...")
-    p.add_argument("--steps", type=int, default=300, help="fine-tune steps")
-    p.add_argument("--pretrain-steps", type=int, default=100, help="MLM steps with --pretrain")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--pipeline-stages", type=int, default=2, help="pipeline stages (pipeline engine, in one process)")
-    p.add_argument("--micro-batches", type=int, default=2, help="micro-batches per step (divides --batch-size)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=RETRAIN.steps, help="fine-tune steps (default: %(default)s)")
+    p.add_argument("--pretrain-steps", type=int, default=RETRAIN.pretrain.steps,
+                   help="MLM steps with --pretrain (default: %(default)s, as `python -m training pretrain`)")
+    p.add_argument("--batch-size", type=int, default=RETRAIN.batch_size)
+    p.add_argument("--lr", type=float, default=RETRAIN.lr)
+    p.add_argument("--pipeline-stages", type=int, default=RETRAIN.stages,
+                   help="pipeline stages (pipeline engine, in one process)")
+    p.add_argument("--micro-batches", type=int, default=RETRAIN.micro_batches,
+                   help="micro-batches per step (divides --batch-size)")
+    p.add_argument("--seed", type=int, default=RETRAIN.seed)
     p.add_argument("--eval-ocr", choices=["gt", "real"], default="gt",
                    help="gt: score base and new on the held-out pages' own lines; real: also through real "
                         "PP-OCR of their images (read once, cached in the work dir), and promote on that")

@@ -40,7 +40,7 @@ from data.document import Page
 from models.checkpoint import CheckpointSlots
 from models.encoder import EncoderConfig
 from models.heads import schema_field_keys, tag_labels
-from models.model_dir import ExtractorConfig, write_model_dir
+from models.model_dir import ExtractorConfig, write_model_dir, write_provenance
 from models.tokenizer import Tokenizer
 from training.config import TrainConfig, load_config  # noqa: F401 - load_config: scripts import it from here
 from training.dataset import TaggedPage, TrainingSet, collate, gt_lines, ocr_lines
@@ -360,14 +360,14 @@ def train(cfg: TrainConfig | dict, out: Path, work: Path | None = None, resume: 
         return out
     write_model_dir(model, xcfg, vocab, out)
     plot_losses(state.losses, out / "loss.png")
-    (out / "provenance.json").write_text(json.dumps({
+    write_provenance(out, {
         "command": command, "config": cfg.to_dict(), "seed": seed, "git_commit": git_commit(),
         "train_pages": len(train_recs), "real_ocr_pages": n_ocr, "heldout_pages": len(test_recs),
         "heldout_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in test_recs}),
         "train_layouts": sorted({f"{r.get('doc_type')}/{r.get('layout')}" for r in train_recs}),
         "steps": state.step, "step_function": how, "resumed_at_steps": state.resumed_at,
         "final_loss": float(np.mean(state.losses[-50:])) if state.losses else None,
-        "work_dir": str(work)}, ensure_ascii=False, indent=1), encoding="utf-8")
+        "work_dir": str(work)})
     return out
 
 

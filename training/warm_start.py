@@ -46,32 +46,25 @@ class WarmStartReport:
                 + (f"; fresh: {', '.join(self.fresh)}" if self.fresh else ""))
 
 
-def _read_vocab(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").rstrip("\n").split("\n")
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-
-
 def warm_start(model, tag_labels: list[str], doc_types: list[str], vocab: list[str],
                base_dir: str | Path) -> WarmStartReport:
     """Copy into `model` (built for `tag_labels`, `doc_types`, `vocab`) what the model directory
     `base_dir` (config.json, model_state.safetensors, vocab.txt) knew, matched by name. An older directory's
     model_state.pdparams is read by the restricted unpickler only (ValueError when it refers to anything
     but arrays: a pickle can run code) and converted."""
-    import json
-
     import paddle
 
-    from models.model_dir import LEGACY_WEIGHTS, WEIGHTS, ModelDirError, read_model_weights
+    from models.model_dir import LEGACY_WEIGHTS, WEIGHTS, ExtractorConfig, ModelDirError, read_model_weights, read_vocab
 
     base_dir = Path(base_dir)
     for name in ("config.json", WEIGHTS, "vocab.txt"):
         if not (base_dir / name).is_file() and not (name == WEIGHTS and (base_dir / LEGACY_WEIGHTS).is_file()):
             raise FileNotFoundError(f"warm start: {base_dir} has no {name}; name a model directory "
                                     "this project wrote (e.g. models/default)")
-    cfg = json.loads((base_dir / "config.json").read_text(encoding="utf-8"))
-    base_names = {"tag_labels": list(cfg["tag_labels"]), "doc_types": list(cfg["doc_types"])}
+    cfg = ExtractorConfig.load(base_dir)
+    base_names = {"tag_labels": list(cfg.tag_labels), "doc_types": list(cfg.doc_types)}
     new_names = {"tag_labels": list(tag_labels), "doc_types": list(doc_types)}
-    base_vocab = _read_vocab(base_dir / "vocab.txt")
+    base_vocab = read_vocab(base_dir)
     try:             # safetensors; an older directory's pickle only through the restricted reader
         state = read_model_weights(base_dir)
     except ModelDirError as exc:

@@ -4,14 +4,18 @@ The validators (data/validate.py) and the pipeline write warnings for logs and J
 slash, with field keys such as `invoice_number`, regular expressions and `items[0].amount`. A clerk
 reading the page needs the field's printed name and the reason in words, so the UI rewrites them
 here; the JSON and CSV exports keep the original warnings unchanged.
+
+Why a field failed is not worked out again here: `validate` stores the code of the check it failed in
+`Field.reason` (data/validate.py REASON_CODES), and `reason_words` only turns that code into words, with the
+schema's own parameters (a pattern's digits, an enum's values, a rule's message).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from data import validate as checks
 from data.document import Document, Field
-from data.normalize import is_masked
 
 VALIDATOR_WORDS: dict[str, tuple[str, str]] = {
     "id_number": ("身份证号校验位或出生日期不对", "ID number check digit or birth date is wrong"),
@@ -56,29 +60,31 @@ def pattern_words(pattern: str | None) -> tuple[str, str]:
     return VALIDATOR_WORDS["pattern"]
 
 
-def _validator_reason(spec: Any, raw: str) -> tuple[str, str] | None:
-    """(zh, en) of the first of the field's validators that fails on `raw`, else None."""
-    from data.validate import _check_one
-    for name in spec.validators:
-        try:
-            ok, _ = _check_one(name, spec, raw, None)
-        except ValueError:
-            continue
-        if not ok:
-            if name == "pattern":
-                return pattern_words(spec.pattern)
-            if name == "enum" and spec.choices:
-                return f"应为{'、'.join(spec.choices)}之一", f"should be one of {', '.join(spec.choices)}"
-            return VALIDATOR_WORDS.get(name, VALIDATOR_WORDS["pattern"])
-    return None
+def _rule_keys(rule: Any) -> list[str]:
+    return list(rule.fields) + [k for k in (rule.equals, rule.words, rule.figure) if k]
 
 
-def _rule_reason(schema: Any, key: str) -> tuple[str, str] | None:
-    for rule in schema.rules:
-        keys = list(rule.fields) + [k for k in (rule.equals, rule.words, rule.figure) if k]
-        if key in keys:
-            zh, en = RULE_WORDS.get(rule.check, ("与其他字段不一致", "does not agree with other fields"))
-            return rule.message_zh or zh, en
+def reason_words(code: str | None, schema: Any, key: str, item: bool = False) -> tuple[str, str] | None:
+    """(zh, en) of a stored reason (`Field.reason`, a data/validate.py REASON_CODES entry) of field `key`
+    (an item column where `item`); None for no code or one this version does not know. The schema gives the
+    wording's parameters: the field's pattern and choices, the failed rule's own Chinese message."""
+    if code == checks.MASKED_TAXED:
+        return MASKED_TAXED
+    if code == checks.EXEMPT_TAXED:
+        return EXEMPT_TAXED
+    specs = (schema.item_fields if item else schema.fields) if schema is not None else []
+    spec = next((s for s in specs if s.key == key), None)
+    if code == "pattern":
+        return pattern_words(spec.pattern if spec is not None else None)
+    if code == "enum" and spec is not None and spec.choices:
+        return f"应为{'、'.join(spec.choices)}之一", f"should be one of {', '.join(spec.choices)}"
+    if code in VALIDATOR_WORDS:
+        return VALIDATOR_WORDS[code]
+    if code in RULE_WORDS:
+        zh, en = RULE_WORDS[code]
+        rule = next((r for r in (schema.rules if schema is not None else [])
+                     if r.check == code and key in _rule_keys(r)), None)
+        return (rule.message_zh if rule is not None and rule.message_zh else zh), en
     return None
 
 
@@ -93,18 +99,7 @@ def check_words(doc: Document, key: str, field: Field | None, item_key: str | No
         return NO_RULE
     if field.valid:
         return PASSED
-    schema = _schema(doc.doc_type)
-    reason = None
-    if schema is not None:
-        specs = schema.item_fields if item_key else schema.fields
-        spec = next((s for s in specs if s.key == (item_key or key)), None)
-        if spec is not None and spec.masked_when_exempt:        # 税额 judged by the rate (data/validate.py)
-            reason = MASKED_TAXED if is_masked(field.raw or field.value) else EXEMPT_TAXED if item_key else None
-        if spec is not None and reason is None:
-            reason = _validator_reason(spec, field.raw or field.value)
-        reason = reason or _rule_reason(schema, item_key or key)
-        if reason is None and item_key:
-            reason = next((RULE_WORDS[r.check] for r in schema.rules if r.check == "item_product"), None)
+    reason = reason_words(field.reason, _schema(doc.doc_type), item_key or key, item_key is not None)
     zh, en = reason or ("校验未通过", "check failed")
     return f"✗ {zh} / {en}"
 
@@ -156,10 +151,10 @@ def _check_warning(warning: str, doc: Document, schema: Any) -> str | None:
         reason = check_words(doc, key, field, item_key=key if row is not None else None)
         if reason.startswith("✗ "):
             return f"{where}{label}：{reason[2:]}"
-        raw = re.search(r"\(([^()]*)\)\s*$", warning)           # the value the warning was about
-        specs = schema.item_fields if row is not None else schema.fields
-        spec = next((s for s in specs if s.key == key), None)
-        said = _validator_reason(spec, raw[1]) if spec is not None and raw else None
+        specs = schema.item_fields if row is not None else schema.fields     # a warning of no document field:
+        spec = next((s for s in specs if s.key == key), None)                 # its validator from its words
+        said = reason_words(checks.failed_validator(warning, spec), schema, key, row is not None) \
+            if spec is not None else None
         zh_reason, en_reason = said or ("格式不正确", "not in the expected format")
         return f"{where}{label}：{zh_reason} / {en_reason}"
     m = re.match(r"^(.+?)印为\*\*\*，但税率不是免税、不征税或0% / (items\[(\d+)\]\.)?\w+: ", warning)

@@ -10,8 +10,9 @@ others) and says how likely a candidate is a true pair.
 
 The model is a logistic regression or a one-hidden-layer MLP over standardised features, in numpy, kept
 as a small JSON file in the model directory (`pair_scorer.json`, written by `python -m training
-pair-scorer --model DIR`). It names its features, so a file whose features this code no longer computes
-is refused, not misread. A model directory without it decodes with the hand-weighted ranking.
+pair-scorer --model DIR`; models/model_dir.py reads and writes it: `read_pair_scorer`, `write_pair_scorer`).
+It names its features, so a file whose features this code no longer computes is refused, not misread.
+A model directory without it decodes with the hand-weighted ranking.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ import numpy as np
 
 from models.extraction.mlp import forward, sigmoid, standardise, train_mlp
 
-FILE_NAME = "pair_scorer.json"
 FORMAT = 1
 
 
@@ -77,7 +77,7 @@ class PairScorer:
         write_text_atomic(Path(path), json.dumps(self.to_dict(), ensure_ascii=False, indent=1))
 
     @classmethod
-    def from_dict(cls, raw: Any, known: list[str] | None = None, where: str = FILE_NAME) -> "PairScorer":
+    def from_dict(cls, raw: Any, known: list[str] | None = None, where: str = "pair scorer") -> "PairScorer":
         """Check the shape; `known`: the feature names the decoder computes (a name outside it is refused)."""
         try:
             if not isinstance(raw, dict) or raw.get("format") != FORMAT:
@@ -115,21 +115,6 @@ class PairScorer:
 
 def _r(a: np.ndarray) -> Any:
     return np.round(np.asarray(a, dtype=float), 6).tolist()
-
-
-def load_pair_scorer(model_dir: str | Path | None, known: list[str] | None = None) -> PairScorer | None:
-    """The scorer saved in `model_dir`, or None when there is none (today's hand-weighted ranking).
-    PairScorerError for a file that is there but unusable: a broken scorer is not silently ignored."""
-    if model_dir is None:
-        return None
-    path = Path(model_dir) / FILE_NAME
-    if not path.is_file():
-        return None
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PairScorerError(f"{path}: unreadable ({exc})") from exc
-    return PairScorer.from_dict(raw, known, str(path))
 
 
 # --- fitting -----------------------------------------------------------------------------------------
