@@ -474,24 +474,44 @@ def test_a_data_table_inside_a_form_gives_no_pairs_but_labels_above_values_do():
 def test_a_data_table_comes_out_as_a_table_with_a_record_per_row_and_its_wrapped_cells_whole():
     from models.extraction.forms import decode_form_page
     heads = [("起止时间", [212, 498, 289, 525]), ("学校", [442, 497, 489, 527]), ("专业", [656, 497, 702, 527])]
-    row1 = [("2007.09-2009.06", [187, 537, 316, 556]), ("郑州大学", [428, 535, 501, 560]),
+    row1 = [("2007.09-2009.06", [187, 537, 316, 556]), ("郑州大学信息工程", [375, 535, 565, 560]),
             ("工商管理", [643, 535, 716, 560])]
-    wrap1 = [("第二学院", [428, 563, 501, 585])]             # the school's name goes on in its cell
+    wrap1 = [("学院", [375, 563, 420, 585])]                 # the school's name fills its column and goes on
     row2 = [("2018.09-2022.06", [186, 603, 317, 624]), ("山东大学", [429, 601, 501, 626])]   # 专业 blank
-    tags = ["QQQQ", "QQ", "QQ", "A" * 15, "AAAA", "AAAA", "AAAA", "A" * 15, "AAAA"]
+    tags = ["QQQQ", "QQ", "QQ", "A" * 15, "A" * 8, "AAAA", "AA", "A" * 15, "AAAA"]
     page, pred = _page(heads + row1 + wrap1 + row2, tags)
     pairs, tables = decode_form_page(page, pred, LABELS)
     assert pairs == []
     (table,) = tables
     assert table.columns == ["起止时间", "学校", "专业"]
     assert [[c.text for c in row] for row in table.rows] == \
-        [["2007.09-2009.06", "郑州大学第二学院", "工商管理"], ["2018.09-2022.06", "山东大学", ""]]
-    assert table.rows[0][1].box == [428, 535, 501, 585] and table.rows[1][2].box is None
+        [["2007.09-2009.06", "郑州大学信息工程学院", "工商管理"], ["2018.09-2022.06", "山东大学", ""]]
+    assert table.rows[0][1].box == [375, 535, 565, 585] and table.rows[1][2].box is None
     assert table.box == [186, 497, 716, 626] and table.page == 0 and 0 < table.score <= 1
     assert table.records()[1] == {"起止时间": "2018.09-2022.06", "学校": "山东大学", "专业": ""}
+    # a short entry that does not fill its column does not wrap: the line under it is the next record's
+    short, short_pred = _page(heads + row1 + [("2019.09-2023.06", [186, 563, 317, 584]), ("学院", [375, 563, 420, 585])],
+                       tags[:6] + ["A" * 15, "AA"])
+    (short_table,) = decode_form_page(short, short_pred, LABELS)[1]
+    assert [c.text for c in short_table.rows[1]] == ["2019.09-2023.06", "学院", ""]
     # switched off, the same lines are pairs again and no table comes out
     pairs, tables = decode_form_page(page, pred, LABELS, off=frozenset({"form_data_tables"}))
     assert tables == [] and pairs
+
+
+def test_labels_above_values_row_after_row_are_no_table_even_with_a_label_row_lost():
+    from models.extraction.forms import decode_form_page
+    # 身份证号码 | 联系电话 | 现住址 over their values, then (the next label row lost to OCR) values under
+    # the same columns, one of them the label 联系电话 read again: not a table of two records
+    lines = [("身份证号码", [100, 100, 200, 125]), ("联系电话", [400, 100, 480, 125]), ("现住址", [700, 100, 760, 125]),
+             ("410105199801128659", [100, 140, 290, 165]), ("19252802830", [400, 140, 520, 165]),
+             ("贵阳市南明区珠江路179号", [700, 140, 900, 165]),
+             ("工程师", [100, 185, 160, 210]), ("联系电话", [400, 185, 480, 210]), ("2025.03.14", [700, 185, 800, 210])]
+    tags = ["QQQQQ", "QQQQ", "QQQ", "A" * 18, "A" * 11, "A" * 13, "AAA", "QQQQ", "A" * 10]
+    page, pred = _page(lines, tags)
+    pairs, tables = decode_form_page(page, pred, LABELS)
+    assert tables == []
+    assert ("联系电话", "19252802830") in [(p.key, p.value) for p in pairs]
 
 
 def test_a_row_of_thin_boxes_under_table_headings_is_read_once():

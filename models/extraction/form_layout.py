@@ -109,13 +109,17 @@ class Layout:
         xs.sort()
         return sum(1 for i, x in enumerate(xs) if i == 0 or x - xs[i - 1] > h / 2)
 
+    def walls_across(self, p: Piece) -> list[float]:
+        """x of the page's vertical ruled lines that cross `p`'s row (at its middle), left to right."""
+        h = self.line_height(p)
+        y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
+        return sorted(_x_at(seg, y) for seg in self.vrules if self._crosses(seg, level, h))
+
     def walls_inside(self, p: Piece) -> list[float]:
         """x of the page's vertical ruled lines that cross `p`'s row inside its box, at least half a line height
         from either end (a line OCR read across a cell border), left to right."""
         h = self.line_height(p)
-        y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
-        xs = [_x_at(seg, y) for seg in self.vrules if self._crosses(seg, level, h)]
-        return sorted(x for x in xs if p.box[0] + h / 2 < x < p.box[2] - h / 2)
+        return [x for x in self.walls_across(p) if p.box[0] + h / 2 < x < p.box[2] - h / 2]
 
     def floors(self, a: Piece, b: Piece) -> int:
         """How many of the page's horizontal ruled lines stand between `a` and `b` (b below a), at the middle

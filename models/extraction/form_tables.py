@@ -5,12 +5,18 @@ A row of column headings with rows of entries under it is a table, not pairs: �
 and two tests the form decoder gives it (forms.py): `is_head`, a piece that could head a column (a
 label or what the model calls a header), and `is_cell`, a piece that reads as an entry (not label-like):
 
-- a row of at least TABLE_COLUMNS pieces, all headings;
+- a row of at least TABLE_COLUMNS pieces, all headings: short words without digits (a column is named, not
+  answered), or what the model calls a label or header;
+- each heading owns a column: up to the ruled line between it and the next where the page has one, else
+  to the middle of the white between them; a piece stands in the column it overlaps most;
 - then the rows under it, each standing under at least TABLE_COLUMNS distinct headings (fewer where the
-  table has fewer columns), mostly entries, each no further below the last than TABLE_ROW_GAP line heights;
-  after the first, a record may leave cells blank down to two columns if all it holds are entries;
-  a row of fewer columns right under the last one, each piece under a column that row filled, is the next
-  printed line of those cells (an address or a school name wrapped in its cell), not a row of its own;
+  table has fewer columns), more entries (not clearly labels: TABLE_CELL_KEY) than labels, each no further
+  below the last than TABLE_ROW_GAP line heights; after the first, a record may leave cells blank down to
+  two columns if all it holds are entries; a row holding a heading's name is none (labels printed above
+  their values, row after row, with a label row lost to OCR);
+- a row of fewer columns right under the last one, each piece under a column that row filled with a line
+  as wide as the column, is the next printed line of those cells (an address or a school name wrapped in
+  its cell), not a row of its own;
 - at least TABLE_ROWS such rows. A heading row over a single row of answers is indistinguishable from
   labels printed above their values, and stays fields.
 
@@ -22,6 +28,7 @@ Rule name: form_data_tables (models/extraction/rules.py).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -33,6 +40,10 @@ TABLE_COLUMNS = 3     # a data table in a form: this many column headings in a r
 TABLE_ROWS = 2        # ... over this many rows of entries
 TABLE_ROW_GAP = 2.5   # x line height: a record row starts at most this far under the one above (ruled rows
                       # of 2.8x the type size leave 1.8 line heights between their text)
+TABLE_CELL_KEY = 0.5  # an entry is what is not clearly a label: a key score below this (names, posts and places
+                      # score about 0, a known label 1.5 and more; forms.py)
+TABLE_WRAP_FILL = 0.6  # ... and only after a line that fills this share of its column's width
+COLUMN_NAME_MAX = 8   # characters of a column name (学校或工作单位 7, 工作单位及职务 7)
 TABLE_WRAP_GAP = 0.45  # x line height: a cell's next printed line stands this close under its first (rows of
                        # an unruled table stand 0.5 line heights apart and more)
 
@@ -70,6 +81,13 @@ def _cell_text(cell: list[Piece]) -> str:
     return out
 
 
+def column_name(text: str) -> bool:
+    """Text that can name a column: 2 to COLUMN_NAME_MAX Chinese characters (a bracket or 、/ inside allowed),
+    no digit, no sentence punctuation."""
+    core = re.sub(r"[（）()、/]", "", text)
+    return 2 <= len(core) <= COLUMN_NAME_MAX and all("\u4e00" <= ch <= "\u9fff" for ch in core)
+
+
 def find_tables(geo: Layout, is_head: Callable[[Piece], bool], is_cell: Callable[[Piece], bool]) -> list[FoundTable]:
     """The data tables among `geo.pieces`, top to bottom (see the module docstring)."""
     out: list[FoundTable] = []
@@ -92,13 +110,17 @@ def find_tables(geo: Layout, is_head: Callable[[Piece], bool], is_cell: Callable
 def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -> FoundTable:
     """The rows under a heading row that stand under its headings, read until one does not."""
     h = max(geo.line_height(p) for p in head)
-    spans = [(p.box[0] - h / 2, p.box[2] + h / 2) for p in head]
+    spans = column_spans(geo, head, h)
 
     def column(p: Piece) -> int | None:
-        x = (p.box[0] + p.box[2]) / 2
-        return next((i for i, (a, b) in enumerate(spans) if a <= x <= b), None)
+        """The column `p` overlaps most (a left-aligned entry wider than its heading, a centred one narrower),
+        None where it overlaps none by half its width."""
+        over = [min(p.box[2], b) - max(p.box[0], a) for a, b in spans]
+        best = max(range(len(spans)), key=lambda i: over[i])
+        return best if over[best] >= (p.box[2] - p.box[0]) / 2 else None
 
     found = FoundTable(head)
+    names = {p.text for p in head}      # a row that names a column again is another label row, no record
     bottom = max(p.box[3] for p in head)
     taken = {id(p) for p in head}       # a row is read once (one of thin boxes, a dash, would come back)
     while True:
@@ -110,10 +132,11 @@ def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -
         under = [(column(p), p) for p in nxt]
         placed = [(c, p) for c, p in under if c is not None]
         cols = {c for c, _ in placed}
-        if found.rows and _wraps(found.rows[-1], placed, len(placed) == len(nxt), h):
+        if found.rows and _wraps(found.rows[-1], placed, len(placed) == len(nxt), h, spans):
             for c, p in placed:
                 found.rows[-1][c].append(p)
-        elif not _record(found, cols, [is_cell(p) for _, p in placed], len(head)):
+        elif not _record(found, cols, [is_cell(p) for _, p in placed], len(head)) or \
+                names & {p.text for _, p in placed}:
             break
         else:
             row: list[list[Piece]] = [[] for _ in head]
@@ -125,19 +148,47 @@ def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -
     return found
 
 
+def column_spans(geo: Layout, head: list[Piece], h: float) -> list[tuple[float, float]]:
+    """Each heading's column [left, right]: between two headings, the ruled line between them where the page
+    has one, else the middle of the white between them; past the outer headings, the table's ruled border or
+    as far out as the column's half-gap (at least one line height `h`)."""
+    walls = geo.walls_across(head[0]) if geo.vrules else []
+    cuts = []
+    for a, b in zip(head, head[1:]):
+        between = [x for x in walls if a.box[2] - h / 2 <= x <= b.box[0] + h / 2]
+        cuts.append(between[0] if len(between) == 1 else (a.box[2] + b.box[0]) / 2)
+    first, last = head[0], head[-1]
+    out_left = [x for x in walls if x <= first.box[0] + h / 2]
+    out_right = [x for x in walls if x >= last.box[2] - h / 2]
+    left = out_left[-1] if out_left else first.box[0] - max(h, (cuts[0] - first.box[2]) if cuts else h)
+    right = out_right[0] if out_right else last.box[2] + max(h, (last.box[0] - cuts[-1]) if cuts else h)
+    edges = [left, *cuts, right]
+    return list(zip(edges, edges[1:]))
+
+
 def _record(found: FoundTable, cols: set[int], cells: list[bool], columns: int) -> bool:
     """A row under the headings is a record: the first fills at least TABLE_COLUMNS columns (fewer where the
-    table has fewer) with mostly entries; a later one may leave cells blank, down to two columns, all of
-    them entries (a label-value row after the table, 姓名 | 张三 under two of its columns, is none)."""
+    table has fewer) with more entries than labels (a grid of label | value | label | value rows is none); a
+    later one may leave cells blank, down to two columns, all of them entries (a label-value row after the
+    table, 姓名 | 张三 under two of its columns, is none)."""
     if len(cols) >= min(TABLE_COLUMNS, columns):
-        return sum(cells) * 2 >= len(cells)
+        return sum(cells) * 2 > len(cells)
     return bool(found.rows) and len(cols) >= 2 and all(cells)
 
 
-def _wraps(last: list[list[Piece]], placed: list[tuple[int, Piece]], all_placed: bool, h: float) -> bool:
+def _wraps(last: list[list[Piece]], placed: list[tuple[int, Piece]], all_placed: bool, h: float,
+           spans: list[tuple[float, float]]) -> bool:
     """`placed` (a row of pieces under their columns) is the next printed line of the cells of the record
-    `last`: every piece under a column that record filled, right under that cell, and fewer columns than
-    the record has (a full row of its own is a record)."""
+    `last`: fewer columns than the record has (a full row of its own is a record), every piece right under a
+    cell of that record whose last line fills its column (text wraps where the column ends; the next record
+    of a packed table stands as close)."""
     if not placed or not all_placed or len({c for c, _ in placed}) >= sum(1 for cell in last if cell):
         return False
-    return all(last[c] and p.box[1] - max(q.box[3] for q in last[c]) <= TABLE_WRAP_GAP * h for c, p in placed)
+    for c, p in placed:
+        if not last[c]:
+            return False
+        end = max(last[c], key=lambda q: q.box[3])
+        if p.box[1] - end.box[3] > TABLE_WRAP_GAP * h or \
+                end.box[2] - end.box[0] < TABLE_WRAP_FILL * (spans[c][1] - spans[c][0]):
+            return False
+    return True

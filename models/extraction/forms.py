@@ -85,7 +85,7 @@ from models.extraction.form_pieces import (
 )
 from models.extraction.form_pieces import is_value as text_is_value
 from models.extraction.form_roles import RoleModel, relabel
-from models.extraction.form_tables import FoundTable, find_tables
+from models.extraction.form_tables import TABLE_CELL_KEY, FoundTable, column_name, find_tables
 from models.extraction.form_walls import wall_cuts
 from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
@@ -223,8 +223,8 @@ class _Decoder:
         if "form_data_tables" not in off:
             self.tables = find_tables(
                 self.geo, lambda p: not p.colon_key and not options(p.text) and
-                (self.ks(p) >= st.form_key_min or is_header(p, self.masses[p.line])),
-                lambda p: self.ks(p) < st.form_key_min)
+                (self.ks(p) >= st.form_key_min or is_header(p, self.masses[p.line]) or column_name(p.text)),
+                lambda p: self.ks(p) < TABLE_CELL_KEY)
             self.table = {i for t in self.tables for i in t.ids()}
 
     def merged_tags(self, new: Piece, a: Piece, b: Piece) -> None:
