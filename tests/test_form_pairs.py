@@ -490,8 +490,8 @@ def test_a_data_table_comes_out_as_a_table_with_a_record_per_row_and_its_wrapped
     assert table.box == [186, 497, 716, 626] and table.page == 0 and 0 < table.score <= 1
     assert table.records()[1] == {"起止时间": "2018.09-2022.06", "学校": "山东大学", "专业": ""}
     # a short entry that does not fill its column does not wrap: the line under it is the next record's
-    short, short_pred = _page(heads + row1 + [("2019.09-2023.06", [186, 563, 317, 584]), ("学院", [375, 563, 420, 585])],
-                       tags[:6] + ["A" * 15, "AA"])
+    nxt = [("2019.09-2023.06", [186, 563, 317, 584]), ("学院", [375, 563, 420, 585])]
+    short, short_pred = _page(heads + row1 + nxt, tags[:6] + ["A" * 15, "AA"])
     (short_table,) = decode_form_page(short, short_pred, LABELS)[1]
     assert [c.text for c in short_table.rows[1]] == ["2019.09-2023.06", "学院", ""]
     # switched off, the same lines are pairs again and no table comes out

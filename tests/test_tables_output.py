@@ -24,6 +24,7 @@ from app.batch.xlsx_out import INVOICE_SHEET, ITEM_SHEET, PAIR_SHEET, TABLE_SHEE
 from app.pipeline import Analysis
 from app.ui.export import tables_csv, workbook
 from data.document import Cell, Document, Line, Page, Pair, Table, box_to_quad
+from tests.ui_harness import start_ui
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 
@@ -66,13 +67,7 @@ def fake_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None
 
 @pytest.fixture()
 def app(monkeypatch, tmp_path):
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
-    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
-    at = AppTest.from_file(UI, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return start_ui(monkeypatch, tmp_path, fake_analyse_bytes)
 
 
 def png_bytes(width: int) -> bytes:

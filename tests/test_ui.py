@@ -30,6 +30,7 @@ from app.ui.fields import (
 )
 from app.ui.words import warning_words
 from data.document import Cell, Document, Field, Line, Page, Pair, Table, box_to_quad
+from tests.ui_harness import start_ui
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 CALLS: list[dict] = []
@@ -133,13 +134,7 @@ def fake_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None
 @pytest.fixture()
 def app(monkeypatch, tmp_path):
     CALLS.clear()
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
-    monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
-    at = AppTest.from_file(UI, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return start_ui(monkeypatch, tmp_path, fake_analyse_bytes)
 
 
 def png_bytes(size=(300, 200)) -> bytes:
