@@ -514,6 +514,34 @@ def test_labels_above_values_row_after_row_are_no_table_even_with_a_label_row_lo
     assert ("联系电话", "19252802830") in [(p.key, p.value) for p in pairs]
 
 
+def test_a_blank_ruled_member_list_is_a_table_of_no_records_and_its_headings_pair_with_nothing():
+    from models.extraction.forms import decode_form_page
+    heads = [("姓名", [100, 100, 150, 125]), ("出生年月", [300, 100, 380, 125]), ("专业", [500, 100, 550, 125]),
+             ("本人签字", [700, 100, 780, 125])]
+    cols = [[x, 90, x, 300] for x in (80, 250, 450, 650, 850)]
+    rows = [[80, y, 850, y] for y in (90, 140, 190, 240)]
+    page, pred = _page(heads, ["QQ", "QQQQ", "QQ", "QQQQ"])
+    assert [(p.key, p.value) for p in decode_form_page(page, pred, LABELS)[0]] == \
+        [("姓名", "出生年月"), ("专业", "本人签字")]           # no ruled lines: nothing says it is a table
+    page.rules = cols + rows
+    pairs, tables = decode_form_page(page, pred, LABELS)
+    assert pairs == [] and [(t.columns, t.rows) for t in tables] == [(["姓名", "出生年月", "专业", "本人签字"], [])]
+    # one person filled in, blank rows under: a table of one record
+    person = [("陈浩仪", [100, 150, 160, 175]), ("2001.05", [300, 150, 370, 175]), ("移动互联", [500, 150, 580, 175])]
+    page, pred = _page(heads + person, ["QQ", "QQQQ", "QQ", "QQQQ", "AAA", "A" * 7, "AAAA"])
+    page.rules = cols + rows
+    pairs, tables = decode_form_page(page, pred, LABELS)
+    assert pairs == [] and [[c.text for c in r] for r in tables[0].rows] == [["陈浩仪", "2001.05", "移动互联", ""]]
+    # a grid of label | value rows is no table: the row under the first is no blank row
+    grid = [("姓名", [100, 100, 150, 125]), ("张三", [300, 100, 350, 125]), ("性别", [500, 100, 550, 125]),
+            ("男性", [700, 100, 750, 125]), ("民族", [100, 150, 150, 175]), ("汉族", [300, 150, 350, 175]),
+            ("籍贯", [500, 150, 550, 175]), ("河南郑州", [700, 150, 780, 175])]
+    page, pred = _page(grid, ["QQ", "AA", "QQ", "AA", "QQ", "AA", "QQ", "AAAA"])
+    page.rules = cols + rows
+    pairs, tables = decode_form_page(page, pred, LABELS)
+    assert tables == [] and ("籍贯", "河南郑州") in [(p.key, p.value) for p in pairs]
+
+
 def test_a_row_of_thin_boxes_under_table_headings_is_read_once():
     # OCR boxes a few pixels tall (rules, dashes) under three headings: the table scan used to find the
     # same row again for ever (the page hung in decoding)

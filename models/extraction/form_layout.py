@@ -121,6 +121,12 @@ class Layout:
         h = self.line_height(p)
         return [x for x in self.walls_across(p) if p.box[0] + h / 2 < x < p.box[2] - h / 2]
 
+    def rules_across(self, x0: float, x1: float, slack: float = 0.0) -> list[float]:
+        """y (at the middle of x0..x1) of the page's horizontal ruled lines that run from x0 to x1 (within `slack`),
+        top to bottom: the borders between the rows of a table that spans x0..x1."""
+        x = (x0 + x1) / 2
+        return sorted(_y_at(seg, x) for seg in self.hrules if seg[0] <= x0 + slack and seg[2] >= x1 - slack)
+
     def floors(self, a: Piece, b: Piece) -> int:
         """How many of the page's horizontal ruled lines stand between `a` and `b` (b below a), at the middle
         of where the two overlap across (or between them): 1 or more, `b` is in another row of a grid."""

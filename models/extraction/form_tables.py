@@ -18,7 +18,10 @@ label or what the model calls a header), and `is_cell`, a piece that reads as an
   as wide as the column, is the next printed line of those cells (an address or a school name wrapped in
   its cell), not a row of its own;
 - at least TABLE_ROWS such rows. A heading row over a single row of answers is indistinguishable from
-  labels printed above their values, and stays fields.
+  labels printed above their values, and stays fields; unless empty ruled rows follow (`_blank_rows`): a
+  row of column names over one record or none and blank ruled rows is a table (a blank member list), and
+  its names are nobody's key or value (姓名 -> 出生年月 was read as a pair); not a row where labels and
+  entries take turns (the last row of a label | value grid over an empty ruled row).
 
 Its headings are no keys and its cells nobody's value (forms.py vetoes them), and it comes out as a
 `data.document.Table`: the headings name the columns, each row a record with one cell per column (blank
@@ -101,10 +104,39 @@ def find_tables(geo: Layout, is_head: Callable[[Piece], bool], is_cell: Callable
         if len(head) < TABLE_COLUMNS or not all(is_head(p) for p in head):
             continue
         found = _records(geo, head, is_cell)
-        if len(found.rows) >= TABLE_ROWS:
+        if len(found.rows) >= TABLE_ROWS or (all(column_name(p.text) for p in head) and
+                                              not _alternates([is_cell(p) for p in head]) and _blank_rows(geo, found)):
             out.append(found)
             inside |= found.ids()
     return out
+
+
+def _alternates(cells: list[bool]) -> bool:
+    """Labels and entries take turns along the row (姓名 | 汉族 | 籍贯 | 河南郑州): a row of label-value pairs, no
+    row of column names."""
+    return len(cells) >= 4 and all(a != b for a, b in zip(cells, cells[1:]))
+
+
+def _blank_rows(geo: Layout, found: FoundTable) -> int:
+    """How many empty ruled rows stand right under the last row of `found` (its headings where it has no record):
+    rows between horizontal ruled lines that run across the whole table, at least a line height apart, with
+    nothing printed between them. A form's blank member list or résumé: its headings name columns, whatever
+    the model thinks of them, and none of them answers another."""
+    h = max(geo.line_height(p) for p in found.head)
+    spans = column_spans(geo, found.head, h)
+    x0, x1 = spans[0][0], spans[-1][1]
+    last = found.rows[-1] if found.rows else [[p] for p in found.head]
+    bottom = max(p.box[3] for cell in last for p in cell)
+    ys = [y for y in geo.rules_across(x0 + h / 2, x1 - h / 2, h) if y >= bottom - h / 4]
+    count = 0
+    for top, low in zip(ys, ys[1:]):
+        if low - top < h:
+            continue                    # a double border
+        if (count == 0 and top - bottom > h) or any(
+                x0 <= (p.box[0] + p.box[2]) / 2 <= x1 and top < (p.box[1] + p.box[3]) / 2 < low for p in geo.pieces):
+            break
+        count += 1
+    return count
 
 
 def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -> FoundTable:
