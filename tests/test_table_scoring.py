@@ -37,3 +37,14 @@ def test_pair_errors_count_labels_taken_as_values_and_table_lines_read_as_pairs(
     row_pair = Pair("张三", "法学", [10, 40, 50, 60], [110, 40, 150, 60])
     assert pair_errors(REC, [good, label_value, table_pair, row_pair]) == \
         {"label_as_value": 2, "table_line_pairs": 2}
+
+
+def test_the_evaluation_report_scores_a_forms_table_cells_beside_its_pairs():
+    from training.evaluate import PageScore, Report, score_pairs
+    r = Report()
+    right = Table(columns=["姓名", "专业"], rows=[[Cell("张三"), Cell("法学")]])
+    r.add(PageScore("generic_form", {}, score_pairs([("电话", "1")], [("电话", "1")]),
+                    score_tables(gold_tables(REC), [right])), "generic_form", "none")
+    d = r.as_dict()["doc_types"]["generic_form"]
+    assert d["table_cells"]["tp"] == 2 and d["table_cells"]["fn"] == 1 and d["pairs"]["f1"] == 1.0
+    assert "[table cells]" in r.table()

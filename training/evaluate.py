@@ -73,10 +73,11 @@ def compare_value(field_type: str | None, text: str) -> str:
 
 @dataclass
 class PageScore:
-    """Counts for one page, by field key, plus its pairs."""
+    """Counts for one page, by field key, plus its pairs and its table cells (generic forms)."""
     doc_type: str
     fields: dict[str, Counts] = field(default_factory=dict)
     pairs: Counts | None = None
+    cells: Counts | None = None
 
 
 def score_fields(gold: dict[str, str], pred: dict[str, str], items_gold: list[dict[str, str]] | None = None,
@@ -149,6 +150,7 @@ class Report:
     """Totals over pages: micro-averaged by field, by doc type, overall, and pair F1."""
     by_field: dict[str, dict[str, Counts]] = field(default_factory=dict)   # doc_type -> key -> counts
     pairs: dict[str, Counts] = field(default_factory=dict)                  # doc_type -> counts
+    cells: dict[str, Counts] = field(default_factory=dict)                  # doc_type -> table cell counts
     doc_type_correct: Counter = field(default_factory=Counter)
     pages: Counter = field(default_factory=Counter)
     by_level: dict[str, "Report"] = field(default_factory=dict)            # degradation level -> report
@@ -168,6 +170,8 @@ class Report:
             slot.setdefault(key, Counts()).add(c)
         if page.pairs is not None:
             self.pairs.setdefault(page.doc_type, Counts()).add(page.pairs)
+        if page.cells is not None:
+            self.cells.setdefault(page.doc_type, Counts()).add(page.cells)
 
     def type_totals(self) -> dict[str, Counts]:
         out = {}
@@ -207,6 +211,7 @@ class Report:
                                "doc_type_accuracy": round(self.doc_type_correct[dt] / max(1, self.pages[dt]), 4),
                                "field": c.as_dict(),
                                "pairs": self.pairs[dt].as_dict() if dt in self.pairs else None,
+                               "table_cells": self.cells[dt].as_dict() if dt in self.cells else None,
                                "fields": {k: v.as_dict() for k, v in sorted(self.by_field[dt].items())}}
                           for dt, c in sorted(self.type_totals().items())},
         }
@@ -222,6 +227,10 @@ class Report:
             if dt in self.pairs:
                 c = self.pairs[dt]
                 rows.append(f"  {'[key-value pairs]':38s} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
+                            f"{c.tp + c.fn:5d}")
+            if dt in self.cells:
+                c = self.cells[dt]
+                rows.append(f"  {'[table cells]':38s} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
                             f"{c.tp + c.fn:5d}")
         o = self.overall()
         rows.append(f"{'ALL FIELDS':40s} {o.precision:6.3f} {o.recall:6.3f} {o.f1:6.3f} {o.tp + o.fn:5d}")
@@ -320,7 +329,9 @@ def evaluate_corpus(extractor, records: list[dict], ocr: str = "gt", cache: Path
         schema = load_schema(dt) if dt in list_schemas() else None
         gf, gi, gp = gold_of(rec, schema)
         pf, pi, pp = pred_of(doc, schema)
-        ps = PageScore(dt, score_fields(gf, pf, gi, pi), score_pairs(gp, pp) if dt == "generic_form" else None)
+        form = dt == "generic_form"
+        ps = PageScore(dt, score_fields(gf, pf, gi, pi), score_pairs(gp, pp) if form else None,
+                       score_tables(gold_tables(rec), doc.tables) if form else None)
         report.add(ps, doc.doc_type, rec.get("degrade"), rec.get("layout") if dt == "generic_form" else None)
         rows.append({"id": rec.get("id"), "doc_type": dt, "predicted_type": doc.doc_type, "degrade": rec.get("degrade"),
                      "wrong": {k: [gf.get(k), pf.get(k)] for k in set(gf) | set(pf) if gf.get(k) != pf.get(k)}})
