@@ -23,7 +23,7 @@ from data.synth import values as V
 from data.synth.blocks import Style
 from data.synth.canvas import Canvas
 from data.synth.forms import kit
-from data.synth.forms.labels import table_rows
+from data.synth.forms.labels import record_count, table_rows
 
 CLASSIC_LAYOUTS: dict[str, dict] = {
     "form_grid": dict(fonts=["song", "hei"], cols=2),
@@ -218,8 +218,9 @@ def _render_sections(rng: random.Random, decorations: bool) -> Canvas:
         columns: list[tuple[str, str, float]] = [(name, "text", 1.0) for name in names]
         look = kit.TableLook(ruled=True, centre=False, pitch=2.0)
     else:                                                    # records: members, résumé, education ...
-        heading, columns, rows = table_rows(rng, rng.choice(SECTION_RECORDS), rng.randint(2, 5), rng.choice([0, 1, 2]))
-        look = kit.table_look(rng)
+        records, spare = record_count(rng, (0, 1, 2))
+        heading, columns, rows = table_rows(rng, rng.choice(SECTION_RECORDS), records, spare)
+        look = kit.table_look(rng, ruled=True if records <= 1 else None)
     c.text(x0, y, "二、" + heading, size + 2, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header")
     y = kit.records_table(c, ink, x0, y + size * 2.0, x1, columns, rows, look) + size * 1.5
     sign = c.text(x0, y, "申请人签字：", size, font, (20, 20, 20), label="question")

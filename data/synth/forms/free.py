@@ -36,6 +36,7 @@ from data.synth.forms.labels import (
     Label,
     make_value,
     pick_form,
+    record_count,
     table_rows,
 )
 
@@ -122,8 +123,9 @@ def _table(c: Canvas, rng: random.Random, ink: kit.Ink, x0: float, x1: float, y:
     """A caption (a header) and a table under it, ruled or aligned by whitespace, from top `y`;
     returns where the next text may start."""
     size = ink.size
-    caption, cols, rows = table_rows(rng, rng.choice(kinds), rng.randint(2, 5), rng.choice([0, 0, 1, 2, 3]))
-    look = kit.table_look(rng)
+    records, spare = record_count(rng)
+    caption, cols, rows = table_rows(rng, rng.choice(kinds), records, spare)
+    look = kit.table_look(rng, ruled=True if records <= 1 else None)
     c.text(x0, y, numeral + caption, size + 1, rng.choice(["hei_bold", "song_bold"]), (0, 0, 0), label="header")
     return kit.records_table(c, ink, x0, y + size * 2.0, x1, cols, rows, look) + size * 1.2
 

@@ -30,6 +30,7 @@ from data.synth.forms.labels import (
     Label,
     make_value,
     pick_form,
+    record_count,
     table_rows,
 )
 
@@ -180,7 +181,7 @@ def _list_table(c: Canvas, rng: random.Random, ink: kit.Ink, left: float, y: flo
     `Canvas.tables`), with spare blank rows at the end. Its caption is a header, in a cell spanning
     the table on the left or in a row of its own across it. Returns the height."""
     size = ink.size
-    caption, cols, rows = table_rows(rng, rng.choice(GRID_TABLES), rng.randint(2, 5), rng.choice([0, 0, 1, 2, 3]))
+    caption, cols, rows = table_rows(rng, rng.choice(GRID_TABLES), *record_count(rng))
     look = kit.table_look(rng, ruled=True)
     look.pitch = rng.uniform(1.8, 2.6)
     if rng.random() < 0.6:                     # the caption in a cell on the left

@@ -281,6 +281,14 @@ def _cell(rng: random.Random, kind: str, r: int, start: str, end: str, dash: str
     return TABLE_VALUES[kind](rng) if kind in TABLE_VALUES else make_value(rng, kind)
 
 
+def record_count(rng: random.Random, spare: tuple[int, ...] = (0, 0, 1, 2, 3)) -> tuple[int, int]:
+    """(records, spare rows) of a table: 2-5 records most of the time; one in eight a blank table (no record,
+    2-3 blank rows: the form was printed to be filled in by hand) and one in eight a single record over
+    2-3 blank rows. Tables of fewer than two records must be ruled: nothing else shows their rows."""
+    records = rng.choice([0, 1, 2, 2, 3, 3, 4, 5])
+    return records, rng.choice([2, 3]) if records <= 1 else rng.choice(spare)
+
+
 def table_rows(rng: random.Random, kind: str, records: int, spare: int = 0,
                extra: float = 0.3, seq: float = 0.35) -> tuple[str, list[Column], list[list[str]]]:
     """(caption, columns, rows) of a table of this kind: `records` filled rows (some cells blank, "")
