@@ -153,6 +153,7 @@ class Document:
     items: list[dict[str, Field]] = field(default_factory=list)   # repeated rows (invoice items)
     pairs: list[Pair] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)               # a form's tables (never in pairs)
+    signatures: list[Pair] = field(default_factory=list)            # a form's signature block (never in pairs)
     warnings: list[str] = field(default_factory=list)
     # the validator's warnings of the last `data.validate.validate` call, which are also in `warnings`:
     # the next call takes exactly these out before adding its own, so a fixed value's warning goes
@@ -204,6 +205,7 @@ class Document:
                           column_boxes=list(t.get("column_boxes", [])), box=t.get("box"),
                           score=t.get("score", 1.0), page=t.get("page", 0))
                     for t in d.get("tables", [])],
+            signatures=[Pair(**p) for p in d.get("signatures", [])],
             warnings=list(d.get("warnings", [])),
             checks=list(d.get("checks", [])),
             timings=dict(d.get("timings", {})),

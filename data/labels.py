@@ -6,16 +6,21 @@ because data/ is the lowest layer and every other one reads these names.
 - Line labels of a generic form (XFUND's): `FORM_KEYS` plus "other" (`LINE_LABELS`), the values a
   corpus line's `label` may take.
 - `COLONS`: the characters that end a key ("发票号码：") in half- and full-width form.
+- `SIGNATURE_KEY`: a generic form's label that asks for a signature (负责人签名, 审核人签字, 单位盖章): what stands
+  at it is a signature block's entry, no key-value pair.
 - `IGNORE_INDEX`: the label id the losses skip (specials, padding, window overlap, unknown doc type),
   Paddle's `cross_entropy` default.
 """
 from __future__ import annotations
+
+import re
 
 ITEM_PREFIX = "items."
 FORM_KEYS = ("header", "question", "answer")
 OTHER = "other"
 LINE_LABELS = FORM_KEYS + (OTHER,)
 COLONS = ":："
+SIGNATURE_KEY = re.compile(r"(签名|签字|签章|盖章|签收|签发)[：:\s]*$")
 IGNORE_INDEX = -100
 
 

@@ -424,6 +424,17 @@ def test_a_line_read_across_a_ruled_cell_border_is_cut_at_the_border():
         [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=frozenset({"form_wall_cuts"}))]
 
 
+def test_a_signature_and_its_date_are_a_signature_block_not_pairs():
+    from models.extraction.forms import decode_form_page
+    lines = [("姓名：张三", [100, 100, 300, 125]), ("负责人签名：李四", [100, 300, 330, 325]),
+             ("日期：2024年6月23日", [400, 300, 640, 325]), ("填表日期：2024年6月1日", [100, 500, 400, 525])]
+    page, pred = _form_page(lines)
+    form = decode_form_page(page, pred, FORM_TAGS)
+    assert [(p.key, p.value) for p in form.pairs] == [("姓名", "张三"), ("填表日期", "2024年6月1日")]
+    assert [(p.key, p.value) for p in form.signatures] == [("负责人签名", "李四"), ("日期", "2024年6月23日")]
+    form = decode_form_page(page, pred, FORM_TAGS, off=frozenset(["form_signatures"]))
+    assert form.signatures == [] and ("负责人签名", "李四") in [(p.key, p.value) for p in form.pairs]
+
 def test_type_unsure_is_generic():
     types = ["vat_invoice", "receipt", "generic_form"]
     schemas = {t: load_schema(t) for t in types}
@@ -469,7 +480,7 @@ def test_form_layout_rules():
     assert ("申报学院（部门）", "姓名") in _pairs(empty, off=frozenset(["form_label_not_value"]))
     hint = [("签名：", [100, 100, 160, 124]), ("（使领馆人员填写）", [300, 100, 500, 124])]
     assert _pairs(hint) == []
-    assert _pairs(hint, off=frozenset(["form_hints"])) == [("签名", "（使领馆人员填写）")]
+    assert _pairs(hint, off=frozenset(["form_hints", "form_signatures"])) == [("签名", "（使领馆人员填写）")]
     boxes = [("性别", [100, 100, 148, 124]), ("□男", [200, 100, 250, 124]), ("☑女", [280, 100, 330, 124])]
     assert _pairs(boxes) == [("性别", "女")]
     assert _pairs(boxes, off=frozenset(["form_check_groups"])) != [("性别", "女")]

@@ -19,7 +19,7 @@ SCHEMA_TYPES = ["vat_invoice", "e_invoice", "id_card_front", "id_card_back", "re
                 "train_ticket"]
 ALL_TYPES = SCHEMA_TYPES + ["generic_form"]
 GT_KEYS = {"image", "doc_type", "layout", "seed", "degrade", "width", "height", "lines", "fields", "items",
-           "pairs", "tables"}
+           "pairs", "tables", "signatures"}
 
 
 def _png_bytes(image) -> bytes:

@@ -158,7 +158,7 @@ def test_held_out_layouts_are_whole_and_include_new_ones_in_both_sets():
     assert held & set(NEW) and trained & set(NEW) and not held & trained
 
 
-def test_signature_and_date_lines_pair_only_when_signed():
+def test_signature_and_date_lines_link_only_when_signed_and_are_a_signature_block():
     signed = unsigned = 0
     for gt in _pages(NEW, range(4)):
         lines = gt["lines"]
@@ -168,7 +168,8 @@ def test_signature_and_date_lines_pair_only_when_signed():
         for ln in lines:
             if ln["text"].replace(" ", "") == "年月日":
                 assert ln["label"] == "other" and not ln["linking"]
-        for p in gt["pairs"]:
+        assert not [p for p in gt["pairs"] if p["key"].endswith(("签名", "签字"))]   # no key-value pair
+        for p in gt["signatures"]:
             if p["key"].endswith(("签名", "签字")):
                 signed += 1
                 assert lines[p["value_line"]]["text"] == p["value"] and 2 <= len(p["value"]) <= 4

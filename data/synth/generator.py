@@ -5,7 +5,10 @@ Ground truth (a contract other parts build on):
      "lines": [{"id", "text", "quad", "box", "label", "linking"}],
      "fields": {key: {"value", "text", "line", "span", "box"}},
      "items": [{key: field}], "pairs": [{"key", "value", "key_line", "value_line"}],
-     "tables": [{"columns": [str], "column_lines": [id | None], "rows": [[str]], "cell_lines": [[id | None]]}]}
+     "tables": [{"columns": [str], "column_lines": [id | None], "rows": [[str]], "cell_lines": [[id | None]]}],
+     "signatures": [pair]}
+A pair whose key asks for a signature (data.labels.SIGNATURE_KEY: 申请人签名 -> the name signed) is a
+signature block's entry: it is listed under "signatures", not "pairs" (its lines keep their labels and links).
 A table's rows hold one text per column ("" and None for a blank cell); a column name or cell printed
 over several lines is the first line's id with the texts joined (data/synth/form.py).
 Generic forms' pairs also list every line of a multi-line key or value ("key_lines", "value_lines")
@@ -26,6 +29,7 @@ from typing import Any, Callable
 from PIL import Image
 
 from data.document import box_to_quad, quad_to_box
+from data.labels import SIGNATURE_KEY
 from data.synth.canvas import Canvas, FieldMark
 from data.synth.degrade import LEVELS, Degradation
 from data.synth.degrade import degrade as apply_degradation
@@ -102,8 +106,9 @@ def ground_truth(c: Canvas, geo: Degradation, doc_type: str, layout: str, seed: 
         "lines": lines,
         "fields": {k: _field_gt(c, m, geo) for k, m in c.fields.items()},
         "items": [{k: _field_gt(c, m, geo) for k, m in row.items()} for row in c.items],
-        "pairs": [dict(p) for p in c.pairs],
+        "pairs": [dict(p) for p in c.pairs if not SIGNATURE_KEY.search(p["key"])],
         "tables": [dict(t) for t in c.tables],
+        "signatures": [dict(p) for p in c.pairs if SIGNATURE_KEY.search(p["key"])],
     }
 
 

@@ -43,13 +43,15 @@ Thresholds: DecodeSettings.form_*.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from data import geometry
 from data.document import Page, Pair, Table
+from data.labels import SIGNATURE_KEY
 from models.extraction.base import PagePrediction
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_layout import SECTION as SECTION_HEAD
@@ -107,6 +109,8 @@ FEATURES = (
 )
 
 
+SIGN_DATE = re.compile(r"^(签字|签名|签署|签章|盖章)?日期$")   # a signature block's date label
+SIGN_DATE_ROWS = 3.0     # ... beside a signature label or at most this many of its line heights under it
 COLUMN_SUPPORT = 2       # form_column_pairs: keys (values) of this page's pairs sharing the label's (value's) edge
 COLUMN_EDGE = 0.7        # ... within this many line heights
 COLUMN_LABEL_MAX = 8     # ... a label of at most this many characters, all Chinese
@@ -141,14 +145,42 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
     return decode_form_page(page, pred, tag_labels, st, off)[0]
 
 
+class FormPage(NamedTuple):
+    """What a form's page holds: its key-value pairs, its tables and its signature block."""
+    pairs: list[Pair]
+    tables: list[Table]
+    signatures: list[Pair]
+
+
 def decode_form_page(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
-                     off: frozenset[str] = frozenset()) -> tuple[list[Pair], list[Table]]:
-    """One page's key-value pairs and its tables (form_tables.py), both top to bottom; no pair holds a
-    table's line."""
+                     off: frozenset[str] = frozenset()) -> FormPage:
+    """One page's key-value pairs, its tables (form_tables.py) and its signature block, each top to bottom; no
+    pair holds a table's line, and no pair is a signature (`signature_block`)."""
     scorer = pred.pair_scorer
     dec = _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None,
                    scorer.cuts if scorer is not None else None)
-    return dec.pairs(), [t.table(page) for t in dec.tables]
+    pairs = dec.pairs()
+    signed = signature_block(pairs) if "form_signatures" not in off else []
+    return FormPage([p for p in pairs if p not in signed], [t.table(page) for t in dec.tables], signed)
+
+
+def signature_block(pairs: list[Pair]) -> list[Pair]:
+    """The pairs that are a signature block's entries, not fields: a label that asks for a signature
+    (data.labels.SIGNATURE_KEY: 负责人签名 -> the name signed) and a date asked for beside or under one
+    (日期, 签字日期 within SIGN_DATE_ROWS line heights of a signature's row)."""
+    signs = [p for p in pairs if SIGNATURE_KEY.search(p.key)]
+    out = list(signs)
+    for p in pairs:
+        if p in out or not SIGN_DATE.match(p.key) or p.key_box is None:
+            continue
+        for s in signs:
+            if s.key_box is None or s.page != p.page:
+                continue
+            h = s.key_box[3] - s.key_box[1]
+            if -h / 2 <= p.key_box[1] - s.key_box[1] <= SIGN_DATE_ROWS * h:
+                out.append(p)
+                break
+    return out
 
 
 def form_candidates(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,

@@ -137,6 +137,8 @@ RULES: list[Rule] = [
          about="a far value with another label before it on its row is that label's, not the far one's"),
     Rule("form_wall_cuts", "forms", decode_form,
          about="a line OCR read across a ruled cell border is cut at the border (form_walls.py)"),
+    Rule("form_signatures", "forms", decode_form,
+         about="a signature label's name and its date are a signature block, not key-value pairs"),
     Rule("form_cells", "forms", decode_form,
          about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
                "and every line of that cell"),
@@ -178,9 +180,10 @@ def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, ta
                 off: frozenset[str] = frozenset()) -> None:
     """Add one page's values to `doc` (fields and items of its schema, or a generic form's pairs)."""
     if generic:
-        pairs, tables = decode_form_page(page, pred, tag_labels, settings, off)
-        doc.pairs += pairs
-        doc.tables += tables
+        form = decode_form_page(page, pred, tag_labels, settings, off)
+        doc.pairs += form.pairs
+        doc.tables += form.tables
+        doc.signatures += form.signatures
         return
     specs = {f.key: f for f in schema.fields}
     free_text = {f.key for f in schema.fields if f.type == "text"}
