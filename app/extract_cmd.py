@@ -63,6 +63,8 @@ def field_table(doc: Document) -> str:
     for p in doc.pairs:
         rows.append(f"  {p.key:<22s} {p.value:<36s} {p.score:5.2f}")
     rows += [f"  {line}" for n, t in enumerate(doc.tables, 1) for line in table_summary(n, t)]
+    for p in doc.signatures:
+        rows.append(f"  签名 {p.key:<19s} {p.value:<36s} {p.score:5.2f}")
     for w in doc.warnings:
         rows.append(f"  ! {w}")
     return "\n".join(rows)

@@ -216,11 +216,14 @@ def test_extract_prints_a_summary_of_each_table_and_json_holds_them(tmp_path, mo
     many = member_table()
     many.rows = many.rows * 2
     doc = table_form("form.png", 2, [many, resume_table(1)])
+    doc.signatures = [Pair("负责人签名", "王伟", page=1)]
     monkeypatch.setattr(pipeline, "analyse_file", lambda *a, **k: Analysis(doc))
     assert main([str(path), "--json", str(tmp_path / "out.json")]) == 0
     printed = capsys.readouterr().out
     assert "表格 1 (第1页): 3 列 x 8 行: 称谓 | 姓名 | 出生年月" in printed
     assert "1: 父亲 | 李建国 | 196503" in printed and "... 5 more" in printed, "the first records, then a count"
     assert "表格 2 (第2页): 4 列 x 1 行: 起始年月 | 终止年月 | 单位 | 单位" in printed
+    assert "签名 负责人签名" in printed and "王伟" in printed          # the signature block, apart from the pairs
     written = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert Document.from_dict(written).signatures == doc.signatures
     assert Document.from_dict(written).tables == [many, resume_table(1)]
