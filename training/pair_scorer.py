@@ -93,10 +93,27 @@ def train_layouts(model_dir: Path, wanted: list[str] | None) -> list[str]:
 
 def truth_lines(gt: dict) -> list[tuple[str, str, list[float]]]:
     """The ground truth's printed lines as (text, question/answer/header/other, box): what the role model
-    (models/extraction/form_roles.py) learns each piece's role from."""
+    (models/extraction/form_roles.py) learns each piece's role from. The lines of a table (its headings and
+    cells, a wrapped cell's further lines too) are labelled `form_roles.TABLE_LINE`: tables are found by
+    layout (models/extraction/form_tables.py), not by roles, and the role model neither learns nor is scored
+    on them (a cell reads like an answer, yet the ground truth calls it "other")."""
     from data.document import quad_to_box
-    return [(str(ln.get("text") or ""), str(ln.get("label") or "other"),
-             [float(v) for v in (ln.get("box") or quad_to_box(ln["quad"]))]) for ln in gt.get("lines") or []]
+    from models.extraction.form_roles import TABLE_LINE
+    lines = [(str(ln.get("text") or ""), str(ln.get("label") or "other"),
+              [float(v) for v in (ln.get("box") or quad_to_box(ln["quad"]))]) for ln in gt.get("lines") or []]
+    for t in gt.get("tables") or []:
+        ids = [i for i in list(t.get("column_lines") or []) + [c for row in t.get("cell_lines") or [] for c in row]
+               if i is not None and 0 <= i < len(lines)]
+        if not ids:
+            continue
+        boxes = [lines[i][2] for i in ids]
+        h = max(b[3] - b[1] for b in boxes)
+        x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+        x1, y1 = max(b[2] for b in boxes), max(b[3] for b in boxes) + 1.5 * h
+        for n, (text, _, box) in enumerate(lines):
+            if x0 <= (box[0] + box[2]) / 2 <= x1 and y0 <= (box[1] + box[3]) / 2 <= y1:
+                lines[n] = (text, TABLE_LINE, box)
+    return lines
 
 
 def generated_page(layout: str, level: str, seed: int
@@ -216,7 +233,9 @@ def role_data(ex: Any, fp: FormPage, cuts: Any = None) -> tuple[np.ndarray, np.n
     def rows(ms: list[np.ndarray]) -> np.ndarray:
         feats = piece_features(fp.page, pieces, ms)
         return np.array([[f[n] for n in ROLE_FEATURES] for f in feats], float).reshape(len(feats), len(ROLE_FEATURES))
-    return rows(masses), rows(blank), role_labels(pieces, fp.truth)
+    y = role_labels(pieces, fp.truth)
+    keep = y >= 0                       # a table's lines: neither learned nor scored (truth_lines)
+    return rows(masses)[keep], rows(blank)[keep], y[keep]
 
 
 CutLine = tuple[str, np.ndarray, "int | None"]

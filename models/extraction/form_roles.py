@@ -49,6 +49,7 @@ from models.extraction.mlp import forward, net_from_dict, net_to_dict, standardi
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 ROLES = ("question", "answer", "header", "other")     # the order of label_masses' columns
+TABLE_LINE = "table"     # a ground-truth line of a table (training/pair_scorer.truth_lines): no role to learn
 SIDE = ("key_word", "ending", "digits", "len", "colon", "q_minus_a")   # what a neighbour's text says
 
 FEATURES = (
@@ -219,7 +220,7 @@ def relabel(page: Page, pieces: list[Piece], masses: list[np.ndarray], model: Ro
 def role_labels(pieces: list[Piece], truth: list[tuple[str, str, list[float]]]) -> np.ndarray:
     """Each piece's role index by the ground truth's printed lines (text, label, box): the line whose text
     it matches best (a piece cut from a longer line matches as a part), ties to the nearest box; a piece
-    that matches no line well is "other"."""
+    that matches no line well is "other"; one that matches a table's line (label TABLE_LINE) is -1, no role."""
     out = np.full(len(pieces), ROLES.index("other"), dtype=int)
     folded = [(alnum(t), lab, box) for t, lab, box in truth]
     for i, p in enumerate(pieces):
@@ -239,7 +240,7 @@ def role_labels(pieces: list[Piece], truth: list[tuple[str, str, list[float]]]) 
             if score > best:
                 best, pick = score, lab
         if pick is not None and best >= 0.6:
-            out[i] = ROLES.index(pick) if pick in ROLES else ROLES.index("other")
+            out[i] = ROLES.index(pick) if pick in ROLES else -1 if pick == TABLE_LINE else ROLES.index("other")
     return out
 
 
