@@ -6,6 +6,9 @@ the tax bureau's red oval seal (over the title on about half the pages, beside i
 20-digit 发票号码 and 开票日期 at the top right, the journey as a ticket prints it (stations, train,
 departure, seat, class), the fare 票价 ￥xx.xx (the schema's total_with_tax), the passenger's masked ID
 and name, the 电子客票号 and the buyer's name and credit code (购买方名称, 统一社会信用代码).
+The journey is ground truth too, under the train ticket's keys the e_invoice schema shares (from_station,
+to_station without their 站, train_number, departure_date and _time, seat, seat_class, passenger_id and
+_name), so a model learns every field the ticket prints.
 """
 from __future__ import annotations
 
@@ -62,15 +65,25 @@ def render_railway(rng: random.Random, st: Style, decorations: bool = True) -> C
     left, right = x0 + 70 * s, W * 0.6
     station_font = rng.choice(["hei_bold", "song_bold"])
     ends = []
-    for name, pinyin, x in ((v["from"], v["from_py"], left), (v["to"], v["to_py"], right)):
-        ends.append(c.lines[c.text(x, y, name + "站", big, station_font, ink, label="answer")].box[2])
+    # the journey's values are the schema's train-ticket fields (from_station ... passenger_name); marking
+    # them draws nothing at random, so a seed's page is the one it was before they were marked
+    for key, name, pinyin, x in (("from_station", v["from"], v["from_py"], left),
+                                 ("to_station", v["to"], v["to_py"], right)):
+        line = c.text(x, y, name + "站", big, station_font, ink, label="answer")
+        c.field(key, line, 0, len(name))                         # 站 is printed, not kept (drop_suffix)
+        ends.append(c.lines[line].box[2])
         c.text(x + 4 * s, y + big * 1.25, pinyin, round(size * 0.7), "hei", ink, label="other")
-    c.text((ends[0] + right) / 2, y + 4 * s, v["train"], round(size * 1.15), "hei", ink, label="answer",
-           align="center")
+    line = c.text((ends[0] + right) / 2, y + 4 * s, v["train"], round(size * 1.15), "hei", ink, label="answer",
+                  align="center")
+    c.field("train_number", line, 0, len(v["train"]), "code")
     y += big * 1.25 + step
-    c.text(left, y, f"{v['date']} {v['time']}开", size, st.value_font, ink, label="answer")
-    c.text(W * 0.45, y, v["seat"], size, st.value_font, ink, label="answer")
-    c.text(right + 60 * s, y, v["class"], size, st.value_font, ink, label="answer")
+    line = c.text(left, y, f"{v['date']} {v['time']}开", size, st.value_font, ink, label="answer")
+    c.field("departure_date", line, 0, len(v["date"]), "date")
+    c.field("departure_time", line, len(v["date"]) + 1, len(v["date"]) + 1 + len(v["time"]))
+    line = c.text(W * 0.45, y, v["seat"], size, st.value_font, ink, label="answer")
+    c.field("seat", line, 0, len(v["seat"]))
+    line = c.text(right + 60 * s, y, v["class"], size, st.value_font, ink, label="answer")
+    c.field("seat_class", line, 0, len(v["class"]))
     y += step
 
     fare = f"{float(v['price']):.2f}"
@@ -85,7 +98,10 @@ def render_railway(rng: random.Random, st: Style, decorations: bool = True) -> C
         c.link(k, line)
     y += step
     gap = rng.choice([" ", "  "])
-    c.text(left, y, v["id"] + gap + v["name"], size, st.value_font, ink, label="answer")
+    text = v["id"] + gap + v["name"]
+    line = c.text(left, y, text, size, st.value_font, ink, label="answer")
+    c.field("passenger_id", line, 0, len(v["id"]), "code")
+    c.field("passenger_name", line, len(v["id"]) + len(gap), len(text))
     y += step
     kv_line(c, st, left, y, Entry("电子客票号：", V.digits(rng, rng.choice((21, 24))), None), mode, x1 - left, rng)
     y += step * 1.2
