@@ -127,7 +127,7 @@ def test_label_map_keeps_base_labels_first_and_adds_the_schema_fields(tmp_path):
 @pytest.mark.heavy
 def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     """Tiny corpus -> retrain -> a versioned model dir models.extractor loads, F1 >= 0.9 held out;
-    resume after a kill; `latest` moves only for a model that is not worse (or with --force).
+    resume after a kill; `latest` moves only for a model that is better (--force never moves it).
 
     The base is the bundled model (eight types). Trained on parking tickets alone, a new model takes every
     page for a parking ticket and loses what the base read: not promoted. With replay (the default half of
@@ -138,7 +138,7 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     from models.extractor import DEFAULT_MODEL_DIR, Extractor, ExtractorConfig, find_model_dirs
     from training.retrain import PROMOTION_TOLERANCE, retrain
     corpus, base, root = make_corpus(tmp_path / "corpus", 50), DEFAULT_MODEL_DIR, tmp_path / "models"
-    v1 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3)
+    v1 = retrain(corpus, base, root, "parking", steps=150, batch_size=8, lr=1e-3, keep_work=True)
     report = json.loads((v1 / "report.json").read_text(encoding="utf-8"))
     assert v1.name == "parking-v0001" and report["promoted"], report["promotion_rule"]
     assert report["new_f1"] >= 0.9 and report["base_f1"] == 0.0, report["new"]
@@ -173,7 +173,7 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     assert "resuming the fine-tune at step 150" in capsys.readouterr().out
     assert v2.name == "parking-v0002" and (v1 / "model_state.safetensors").is_file()
 
-    # a model worse than the base's F1 on its held-out split never takes `latest`... unless forced
+    # a model no better than the base's F1 on its held-out split never takes `latest`, forced or not
     worse = retrain(corpus, v2, root, "parking", steps=1, batch_size=8, lr=1e-9, seed=1)
     assert worse.name == "parking-v0003"
     rep = json.loads((worse / "report.json").read_text(encoding="utf-8"))
@@ -181,7 +181,11 @@ def test_new_doc_type_from_schema_and_50_examples(tmp_path, capsys):
     assert rep["promoted"] == (not rep["promotion_rule"]["refused_because"])
     assert (reg.latest("parking") == worse) == rep["promoted"]
     assert set(rep["base_heldout"]["base_f1_by_type"]) == base_types     # parking_ticket: not drawable
+    before = reg.latest("parking")
     forced = retrain(corpus, v2, root, "parking", steps=1, batch_size=8, lr=1e-9, seed=2, force=True)
+    assert reg.latest("parking") == before and forced in reg.versions("parking")
+    from training.retrain import promote_version
+    promote_version(forced)                   # the second, explicit step
     assert reg.latest("parking") == forced
 
 
@@ -231,10 +235,9 @@ def test_small_corpus_is_refused_before_training_with_exit_2(tmp_path, capsys):
                  "--name", "tiny", "--steps", "1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: only ") and "--force" in err and "Traceback" not in err
-    work = next((root / "registry" / ".work").iterdir())
-    assert not (work / "stages" / "finetune.json").exists() and ModelRegistry(root).versions("tiny") == []
-    # told to label more pages, the user adds them to the same folder: the next run imports them afresh
-    assert not (work / "stages" / "import.json").exists() and not (work / "stages" / "split.json").exists()
+    assert ModelRegistry(root).versions("tiny") == []
+    # the refused run's work folder is gone with it: the user adds pages and the next run imports them afresh
+    assert not (root / "registry" / ".work").exists()
 
 
 def test_small_imported_corpus_holds_out_at_least_the_minimum(tmp_path):
@@ -298,13 +301,15 @@ def test_retrain_keeps_latest_when_the_base_heldout_drops(tmp_path, monkeypatch,
     assert not rep["promoted"] and reg.latest("p") is None and rep["split"]["heldout"] >= 8
     assert rep["base_heldout"]["base_f1_by_type"] == {"generic_form": 0.60}
     assert "generic_form" in (version / "report.md").read_text(encoding="utf-8")
+    assert not (root / "registry" / ".work").exists()       # the ~180 MB work folder went when the run ended
 
 
 @pytest.mark.heavy
 def test_an_export_killed_half_way_leaves_no_version_and_latest_unmoved(tmp_path, monkeypatch):
     """The export dies after the weights are copied and while the report is written (as kill -9 would):
     no version is listed by the registry or find_model_dirs, `latest` (--force: it would move) stays
-    unset; the same command again completes a whole, promoted version with its report."""
+    unset; the same command again (the interrupted run's work kept, so it resumes) completes a whole version
+    with its report, which `promote` then makes `latest` (--force never does)."""
     from models.model_dir import find_model_dirs
     from training import retrain as rt
     from training.__main__ import main
@@ -325,10 +330,12 @@ def test_an_export_killed_half_way_leaves_no_version_and_latest_unmoved(tmp_path
     assert reg.versions("p") == [] and reg.latest("p") is None and reg.names() == []
     assert not reg.pointer("p").exists()
     assert [d for d in find_model_dirs(root) if "registry" in d.parts] == []
+    assert (root / "registry" / ".work").is_dir()          # interrupted: kept for the rerun to resume
     monkeypatch.setattr(rt, "write_report", real)
     assert main(args) == 0
     (version,) = reg.versions("p")
-    assert reg.latest("p") == version and (version / "report.json").is_file()
+    assert reg.latest("p") is None and (version / "report.json").is_file()
+    assert main(["promote", str(version)]) == 0 and reg.latest("p") == version
     assert version in [d for d in find_model_dirs(root) if "registry" in d.parts]
     assert "# half" not in (version / "report.md").read_text(encoding="utf-8")
 
@@ -443,7 +450,7 @@ def test_retrain_with_ocr_train_reads_a_few_replay_pages_into_the_shared_cache(t
 
     monkeypatch.setattr(models.ocr, "get_engine", lambda *a, **k: Reader())
     corpus, base, root = make_corpus(tmp_path / "corpus", 32), make_base(tmp_path / "base", 32, 1), tmp_path / "m"
-    version = retrain(corpus, base, root, "p", steps=2, batch_size=4, ocr_train=True, force=True)
+    version = retrain(corpus, base, root, "p", steps=2, batch_size=4, ocr_train=True, force=True, keep_work=True)
     rep = json.loads((version / "report.json").read_text(encoding="utf-8"))
     assert rep["replay"]["ocr_pages"] == REPLAY_OCR_PAGES_PER_TYPE          # the base knew generic_form only
     assert rep["finetune"]["pages"]["replay"] == REPLAY_PAGES_PER_TYPE + 2 * REPLAY_OCR_PAGES_PER_TYPE

@@ -3,7 +3,7 @@ the most from it: trained also on the pages as real PP-OCR reads them (`--ocr-tr
 through real OCR (`--eval-ocr real`). It learns the layout (loss falls), OCR labels cover the
 values, base and new are scored on the same held-out pages through one cached OCR read (reused
 after a resume), the registry gets a new version, and `latest` moves exactly when the new model is
-not worse through real OCR.
+better through real OCR (and loses no base type).
 
 Not asserted: new F1 > base F1. bench/retrain_layout_bench.py measures that at 64 pages (real OCR,
 --ocr-train: vat_electronic 0.968 -> 0.980, einv_stacked 0.929 -> 0.950). At this test's size (24
@@ -48,7 +48,7 @@ def retrain_on_heldout_layout(tmp: Path, seed: int, n: int = 24, steps: int = 20
     # replay pages by OCR, is tested in tests/test_retrain.py and measured by bench/retrain_replay_bench.py)
     version = retrain(tmp / "corpus", BASE, tmp / "models", "held", steps=steps, batch_size=4, lr=5e-4,
                       pipe={"stages": 2, "micro_batches": 2}, seed=seed, eval_ocr="real", ocr_train=True,
-                      replay=0.0)
+                      replay=0.0, keep_work=True)
     return json.loads((version / "report.json").read_text(encoding="utf-8")), tmp / "models"
 
 
@@ -74,10 +74,10 @@ def test_retrain_on_heldout_vat_layout_with_real_ocr(tmp_path, capsys):
     assert len(losses) == 20 and sum(losses[-5:]) < sum(losses[:5]), losses
     reg = ModelRegistry(root)
     assert [v.name for v in reg.versions("held")] == ["held-v0001"]
-    # promoted exactly when the rule holds: not worse through real OCR, at least 8 held-out pages, and no
+    # promoted exactly when the rule holds: better through real OCR, at least 8 held-out pages, and no
     # loss on the base's own held-out set (every type it knew)
     earned = not report["promotion_rule"]["refused_because"]
-    assert earned == (report["new_f1"] >= report["base_f1"] and report["split"]["heldout"] >= 8
+    assert earned == (report["new_f1"] > report["base_f1"] and report["split"]["heldout"] >= 8
                       and all(report["base_heldout"]["new_f1_by_type"].get(dt, 0.0) >= f1 - 0.01
                               for dt, f1 in report["base_heldout"]["base_f1_by_type"].items()))
     assert report["promoted"] == earned

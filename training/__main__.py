@@ -171,6 +171,8 @@ COMMANDS = [
      *__import__("training.pretrain", fromlist=["x"]).PRETRAIN_COMMAND),
     ("retrain", "import, adapt, fine-tune, evaluate base vs new, export a new model version",
      *__import__("training.retrain", fromlist=["x"]).RETRAIN_COMMAND),
+    ("promote", "move a model name's `latest` to an exported version (the step after retrain --force), "
+     "showing its report's figures", *__import__("training.retrain", fromlist=["x"]).PROMOTE_COMMAND),
     ("pair-scorer", "fit a model's learned scorer of form key-value candidates (MODEL/pair_scorer.json)",
      *__import__("training.pair_scorer", fromlist=["x"]).PAIR_SCORER_COMMAND),
     ("convert-weights", "convert model directories' old pickle weights (model_state.pdparams) to safetensors",

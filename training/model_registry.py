@@ -41,6 +41,15 @@ class ModelRegistry:
     def __init__(self, out_root: str | Path):
         self.root = Path(out_root) / REGISTRY_DIR
 
+    @classmethod
+    def of_version(cls, version_dir: Path) -> tuple[ModelRegistry, str]:
+        """(the registry holding `version_dir`, the model name) for a version folder NAME-v0001."""
+        version_dir = Path(version_dir)
+        m = _VERSION.match(version_dir.name)
+        if not m or version_dir.parent.name != REGISTRY_DIR:
+            raise RegistryError(f"{version_dir} is not a version directory (<out-root>/{REGISTRY_DIR}/NAME-v0001)")
+        return cls(version_dir.parent.parent), m["name"]
+
     def _numbered(self, name: str) -> list[tuple[int, Path]]:
         found = []
         if self.root.is_dir():

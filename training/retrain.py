@@ -1,7 +1,8 @@
 """Retrain on a user's corpus: import -> (WWM adaptation) -> fine-tune -> base vs new -> versioned export.
 
     python -m training retrain --corpus DIR --base MODEL [--pretrain] [--force] [--out-root models/]
-                               [--eval-ocr real] [--ocr-train] [--replay 0.5]
+                               [--eval-ocr real] [--ocr-train] [--replay 0.5] [--keep-work]
+    python -m training promote models/registry/NAME-v0003
     python -m training import --format ours|ppocrlabel|xfund|labelstudio|csv --src PATH --out DIR
 
 A new document type is data: put its schema YAML in CORPUS/schemas/ (or pass --schema) beside labelled
@@ -14,14 +15,18 @@ default): generated pages of each doc type the base knew, drawn once into the wo
 training used (never the layouts the promotion check scores on), with a seed apart from that check's.
 
 Stages run in order and each leaves a marker in the work directory (<out-root>/registry/.work/<key>/),
-so a killed run started again with the same arguments skips finished stages and the fine-tune resumes
-from its last checkpoint. The export reserves a NEW version (<name>-v0001, -v0002, ...); `latest`
-moves to it only when (`decide_promotion`, unless --force) the corpus held out at least MIN_HELDOUT_PAGES
-pages, the new model's F1 on them is not below the base's, and on the base's own held-out set (generated
-pages of every doc type the base knew, layouts its training held out) it loses no more than
-PROMOTION_TOLERANCE F1 on any type. A run with too few held-out pages is refused before training
-(`python -m training retrain` exits 2 with the reason); a version that is not promoted is still
-exported for inspection, and the command exits 1 with the reasons.
+so an interrupted (Ctrl-C) or killed run started again with the same arguments skips finished stages and
+the fine-tune resumes from its last checkpoint. The work directory (~180 MB: checkpoints, replay pages)
+is removed when the run ends, exported or failed (`--keep-work` keeps it), and a later retrain removes
+those of killed runs whose process is gone (`remove_stale_work`). The export reserves a NEW version
+(<name>-v0001, -v0002, ...); `latest` moves to it only when (`decide_promotion`) the corpus held out at
+least MIN_HELDOUT_PAGES pages, the new model's F1 on them (the corrected kind: the corpus' doc types) is
+above the base's, and on the base's own held-out set (generated pages of every doc type the base knew,
+layouts its training held out) it loses no more than PROMOTION_TOLERANCE F1 on any type. A run with too
+few held-out pages is refused before training (`python -m training retrain` exits 2 with the reason); a
+version that is not promoted is still exported for inspection, and the command exits 1 with the reasons.
+`--force` trains even then and keeps the version, but never moves `latest`: a second, explicit step does
+(`python -m training promote VERSION_DIR`, which prints the report's figures first).
 
 The base's learned form models (pair_scorer.json: the pair scorer and the piece roles) read the weights'
 tags and link head, so they are fitted again for the new weights (`refit_form_scorer`, on generated pages
@@ -38,8 +43,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import shlex
+import shutil
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -55,6 +63,8 @@ from training.config import RETRAIN, DataConfig, TrainConfig
 from training.errors import ConfigError, RefusedError, RetrainError
 from training.model_registry import ModelRegistry, check_name
 from training.noise import NoiseConfig
+
+PROCESS_STARTED = time.time()     # about when this process started: older unclaimed work dirs are not a live run's
 
 STAGES = ("import", "split", "pretrain", "finetune", "evaluate", "export")
 # share held out of a corpus: the training config's data.heldout_layouts (configs/default.yaml), one number
@@ -117,10 +127,16 @@ def refit_form_scorer(base: Path, new: Path, seed: int) -> dict:
 
 def decide_promotion(corpus_base_f1: float, corpus_new_f1: float, heldout_pages: int,
                      base_types_base: dict[str, float], base_types_new: dict[str, float],
-                     tolerance: float = PROMOTION_TOLERANCE, min_pages: int = MIN_HELDOUT_PAGES) -> Promotion:
+                     tolerance: float = PROMOTION_TOLERANCE, min_pages: int = MIN_HELDOUT_PAGES,
+                     corpus_types_base: dict[str, float] | None = None,
+                     corpus_types_new: dict[str, float] | None = None) -> Promotion:
     """The promotion rule. The new model moves `latest` only when all of these hold:
     - the corpus split held out at least `min_pages` pages (else its score is luck);
-    - on those held-out corpus pages its field F1 is not below the base's;
+    - on those held-out corpus pages (the corrected kind: the doc types the corpus holds) its field F1
+      is above the base's: a retrain that only matches the base gains nothing and risks what was not
+      measured, so a tie keeps `latest` where it is;
+    - on those pages no doc type of the corpus (`corpus_types_*`, F1 per type) loses more than
+      `tolerance`, so a mixed corpus cannot trade one corrected kind for another;
     - on the base's own held-out set (`base_types_*`: F1 per doc type the base knew, see
       `base_heldout_records`) it loses no more than `tolerance` F1 on any type.
     Pure: it takes the scores, so it is tested without training anything."""
@@ -130,6 +146,14 @@ def decide_promotion(corpus_base_f1: float, corpus_new_f1: float, heldout_pages:
                        f"a score on so few pages cannot tell a better model from a worse one")
     if corpus_new_f1 < corpus_base_f1:
         reasons.append(f"held-out corpus F1 fell: base {corpus_base_f1:.3f} -> new {corpus_new_f1:.3f}")
+    elif corpus_new_f1 == corpus_base_f1:
+        reasons.append(f"held-out corpus F1 is no better: base {corpus_base_f1:.3f} -> new {corpus_new_f1:.3f} "
+                       f"(the corrected kind must improve)")
+    for dt, before in sorted((corpus_types_base or {}).items()):
+        after = (corpus_types_new or {}).get(dt, 0.0)
+        if after < before - tolerance:
+            reasons.append(f"{dt} on the held-out corpus pages fell: F1 {before:.3f} -> {after:.3f} "
+                           f"(more than the {tolerance} tolerated)")
     for dt, before in sorted(base_types_base.items()):
         after = base_types_new.get(dt, 0.0)
         if after < before - tolerance:
@@ -206,6 +230,69 @@ class Stages:
         tmp.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
         tmp.replace(self.dir / f"{name}.json")
         return result
+
+
+WORK_DIR = ".work"           # <out-root>/registry/.work/<name>-<key>/: one run's stages, checkpoints, replay pages
+OWNER_FILE = "owner.json"    # in a work dir: the process running it, so a later run tells a live one from a dead one
+# the stages a run reports as it enters them (`progress`): the UI's progress bar (app/ui/retrain_panel.py) reads them
+PROGRESS_STAGES = ("import", "split", "replay", "finetune", "form_scorer", "evaluate", "base_heldout", "export")
+
+
+def progress(stage: str) -> None:
+    """One line a watcher can parse (`progress: finetune (4 of 8)`), flushed at once (stdout is a pipe)."""
+    print(f"progress: {stage} ({PROGRESS_STAGES.index(stage) + 1} of {len(PROGRESS_STAGES)})", flush=True)
+
+
+def claim_work(work: Path) -> None:
+    """Make `work` and record this process in it (OWNER_FILE), so `remove_stale_work` never takes it."""
+    from data.atomic import write_text_atomic
+    work.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(work / OWNER_FILE, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                                     "started": time.time()}))
+
+
+def _owner_alive(work: Path) -> bool:
+    """Whether the process that claimed `work` may still be running it. Another machine's process (a
+    shared filesystem) cannot be checked, so it counts as alive; a folder with no record (made before
+    runs claimed theirs) counts as alive while it is newer than this process."""
+    try:
+        owner = json.loads((work / OWNER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return work.stat().st_mtime >= PROCESS_STARTED
+    if owner.get("host") != socket.gethostname():
+        return True
+    pid = int(owner.get("pid", 0))
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # someone else's live process
+        return True
+    return pid != os.getpid() or float(owner.get("started", 0)) >= PROCESS_STARTED
+
+
+def remove_stale_work(root: Path, keep: Path) -> list[Path]:
+    """Remove and return the work directories under `root` left by runs that died without cleaning up
+    (killed, out of memory, the machine went down): their process is gone. `keep`, this run's own (same
+    arguments), is resumed instead, and a live run's is never touched, so two retrains can run at once."""
+    removed = []
+    if root.is_dir():
+        for work in sorted(root.iterdir()):
+            if work.is_dir() and work.resolve() != keep.resolve() and not _owner_alive(work):
+                shutil.rmtree(work, ignore_errors=True)
+                removed.append(work)
+    return removed
+
+
+def remove_work(work: Path) -> None:
+    """Remove a run's work directory (and the `.work` folder once it holds no other run's)."""
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        work.parent.rmdir()
+    except OSError:                  # another run's work is there, or it is gone already
+        pass
 
 
 def run_key(args: dict[str, Any]) -> str:
@@ -667,8 +754,12 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             pretrain_steps: int = RETRAIN.pretrain.steps, pipe: dict | None = None, seed: int = RETRAIN.seed,
             command: str = "", eval_ocr: str = "gt", ocr_train: bool = False,
             ocr_repeat: int = 2, ocr_cache: Path | None = None, replay: float = REPLAY_SHARE,
-            replay_pages_per_type: int = REPLAY_PAGES_PER_TYPE) -> Path:
+            replay_pages_per_type: int = REPLAY_PAGES_PER_TYPE, keep_work: bool = False) -> Path:
     """Run every stage (skipping finished ones) and return the exported version directory.
+
+    The work directory is removed when the run ends, exported or failed (`keep_work` keeps it for
+    inspection); only an interrupted run (Ctrl-C) or a killed one leaves it, for the same command to
+    resume, and the next retrain removes those whose process is gone (`remove_stale_work`).
 
     `replay` is the share of each fine-tune batch drawn from generated pages of the doc types the base
     knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone."""
@@ -691,138 +782,169 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
                    # only when set, so the work dirs of runs made before these options keep their key
                    **({"eval_ocr": eval_ocr} if eval_ocr != "gt" else {}),
                    **({"ocr_train": ocr_repeat} if ocr_train else {}),
-                   **({"replay": replay, "replay_pages": replay_pages_per_type} if replay > 0 else {})})
-    work = registry.root / ".work" / f"{name}-{key}"
-    stages = Stages(work)
-    print(f"work directory {work} (stages resume from here after a kill)")
-    t0 = time.time()
-
-    imported = stages.done("import") or stages.finish("import", stage_import(
-        corpus, fmt, list(schemas), work, read_page_with_ocr))
-    split = stages.done("split") or stages.finish("split", stage_split(work / "corpus", work, seed))
-    if split["heldout"] < MIN_HELDOUT_PAGES and not force:       # refuse before any training is spent
-        total = split["train"] + split["heldout"]
-        for stage in ("import", "split"):     # the user adds pages and runs again: import them afresh
-            (stages.dir / f"{stage}.json").unlink(missing_ok=True)
-        raise RetrainError(
-            f"only {split['heldout']} of the corpus' {total} pages can be held out to judge the new model; at "
-            f"least {MIN_HELDOUT_PAGES} are needed (a corpus of {MIN_CORPUS_PAGES} or more pages holds out "
-            f"{MIN_HELDOUT_PAGES}), else one lucky page decides whether `latest` moves. Label more pages, or "
-            f"pass --force to train and promote without this check")
-    schema_files = corpus_schemas(work / "corpus")
-    train_recs, heldout = read_corpus(work / "train"), read_corpus(work / "heldout")
-
-    start = base
-    if pretrain:
-        from training.pretrain import pretrain as run_pretrain
-        adapted = stages.done("pretrain") or stages.finish("pretrain", run_pretrain(
-            [r for r in train_recs], base, work / "pretrained", steps=pretrain_steps, pipe=pipe, seed=seed,
-            resume=True))     # a killed adaptation continues from work/pretrained.ckpt
-        start = work / "pretrained"
-    else:
-        adapted = None
-    ocr_cache = ocr_cache or work / "ocr_cache.jsonl"     # one PP-OCR read per page image, for every stage
-    ocr_recs: list[dict] = []
-    if ocr_train:
-        from training.ocr_labels import ocr_training_records
-        if not stages.done("ocr_labels"):
-            labelled, coverage = ocr_training_records(train_recs, ocr_cache)
-            write_corpus(labelled, work / "ocr_train")
-            stages.finish("ocr_labels", coverage)
-        ocr_recs = read_corpus(work / "ocr_train")
-    rehearsal: list = []
-    replay_noise: NoiseConfig | None = None
-    if replay > 0 and not stages.done("finetune"):
-        # the base's doc types on the layouts it trained on (never the gate's), generated once into the work dir
-        found, replay_set = replay_records(base, work / "replay", replay_pages_per_type, seed)
-        ocr_read: dict = {}
-        if ocr_train and found:       # as the trainer does with its generated pages: a share read by real OCR
-            from training.trainer import ocr_records
-            chosen = replay_ocr_choice(found, REPLAY_OCR_PAGES_PER_TYPE, replay_set["seed"])
-            ocr_read = ocr_records(chosen, ocr_cache, desc="real OCR (replay pages)")
-            ocr_read = {r["id"]: ocr_read[r["id"]] for r in chosen if r["id"] in ocr_read}   # not the whole cache
-            replay_set["ocr_pages"] = len(ocr_read)
-        stages.finish("replay", replay_set)
-        rehearsal = replay_pages(found, ocr_read, ocr_repeat)
-        base_cfg = base_training_config(base)
-        replay_noise = base_cfg.noise if base_cfg else None      # no record: the light corpus noise
-    tuned = stages.done("finetune") or stages.finish("finetune", finetune(
-        start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat,
-        rehearsal, replay, replay_noise))
-    stages.done("form_scorer") or stages.finish("form_scorer", refit_form_scorer(base, work / "finetuned", seed))
-    evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
-        base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
-
-    # what the base knew: its own doc types on generated pages of held-out layouts, base and new alike
-    if not stages.done("base_heldout"):
-        base_recs, base_set = base_heldout_records(base)
-        write_corpus(base_recs, work / "base_heldout")
-        stages.finish("base_heldout", base_set)
-    base_set = stages.done("base_heldout") or {}
-    base_kept = stages.done("evaluate_base_heldout") or stages.finish("evaluate_base_heldout", stage_evaluate(
-        base, work / "finetuned", read_corpus(work / "base_heldout"), schema_files, "gt", ocr_cache))
-
-    done = stages.done("export")
-    if done:
-        print(f"already exported as {done['version']}")
-        return Path(done["version"])
-    judged = "real" if "new_real" in evaluated else "gt"      # what the promotion and headline use
-    suffix = "_real" if judged == "real" else ""
-    base_f1 = evaluated["base" + suffix]["overall_field"]["f1"]
-    new_f1 = evaluated["new" + suffix]["overall_field"]["f1"]
-    kept_base, kept_new = base_kept["base"]["f1_by_type"], base_kept["new"]["f1_by_type"]
-    decision = decide_promotion(base_f1, new_f1, split["heldout"], kept_base, kept_new)
-    # complete or invisible: the version is built in a hidden staging folder, renamed over the reserved
-    # (empty, unlisted) one once its report is written, and only then may `latest` move to it
-    version = registry.reserve(name)
-    staging = registry.staging(version)
-    import shutil
-    for f in (work / "finetuned").iterdir():
-        if f.is_file():
-            shutil.copy2(f, staging / f.name)
-    copy_schemas(schema_files, staging)
-    previous = registry.latest(name)
-    if decision.promote or force:
-        promotion = f"moved to {version.name}" + ("" if decision.promote else
-                                                   " (--force, although: " + "; ".join(decision.reasons) + ")")
-    else:
-        promotion = (f"kept at {previous.name if previous else 'none'}: " + "; ".join(decision.reasons)
-                     + " (use --force to promote anyway)")
-    summary = {"corpus": str(corpus), "base": str(base), "version": version.name, "command": command,
-               "import": imported, "split": split,
-               "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
-               "finetune": {k: v for k, v in tuned.items() if k != "losses"}, "base_f1": base_f1, "new_f1": new_f1,
-               "replay": {"share": replay, **(stages.done("replay") or {})} if replay > 0 else None,
-               "base_heldout": {**base_set, "base_f1_by_type": kept_base, "new_f1_by_type": kept_new,
-                                "type_accuracy": {dt: [base_kept[m]["doc_types"].get(dt, {}).get("doc_type_accuracy")
-                                                       for m in ("base", "new")] for dt in kept_base}},
-               "promotion_rule": {"min_heldout_pages": MIN_HELDOUT_PAGES, "tolerance": PROMOTION_TOLERANCE,
-                                  "refused_because": decision.reasons},
-               "promoted": bool(decision.promote or force), "promotion": promotion,
-               "seconds": round(time.time() - t0, 1),
-               "judged_on": ("real PP-OCR of the held-out images" if judged == "real"
-                             else "the held-out pages' own lines"),
-               "ocr_labels": stages.done("ocr_labels")}
-    if judged == "real":
-        summary["gt_lines"] = {"base_f1": evaluated["base"]["overall_field"]["f1"],
-                               "new_f1": evaluated["new"]["overall_field"]["f1"]}
+                   **({"replay": replay, "replay_pages": replay_pages_per_type} if replay > 0 else {}),
+                   # pages added to the corpus since an interrupted run (a clerk saved more): a fresh run, not a
+                   # resume that would train and judge on the old import
+                   **({"corpus_sha1": hashlib.sha1((corpus / CORPUS_FILE).read_bytes()).hexdigest()}
+                      if (corpus / CORPUS_FILE).is_file() else {})})
+    work = registry.root / WORK_DIR / f"{name}-{key}"
+    for stale in remove_stale_work(registry.root / WORK_DIR, keep=work):
+        print(f"removed {stale}: the work directory of a run that ended without cleaning up")
+    claim_work(work)
+    interrupted = False
     try:
-        write_metrics(staging, evaluated["new" + suffix])
-        write_report(staging, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
-                     (evaluated["base"], evaluated["new"]) if judged == "real" else None, title=version.name)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)     # the reserved version stays empty: never listed
+        stages = Stages(work)
+        print(f"work directory {work} (an interrupted run resumes from here; removed when the run ends)")
+        t0 = time.time()
+
+        progress("import")
+        imported = stages.done("import") or stages.finish("import", stage_import(
+            corpus, fmt, list(schemas), work, read_page_with_ocr))
+        progress("split")
+        split = stages.done("split") or stages.finish("split", stage_split(work / "corpus", work, seed))
+        if split["heldout"] < MIN_HELDOUT_PAGES and not force:       # refuse before any training is spent
+            total = split["train"] + split["heldout"]
+            raise RetrainError(     # the work dir goes with it: the user adds pages and the next run imports afresh
+                f"only {split['heldout']} of the corpus' {total} pages can be held out to judge the new model; at "
+                f"least {MIN_HELDOUT_PAGES} are needed (a corpus of {MIN_CORPUS_PAGES} or more pages holds out "
+                f"{MIN_HELDOUT_PAGES}), else one lucky page decides whether `latest` moves. Label more pages, or "
+                f"pass --force to train anyway (the version is kept; `latest` moves only by `python -m training "
+                f"promote`)")
+        schema_files = corpus_schemas(work / "corpus")
+        train_recs, heldout = read_corpus(work / "train"), read_corpus(work / "heldout")
+
+        start = base
+        if pretrain:
+            from training.pretrain import pretrain as run_pretrain
+            adapted = stages.done("pretrain") or stages.finish("pretrain", run_pretrain(
+                [r for r in train_recs], base, work / "pretrained", steps=pretrain_steps, pipe=pipe, seed=seed,
+                resume=True))     # a killed adaptation continues from work/pretrained.ckpt
+            start = work / "pretrained"
+        else:
+            adapted = None
+        ocr_cache = ocr_cache or work / "ocr_cache.jsonl"     # one PP-OCR read per page image, for every stage
+        ocr_recs: list[dict] = []
+        if ocr_train:
+            from training.ocr_labels import ocr_training_records
+            if not stages.done("ocr_labels"):
+                labelled, coverage = ocr_training_records(train_recs, ocr_cache)
+                write_corpus(labelled, work / "ocr_train")
+                stages.finish("ocr_labels", coverage)
+            ocr_recs = read_corpus(work / "ocr_train")
+        rehearsal: list = []
+        replay_noise: NoiseConfig | None = None
+        progress("replay")
+        if replay > 0 and not stages.done("finetune"):
+            # the base's doc types on the layouts it trained on (never the gate's), generated once into the work dir
+            found, replay_set = replay_records(base, work / "replay", replay_pages_per_type, seed)
+            ocr_read: dict = {}
+            if ocr_train and found:       # as the trainer does with its generated pages: a share read by real OCR
+                from training.trainer import ocr_records
+                chosen = replay_ocr_choice(found, REPLAY_OCR_PAGES_PER_TYPE, replay_set["seed"])
+                ocr_read = ocr_records(chosen, ocr_cache, desc="real OCR (replay pages)")
+                ocr_read = {r["id"]: ocr_read[r["id"]] for r in chosen if r["id"] in ocr_read}   # not the whole cache
+                replay_set["ocr_pages"] = len(ocr_read)
+            stages.finish("replay", replay_set)
+            rehearsal = replay_pages(found, ocr_read, ocr_repeat)
+            base_cfg = base_training_config(base)
+            replay_noise = base_cfg.noise if base_cfg else None      # no record: the light corpus noise
+        progress("finetune")
+        tuned = stages.done("finetune") or stages.finish("finetune", finetune(
+            start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat,
+            rehearsal, replay, replay_noise))
+        progress("form_scorer")
+        stages.done("form_scorer") or stages.finish("form_scorer", refit_form_scorer(base, work / "finetuned", seed))
+        progress("evaluate")
+        evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
+            base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
+
+        # what the base knew: its own doc types on generated pages of held-out layouts, base and new alike
+        progress("base_heldout")
+        if not stages.done("base_heldout"):
+            base_recs, base_set = base_heldout_records(base)
+            write_corpus(base_recs, work / "base_heldout")
+            stages.finish("base_heldout", base_set)
+        base_set = stages.done("base_heldout") or {}
+        base_kept = stages.done("evaluate_base_heldout") or stages.finish("evaluate_base_heldout", stage_evaluate(
+            base, work / "finetuned", read_corpus(work / "base_heldout"), schema_files, "gt", ocr_cache))
+
+        progress("export")
+        done = stages.done("export")
+        if done:
+            print(f"already exported as {done['version']}")
+            return Path(done["version"])
+        judged = "real" if "new_real" in evaluated else "gt"      # what the promotion and headline use
+        suffix = "_real" if judged == "real" else ""
+        base_f1 = evaluated["base" + suffix]["overall_field"]["f1"]
+        new_f1 = evaluated["new" + suffix]["overall_field"]["f1"]
+        kept_base, kept_new = base_kept["base"]["f1_by_type"], base_kept["new"]["f1_by_type"]
+        corpus_by_type = tuple(evaluated[m + suffix].get("f1_by_type", {}) for m in ("base", "new"))
+        decision = decide_promotion(base_f1, new_f1, split["heldout"], kept_base, kept_new,
+                                    corpus_types_base=corpus_by_type[0], corpus_types_new=corpus_by_type[1])
+        promoted = decision.promote and not force       # --force keeps the version; `promote` is a second step
+        # complete or invisible: the version is built in a hidden staging folder, renamed over the reserved
+        # (empty, unlisted) one once its report is written, and only then may `latest` move to it
+        version = registry.reserve(name)
+        staging = registry.staging(version)
+        for f in (work / "finetuned").iterdir():
+            if f.is_file():
+                shutil.copy2(f, staging / f.name)
+        copy_schemas(schema_files, staging)
+        previous = registry.latest(name)
+        kept = f"kept at {previous.name if previous else 'none'}"
+        if promoted:
+            promotion = f"moved to {version.name}"
+        elif force:
+            promotion = (f"{kept}: --force keeps the new version without moving `latest` ("
+                         + ("the promotion rule passed" if decision.promote else
+                            "the promotion rule refused it: " + "; ".join(decision.reasons))
+                         + f"); to make it latest: {promote_command(version)}")
+        else:
+            promotion = f"{kept}: " + "; ".join(decision.reasons) + f" (to use it anyway: {promote_command(version)})"
+        summary = {"corpus": str(corpus), "base": str(base), "version": version.name, "command": command,
+                   "import": imported, "split": split,
+                   "pretrain": adapted and {k: v for k, v in adapted.items() if k != "losses"},
+                   "finetune": {k: v for k, v in tuned.items() if k != "losses"}, "base_f1": base_f1, "new_f1": new_f1,
+                   "replay": {"share": replay, **(stages.done("replay") or {})} if replay > 0 else None,
+                   "base_heldout": {**base_set, "base_f1_by_type": kept_base, "new_f1_by_type": kept_new,
+                                    "type_accuracy": {
+                                        dt: [base_kept[m]["doc_types"].get(dt, {}).get("doc_type_accuracy")
+                                             for m in ("base", "new")] for dt in kept_base}},
+                   "promotion_rule": {"min_heldout_pages": MIN_HELDOUT_PAGES, "tolerance": PROMOTION_TOLERANCE,
+                                      "corrected_kind": sorted(corpus_by_type[0]),
+                                      "corpus_f1_by_type": {"base": corpus_by_type[0], "new": corpus_by_type[1]},
+                                      "refused_because": decision.reasons},
+                   "promoted": promoted, "forced": force, "promotion": promotion,
+                   "seconds": round(time.time() - t0, 1),
+                   "judged_on": ("real PP-OCR of the held-out images" if judged == "real"
+                                 else "the held-out pages' own lines"),
+                   "ocr_labels": stages.done("ocr_labels")}
+        if judged == "real":
+            summary["gt_lines"] = {"base_f1": evaluated["base"]["overall_field"]["f1"],
+                                   "new_f1": evaluated["new"]["overall_field"]["f1"]}
+        try:
+            write_metrics(staging, evaluated["new" + suffix])
+            write_report(staging, summary, evaluated["base" + suffix], evaluated["new" + suffix], tuned["losses"],
+                         (evaluated["base"], evaluated["new"]) if judged == "real" else None, title=version.name)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)     # the reserved version stays empty: never listed
+            raise
+        registry.publish(staging, version)
+        if promoted:
+            registry.promote(name, version)                # after the version is whole, report included
+        stages.finish("export", {"version": str(version)})
+        print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}")
+        print("base's own held-out pages, F1 by doc type: " + ", ".join(
+            f"{dt} {kept_base[dt]:.3f} -> {kept_new.get(dt, 0.0):.3f}" for dt in sorted(kept_base)))
+        print(f"latest {promotion}")
+        print(f"model exported to {version} (report: {version / 'report.md'})")
+        return version
+    except (KeyboardInterrupt, SystemExit):
+        interrupted = True         # Ctrl-C, a stop: kept, so the same command resumes from its last stage
         raise
-    registry.publish(staging, version)
-    if decision.promote or force:
-        registry.promote(name, version)                # after the version is whole, report included
-    stages.finish("export", {"version": str(version)})
-    print(f"held-out field F1: base {base_f1:.3f} -> new {new_f1:.3f}")
-    print("base's own held-out pages, F1 by doc type: " + ", ".join(
-        f"{dt} {kept_base[dt]:.3f} -> {kept_new.get(dt, 0.0):.3f}" for dt in sorted(kept_base)))
-    print(f"latest {promotion}")
-    print(f"model exported to {version} (report: {version / 'report.md'})")
-    return version
+    finally:
+        if not interrupted and not keep_work:    # finished, or failed: a rerun starts afresh anyway
+            remove_work(work)
 
 
 def retrain_args(p: argparse.ArgumentParser) -> None:
@@ -833,8 +955,12 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schema", action="append", default=[], help="schema YAML of a new doc type (repeatable)")
     p.add_argument("--pretrain", action="store_true", help="adapt the encoder with whole-word-masked MLM first")
     p.add_argument("--force", action="store_true",
-                   help="move `latest` even if the new model scores lower on the corpus or on the base's own "
-                        "held-out pages, or the corpus holds out too few pages to judge it")
+                   help="train and export even if the corpus holds out too few pages to judge the new model; "
+                        "the version is kept but `latest` never moves (a second step does: `python -m "
+                        "training promote VERSION_DIR`)")
+    p.add_argument("--keep-work", action="store_true",
+                   help="keep the work directory (stages, checkpoints, replay pages; ~180 MB) after the run; "
+                        "by default it is removed when the run ends")
     p.add_argument("--out-root", type=Path, default=Path("models"), help="versions go to OUT_ROOT/registry/")
     p.add_argument("--name", default="extractor", help="model name: versions are NAME-v0001, NAME-v0002, ...")
     p.add_argument("--steps", type=int, default=RETRAIN.steps, help="fine-tune steps (default: %(default)s)")
@@ -866,19 +992,86 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
 
 
 def retrain_main(a: argparse.Namespace) -> int:
-    """Exit status as app/cli.py's EXIT_STATUS: 0 exported and promoted; 1 the run finished and the
-    version is exported for inspection, but `latest` stays where it was (the reasons on stderr); 2 refused
-    before training (bad input, too few held-out pages), with the reason on stderr."""
+    """Exit status as app/cli.py's EXIT_STATUS: 0 exported and promoted, or (--force) exported and kept
+    as asked, `latest` unmoved; 1 the run finished and the version is exported for inspection, but the
+    promotion rule kept `latest` where it was (the reasons on stderr); 2 refused before training (bad
+    input, too few held-out pages), with the reason on stderr."""
     pipe = {"stages": a.pipeline_stages, "micro_batches": a.micro_batches}
     # RetrainError, CorpusError, CheckpointError: python -m training prints them and exits 2
     version = retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
                       a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
                       "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-                      a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages)
+                      a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages, a.keep_work)
     report = json.loads((version / "report.json").read_text(encoding="utf-8"))
+    if report.get("forced"):
+        print(f"{version.name} kept; latest {report['promotion']}")
+        return 0
     if not report.get("promoted"):
         print(f"error: {version.name} not promoted: latest {report['promotion']}", file=sys.stderr)
         return 1
+    return 0
+
+
+def promote_command(version: Path) -> str:
+    """The second, explicit step that moves `latest` to a version the rule or --force left unpromoted."""
+    return f"python -m training promote {shlex.quote(str(version))}"
+
+
+def report_figures(report: dict) -> list[str]:
+    """The lines of a retrain report a promotion is judged by: base vs new on the held-out corpus pages
+    (overall and per corrected doc type) and on the base's own held-out set, and what the rule said."""
+    rule = report.get("promotion_rule") or {}
+    rows = [f"held-out corpus pages ({report.get('split', {}).get('heldout', '?')}, "
+            f"{report.get('judged_on', 'own lines')}): field F1 base {report['base_f1']:.3f} -> "
+            f"new {report['new_f1']:.3f}"]
+    by_type = rule.get("corpus_f1_by_type") or {}
+    rows += [f"  {dt}: {f1:.3f} -> {by_type.get('new', {}).get(dt, 0.0):.3f}"
+             for dt, f1 in sorted((by_type.get("base") or {}).items())]
+    kept = report.get("base_heldout") or {}
+    if kept.get("base_f1_by_type"):
+        rows.append(f"base's own held-out pages ({kept.get('pages', '?')}), F1 by doc type (tolerance "
+                    f"{rule.get('tolerance', PROMOTION_TOLERANCE)}):")
+        rows += [f"  {dt}: {f1:.3f} -> {kept.get('new_f1_by_type', {}).get(dt, 0.0):.3f}"
+                 for dt, f1 in sorted(kept["base_f1_by_type"].items())]
+    reasons = rule.get("refused_because") or []
+    rows.append("promotion rule: " + ("passed" if not reasons else "refused: " + "; ".join(reasons)))
+    return rows
+
+
+def promote_version(version: Path) -> list[str]:
+    """Move `latest` to an exported `version` (the explicit step after --force, or after the rule kept
+    it), and mark its report so; returns the report's figures, the promotion line last. Refused
+    (RetrainError) for a folder that is not a complete version with a retrain report."""
+    from data.atomic import write_text_atomic
+    version = Path(version)
+    try:
+        registry, name = ModelRegistry.of_version(version)
+        report = json.loads((version / "report.json").read_text(encoding="utf-8"))
+        previous = registry.latest(name)
+        registry.promote(name, version)
+    except (OSError, ValueError) as exc:        # RegistryError is a ValueError; no or a torn report.json
+        raise RetrainError(f"{version} cannot be promoted: {exc}. Give a version folder that "
+                           f"`python -m training retrain` exported (models/registry/NAME-v0001)") from exc
+    figures = report_figures(report)
+    was = previous.name if previous else "none"
+    report.update(promoted=True, promotion=f"moved to {version.name} by `python -m training promote` (was {was}; "
+                                           f"at export: {report.get('promotion', '')})")
+    write_text_atomic(version / "report.json", json.dumps(report, ensure_ascii=False, indent=1))
+    md = version / "report.md"
+    if md.is_file():
+        write_text_atomic(md, md.read_text(encoding="utf-8")
+                          + f"\n- latest pointer: {report['promotion']}, {time.strftime('%Y-%m-%d %H:%M')}\n")
+    return figures + [f"latest moved to {version.name} (was {was})"]
+
+
+def promote_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("version", type=Path, metavar="VERSION_DIR",
+                   help="an exported version, e.g. models/registry/extractor-v0003 (its report.json is shown)")
+
+
+def promote_main(a: argparse.Namespace) -> int:
+    for line in promote_version(a.version):
+        print(line)
     return 0
 
 
@@ -904,4 +1097,5 @@ def import_main(a: argparse.Namespace) -> int:
 
 
 RETRAIN_COMMAND = (retrain_args, retrain_main)
+PROMOTE_COMMAND = (promote_args, promote_main)
 IMPORT_COMMAND = (import_args, import_main)
