@@ -15,7 +15,7 @@ import pandas as pd
 
 from app.batch.csv_out import csv_table
 from app.ui.words import NOT_FOUND, check_words, error_words
-from data.document import Cell, Document, Field, Page, Table
+from data.document import Cell, Document, Field, Page, Pair, Table
 
 COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (
     "key", "字段 Field", "识别值 Value", "规范值 Normalised", "置信度 Confidence", "校验 Check", "页 Page")
@@ -222,6 +222,116 @@ def apply_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = Non
     if changed:
         from data.validate import validate
         validate(out, schema)
+    return out, changed
+
+
+def _cell_text(value: Any) -> str:
+    """A table cell as text: empty for a blank, NaN or None (what a new row of an editor holds)."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    return str(value).strip()
+
+
+def _revalidate(out: Document, schema: Any) -> None:
+    """Validate `out` from scratch (data/validate.py), the old check warnings replaced by the new ones."""
+    from data.validate import validate
+    validate(out, schema)
+
+
+def apply_item_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = None, page: int | None = None
+                     ) -> tuple[Document, list[str]]:
+    """A copy of `doc` with the line items as the items table (`items_frame(doc, page)`, edited) holds them;
+    returns it and what changed, in words ("明细第 2 行 item 2"). Rows are matched by their row number
+    (COL_ROW): a row gone from the table is deleted, a row without a number is added (on `page`, else the
+    document's first page), a changed cell is taken as ground truth like a field (normalised with the
+    schema's item type, score 1.0) and a cell cleared is removed. Any change validates the whole document
+    again from scratch, as a field edit does."""
+    out = copy.deepcopy(doc)
+    schema = load_schema_or_none(doc.doc_type, model_dir)
+    if page is None:
+        page = doc.pages[0].index if doc.pages else 0
+    key_of = {item_header(doc, k): k for k in item_keys(doc)}
+    before = items_frame(doc, page)
+    shown = {int(n) for n in before[COL_ROW]} if not before.empty else set()
+    _recorded_checks(out, schema)
+    changed: list[str] = []
+    kept: set[int] = set()
+    added: list[dict[str, Field]] = []
+    for _, row in edited.iterrows():
+        number = row.get(COL_ROW)
+        cells = {key_of[c]: _cell_text(row[c]) for c in edited.columns if c in key_of}
+        if number is None or pd.isna(number) or int(number) not in shown:
+            if any(cells.values()):
+                added.append({k: Field(k, _normalise(schema, k, t), raw=t, score=1.0, page=page)
+                              for k, t in cells.items() if t})
+            continue
+        n = int(number)
+        kept.add(n)
+        item = out.items[n - 1]
+        edited_row = False
+        for k, text in cells.items():
+            old = item.get(k)
+            if old is not None and text in (old.value, old.raw) or old is None and not text:
+                continue
+            edited_row = True
+            if not text:
+                del item[k]
+            elif old is None:
+                item[k] = Field(k, _normalise(schema, k, text), raw=text, score=1.0, page=page)
+            else:
+                old.raw, old.value, old.score = text, _normalise(schema, k, text), 1.0
+        if edited_row:
+            changed.append(f"明细第 {n} 行 item {n}")
+    gone = sorted(shown - kept)
+    changed += [f"明细第 {n} 行已删除 item {n} deleted" for n in gone]
+    out.items = [row for i, row in enumerate(out.items, 1) if i not in gone and row] + added
+    changed += ["明细新增一行 item added"] * len(added)
+    if changed:
+        _revalidate(out, schema)
+    return out, changed
+
+
+def apply_pair_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = None, page: int | None = None
+                     ) -> tuple[Document, list[str]]:
+    """A copy of `doc` with the key-value pairs as the pairs table (`pairs_frame(doc, page)`, edited) holds
+    them; returns it and what changed, in words. Rows are matched by their number ("#"): a row gone is
+    deleted, a row without a number is a new pair on `page` (else the document's first page), a changed key
+    or value is taken as ground truth (score 1.0; its boxes stay, a hint of where it is printed when it is
+    saved). A pair left without key and value is deleted. The document is validated again from scratch."""
+    out = copy.deepcopy(doc)
+    schema = load_schema_or_none(doc.doc_type, model_dir)
+    _recorded_checks(out, schema)
+    if page is None:
+        page = doc.pages[0].index if doc.pages else 0
+    before = pairs_frame(doc, page)
+    shown = {int(n) for n in before["#"]} if not before.empty else set()
+    changed: list[str] = []
+    kept: set[int] = set()
+    added = []
+    drop: set[int] = set()
+    for _, row in edited.iterrows():
+        number = row.get("#")
+        key, value = _cell_text(row.get(PAIR_COLUMNS[1])), _cell_text(row.get(PAIR_COLUMNS[2]))
+        if number is None or pd.isna(number) or int(number) not in shown:
+            if key or value:
+                added.append(Pair(key=key, value=value, score=1.0, page=page))
+                changed.append(f"新增键值对 pair added: {key}")
+            continue
+        n = int(number)
+        kept.add(n)
+        pair = out.pairs[n - 1]
+        if (key, value) == (pair.key, pair.value):
+            continue
+        changed.append(f"键值对 {n} pair {n}: {key}")
+        if not key and not value:
+            drop.add(n)
+            continue
+        pair.key, pair.value, pair.score = key, value, 1.0
+    gone = (shown - kept) | drop
+    changed += [f"键值对 {n} 已删除 pair {n} deleted" for n in sorted(shown - kept)]
+    out.pairs = [p for i, p in enumerate(out.pairs, 1) if i not in gone] + added
+    if changed:
+        _revalidate(out, schema)
     return out, changed
 
 

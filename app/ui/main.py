@@ -2,14 +2,16 @@
 
 Drop photos, scans or PDFs. Each page is shown on the left with its OCR lines, fields (each its own
 colour), line-item cells and form pairs drawn on it; on the right, at full height, tabs hold the
-editable field table (a failed check colours its row and says why, in Chinese), the line items, the
-form's key-value pairs, its tables (a tab only where the page has one; read-only) and the OCR text.
-Picking a field, an item row or a pair highlights its box and zooms the page to it. Corrected values are
-re-normalised and re-validated at once. Downloads: JSON, a CSV of fields, a CSV of items, one Excel
+editable field table (a failed check colours its row and says why, in Chinese), the editable line items
+(cells, rows added and deleted), the form's editable key-value pairs, its tables (a tab only where the page
+has one; read-only) and the OCR text. Picking a field, an item row or a pair highlights its box and zooms
+the page to it. Corrected values are re-normalised and the document re-validated from scratch at once.
+Downloads: JSON, a CSV of fields, a CSV of items, one Excel
 workbook (app/ui/export.py) and, where a form has tables, a CSV of their cells, for one document or the
 whole upload. A page marked 已核对 (checked) can be saved as a training example (app/ui/corrections.py) in the
 one folder the server sets ($PIAOJU_CORRECTIONS_DIR, else runs/corrections): the sidebar shows it, a
-visitor cannot change it; unchecked pages are never saved.
+visitor cannot change it; unchecked pages are never saved. Below, the retrain panel
+(app/ui/retrain_panel.py) counts the saved pages against what a retrain needs and starts one.
 
 Served on 127.0.0.1 with the upload limit and no usage statistics by .streamlit/config.toml (read from
 the directory Streamlit starts in: the repository root, as scripts/run.sh does).
@@ -21,7 +23,6 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from app import pipeline  # noqa: E402
 from app.batch.inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
 from app.register import REGISTER_ENV, RegisterError  # noqa: E402
+from app.ui import retrain_panel  # noqa: E402
 from app.ui.corrections import CORRECTIONS_ENV, corrections_dir, save_correction  # noqa: E402
 from app.ui.export import (  # noqa: E402
     XLSX_MIME,
@@ -58,19 +60,24 @@ from app.ui.export import (  # noqa: E402
 )
 from app.ui.fields import (  # noqa: E402
     COL_CHECK,
+    COL_ITEM_CHECK,
     COL_KEY,
     COL_LABEL,
     COL_NORM,
     COL_PAGE,
+    COL_ROW,
     COL_SCORE,
     COL_VALUE,
     EDITABLE,
     apply_edits,
+    apply_item_edits,
+    apply_pair_edits,
     error_in_words,
     failed_rows_style,
     fields_frame,
     items_frame,
     lines_frame,
+    load_schema_or_none,
     pairs_frame,
     schema_label,
     table_frames,
@@ -84,7 +91,6 @@ UPLOAD_TYPES = [s.lstrip(".") for s in DOCUMENT_SUFFIXES]
 AUTO = "自动识别 Automatic"
 OCR_ONLY = "仅文字识别（未安装抽取模型） OCR only (no extraction model installed)"
 LATEST = "latest|"          # a model choice that follows a registry's `latest` pointer: latest|<registry>|<name>
-RETRAIN_COMMAND = "python -m training retrain --corpus {corpus} --base models/default"
 NOTHING = ""                # the "find on page" choice that highlights nothing
 # Streamlit's Deploy button and its developer menu mean nothing to a clerk: hidden (also
 # client.toolbarMode in .streamlit/config.toml). The page uses the window's width.
@@ -309,14 +315,6 @@ def find_targets(doc: Document, page: Page) -> dict[str, tuple[str, list[Box]]]:
     return targets
 
 
-def _pick_from_table(table_key: str, pick_key: str, prefix: str, numbers: list[int]) -> None:
-    """A row picked in the items or pairs table becomes the "find on page" choice (callbacks run
-    before the script, so the picker shows it on this rerun)."""
-    rows = st.session_state[table_key].selection.rows
-    if rows:
-        st.session_state[pick_key] = f"{prefix}:{numbers[rows[0]] - 1}"
-
-
 def _table_height(rows: int) -> int:
     """Every row visible without an inner scroll bar, up to a screen's worth."""
     return min(38 + 35 * max(rows, 1), 900)
@@ -352,37 +350,56 @@ def show_fields_tab(view: dict, page: Page, picked: str = NOTHING) -> None:
         st.rerun()
 
 
-def show_items_tab(view: dict, page: Page, pick_key: str) -> None:
+def _apply_table_edits(view: dict, corrected: Document, changed: list[str]) -> None:
+    """Keep an items or pairs table's edits: the view's document replaced by the corrected copy (validated
+    again from scratch), the tables drawn anew (their widget keys carry the version), what changed named."""
+    if changed:
+        view["corrected"] = corrected
+        view["version"] += 1
+        view.setdefault("changed", set()).update(changed)
+        st.rerun()
+
+
+def show_items_tab(view: dict, page: Page) -> None:
+    """The page's line items in an editor: change a cell, add a row at the bottom, delete a row (select it,
+    then the bin). Each change validates the document again, as a field edit does; the find-on-page
+    picker on the left finds a row on the page."""
     doc = view["corrected"]
     frame = items_frame(doc, page.index)
-    if frame.empty:
+    schema = load_schema_or_none(doc.doc_type, view.get("model"))
+    if frame.empty and not (schema and schema.item_keys()):        # rows can be added where the type has items
         st.info("此页没有明细行。 No line items on this page.")
         return
-    table_key = f"items-{view['key']}-{page.index}-{view['version']}"
-    st.caption("点选一行，在页面上定位。 Pick a row to find it on the page.")
+    st.caption("改正单元格、在末尾添加行或删除行，立即重新校验。 Correct a cell, add a row at the bottom or "
+               "delete one; it is checked again at once. 用左侧“定位”在页面上查找一行 Use “Find on page” to see a row.")
     widths = {"名称 Name": 150, "规格型号 Spec": 80, "单位 Unit": 60, "数量 Qty": 60, "单价 Price": 95,
               "金额 Amount": 90, "税率 Rate": 60, "税额 Tax": 80, "校验 Check": 100}
-    st.dataframe(failed_rows_style(frame), key=table_key, hide_index=True, width="stretch",
-                 column_config={"行 Row": None, **{c: st.column_config.Column(width=w) for c, w in widths.items()
-                                                    if c in frame.columns}},
-                 height=_table_height(len(frame)), selection_mode="single-row",
-                 on_select=lambda: _pick_from_table(table_key, pick_key, "item", list(frame["行 Row"])))
+    edited = st.data_editor(
+        failed_rows_style(frame), key=f"items-{view['key']}-{page.index}-{view['version']}", hide_index=True,
+        width="stretch", num_rows="dynamic", height=_table_height(len(frame) + 1),
+        disabled=[COL_ROW, COL_ITEM_CHECK],
+        column_config={COL_ROW: None, **{c: st.column_config.TextColumn(width=w) for c, w in widths.items()
+                                         if c in frame.columns}})
+    _apply_table_edits(view, *apply_item_edits(doc, edited, view.get("model"), page.index))
 
 
-def show_pairs_tab(view: dict, page: Page, pick_key: str) -> None:
+def show_pairs_tab(view: dict, page: Page) -> None:
+    """A form's key-value pairs on this page in an editor: change a key or a value, add a pair at the
+    bottom, delete one. Each change is kept at once (and saved with the page when it is checked)."""
     doc = view["corrected"]
     frame = pairs_frame(doc, page.index)
-    if frame.empty:
+    if frame.empty and doc.doc_type != "generic_form":
         st.info("此页没有键值对（表单的“问题 → 回答”）。 No key-value pairs on this page.")
         return
-    table_key = f"pairs-{view['key']}-{page.index}"
-    st.caption("点选一行，在页面上定位。 Pick a row to find it on the page.")
-    st.dataframe(frame.style.format({"置信度 Confidence": "{:.0%}"}), key=table_key, hide_index=True,
-                 width="stretch", column_config={"#": st.column_config.Column(width=40),
-                                                 "键 Key": st.column_config.Column(width=200),
-                                                 "值 Value": st.column_config.Column(width=260)},
-                 height=_table_height(len(frame)), selection_mode="single-row",
-                 on_select=lambda: _pick_from_table(table_key, pick_key, "pair", list(frame["#"])))
+    st.caption("改正键或值、在末尾添加或删除键值对。 Correct a key or a value, add a pair at the bottom or delete one.")
+    edited = st.data_editor(
+        frame.style.format({"置信度 Confidence": "{:.0%}"}, na_rep=""),
+        key=f"pairs-{view['key']}-{page.index}-{view['version']}", hide_index=True, width="stretch",
+        num_rows="dynamic", height=_table_height(len(frame) + 1),
+        disabled=["#", "置信度 Confidence", "页 Page"],
+        column_config={"#": st.column_config.NumberColumn(width=40), "键 Key": st.column_config.TextColumn(width=200),
+                       "值 Value": st.column_config.TextColumn(width=260)})
+    _apply_table_edits(view, *apply_pair_edits(doc, edited, view.get("model"), page.index))
 
 
 def show_tables_tab(view: dict, page: Page) -> None:
@@ -439,9 +456,9 @@ def show_page(view: dict, page_index: int) -> None:
                 if name == "fields":
                     show_fields_tab(view, page, chosen)
                 elif name == "items":
-                    show_items_tab(view, page, pick_key)
+                    show_items_tab(view, page)
                 elif name == "pairs":
-                    show_pairs_tab(view, page, pick_key)
+                    show_pairs_tab(view, page)
                 elif name == "tables":
                     show_tables_tab(view, page)
                 else:
@@ -458,17 +475,6 @@ def show_page(view: dict, page_index: int) -> None:
                               help="只有已核对的页才会保存为训练样本 Only checked pages are saved as training examples")
         (confirmed.add if checked else confirmed.discard)(page.index)
         st.caption(timings_text(doc.timings))
-
-
-def _page_for_saving(doc: Document, page_index: int) -> tuple[Document, int]:
-    """(document, page position) as save_correction reads them: the position in `doc.pages` must also be
-    the page number its fields carry. A document found later in a file (its page 3 alone) is given
-    as a copy holding that page as page 0, with its fields on it."""
-    page = doc.pages[page_index]
-    if page.index == page_index:
-        return doc, page_index
-    fields = {k: dc_replace(f, page=0) for k, f in doc.fields.items() if f.page == page.index}
-    return dc_replace(doc, pages=[dc_replace(page, index=0)], fields=fields, items=[], pairs=[], tables=[]), 0
 
 
 def _full_page(view: dict, page: Page, data: bytes | None) -> np.ndarray:
@@ -526,7 +532,7 @@ def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> 
         for result, view, i in pages:
             doc = view["corrected"]
             image = _full_page(view, doc.pages[i], data.get(result["key"]))
-            path = save_correction(*_page_for_saving(doc, i), image, folder)
+            path = save_correction(doc, i, image, folder, view.get("model"))
             saved += 1
     except (OSError, ValueError) as exc:
         st.error(f"保存失败 Could not save the corrections ({saved} of {len(pages)} saved): {exc}. "
@@ -537,15 +543,7 @@ def save_confirmed(results: list[dict], data: dict[str, bytes], folder: str) -> 
         st.success(f"已保存 {saved} 页已核对的页面为训练样本 Saved {saved} checked page(s) as training examples in "
                    f"{path} (本次共 {st.session_state['saved_pages']} 页 this session; "
                    f"语料共 {total} 页 in the corpus)")
-        from training.retrain import MIN_CORPUS_PAGES, MIN_HELDOUT_PAGES
-        if total >= MIN_CORPUS_PAGES:
-            st.markdown("用这些样本重新训练 Retrain with them (README, “Training and retraining”):")
-        else:     # retrain would refuse it (exit 2): say so here, not after a clerk has run it
-            st.info(f"重新训练至少需要 {MIN_CORPUS_PAGES} 页已核对的页，还差 {MIN_CORPUS_PAGES - total} 页 / "
-                    f"Retraining needs at least {MIN_CORPUS_PAGES} checked pages, {MIN_CORPUS_PAGES - total} more: "
-                    f"it holds {MIN_HELDOUT_PAGES} of them out to judge the new model against the current one. "
-                    "When there are enough, run:")
-        st.code(RETRAIN_COMMAND.format(corpus=folder), language="bash")
+        # how many there are against what a retrain needs, and the retrain itself: the panel below the button
 
 
 def export_buttons(docs: list[tuple[str, Document]], stem: str, scope: str, key: str,
@@ -666,6 +664,7 @@ def main() -> None:
         st.info("把一张或多张照片、扫描件、PDF、OFD 或发票 XML 拖到上面。 Drop one or more photos, scans, PDFs, OFDs "
                 "or invoice XML files above "
                 "to read them.")
+        retrain_panel.show(folder)
         return
     try:
         load_models(model)
@@ -709,6 +708,7 @@ def main() -> None:
                       "Saves the pages marked as checked, with your corrections as ground truth; unchecked pages "
                       "are not saved"):
         save_confirmed(results, data, folder)
+    retrain_panel.show(folder)        # after saving, so the count includes what was just saved
 
 
 main()
