@@ -15,7 +15,9 @@ imported from there below are the ones callers have long used from this module.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +43,7 @@ from models.model_dir import (  # noqa: F401  (the directory names callers know 
     read_model_dir,
     read_pair_scorer,
 )
+from models.onnx_encoder import OnnxEncoder, OnnxUnavailable, wanted_backend
 from models.runtime import on_model_thread
 from models.tokenizer import Tokenizer
 
@@ -48,9 +51,16 @@ GENERIC = "generic_form"
 
 
 class Extractor:
-    """A loaded model with its vocabulary and schemas. Build with `Extractor.load` / `get_extractor`."""
+    """A loaded model with its vocabulary and schemas. Build with `Extractor.load` / `get_extractor`.
 
-    def __init__(self, model: Encoder, cfg: ExtractorConfig, vocab: Tokenizer, model_dir: Path | None = None):
+    `backend`: "onnx" runs the forward pass through onnxruntime (models/onnx_encoder.py, a graph built from
+    `model`'s weights; several times faster on CPU), "paddle" through the Paddle model itself; None picks
+    onnx on CPU unless $PIAOJU_EXTRACTOR says "paddle". Where the ONNX graph cannot be built the extractor
+    runs Paddle (a note on stderr says why); `self.backend` says which one runs. `model` stays the Paddle
+    model either way (training, the pipeline engine and tests use it); change its weights and load again."""
+
+    def __init__(self, model: Encoder, cfg: ExtractorConfig, vocab: Tokenizer, model_dir: Path | None = None,
+                 backend: str | None = None):
         self.model = model
         self.model.eval()
         self.cfg = cfg
@@ -59,21 +69,57 @@ class Extractor:
         self.tag_labels = cfg.tag_labels
         self.schemas = {name: model_schema(model_dir, name) for name in cfg.doc_types}
         self.pair_scorer = read_pair_scorer(model_dir)      # None: forms rank candidates by hand weights
+        self.onnx = self._onnx_encoder(backend)
+        self.backend = "onnx" if self.onnx is not None else "paddle"
 
     @classmethod
-    def load(cls, model_dir: str | Path = DEFAULT_MODEL_DIR) -> "Extractor":
+    def load(cls, model_dir: str | Path = DEFAULT_MODEL_DIR, backend: str | None = None) -> "Extractor":
         """ModelDirError (with how to get a model) for anything models.model_dir cannot read."""
         model, cfg, vocab = read_model_dir(model_dir)
-        return cls(model, cfg, vocab, Path(model_dir))
+        return cls(model, cfg, vocab, Path(model_dir), backend)
+
+    def _onnx_encoder(self, backend: str | None) -> OnnxEncoder | None:
+        if backend not in (None, "onnx", "paddle"):
+            raise ValueError(f"extractor backend {backend!r} unknown; use 'onnx' or 'paddle'")
+        if (backend or wanted_backend(str(paddle.get_device()))) != "onnx":
+            return None
+        head = self.model.head
+        if not isinstance(head, ExtractionHead):
+            return None
+        try:
+            weights = {k: v.numpy() for k, v in self.model.state_dict().items()}
+            return OnnxEncoder(weights, dataclasses.asdict(self.model.config), head.config.link, head.config.link_dim)
+        except OnnxUnavailable as exc:
+            print(f"{self.model_dir or 'model'}: the encoder runs in Paddle, not onnxruntime ({exc})", file=sys.stderr)
+            return None
 
     # --- model ----------------------------------------------------------------------------------
-    @paddle.no_grad()
     def _forward(self, ids: np.ndarray, bbox: np.ndarray, mask: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray] | None]:
         """(tag probabilities, doc-type probabilities averaged over windows, a function giving the link
         scores, or None without a link head). Runs on the model thread (models/runtime.py): dygraph mode and
         Paddle's oneDNN state are per thread. The link scores ([W, T, T], ~6% of the forward pass) are computed
-        from the kept hidden states on the first call only: pages that are not generic forms never ask."""
+        from the kept hidden states on the first call only: pages that are not generic forms never ask.
+        With the ONNX backend the same, from onnxruntime (`_forward_paddle` is the reference it is tested
+        against)."""
+        if self.onnx is None:
+            return self._forward_paddle(ids, bbox, mask)
+        onnx = self.onnx
+        tags, doc, hidden = onnx(ids, bbox, mask)
+        if onnx.link_session is None:
+            return tags, doc.mean(0), None
+        kept: list[np.ndarray] = []
+
+        def scores() -> np.ndarray:
+            if not kept:
+                kept.append(onnx.link(hidden, mask))
+            return kept[0]
+        return tags, doc.mean(0), lambda: on_model_thread(scores)
+
+    @paddle.no_grad()
+    def _forward_paddle(self, ids: np.ndarray, bbox: np.ndarray, mask: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray] | None]:
+        """`_forward` through the Paddle model (dygraph): the fallback, and the reference."""
         blocks = self.model.blocks()
         head = blocks[-1]
         if not (isinstance(head, ExtractionHead) and head.config.link):
