@@ -72,10 +72,14 @@ class Piece:
     used: bool = False
     absorbed: bool = False         # taken into another piece's value: no pair of its own
     more: list["Piece"] = field(default_factory=list)   # continuation lines joined to this piece
+    _lines: tuple[int, frozenset[int]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
-    def lines(self) -> set[int]:
-        return {self.line} | {p.line for p in self.more}
+    def lines(self) -> frozenset[int]:
+        """The OCR lines this piece stands on (kept until `more` grows: the layout asks it ~1M times a page)."""
+        if self._lines is None or self._lines[0] != len(self.more):
+            self._lines = (len(self.more), frozenset({self.line} | {p.line for p in self.more}))
+        return self._lines[1]
 
     def join(self, other: "Piece", sep: str = "") -> None:
         """Take `other` (the next line of this label or value) into this piece."""
