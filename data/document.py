@@ -102,6 +102,9 @@ class Field:
     span: list[int] | None = None  # [start, end) character offsets into the page text, if known
     review: bool = False           # a person should look: a check failed or the confidence is low (data/validate.py)
     reason: str | None = None      # valid is False: the code of the check it failed (data/validate.py REASON_CODES)
+    # the model's own probability, where `score` is the calibrated P(right) (models/calibration.py). None: `score`
+    # is not calibrated (the model directory has no calibration, a person typed the value, an older result)
+    model_score: float | None = None
 
 
 @dataclass
@@ -162,6 +165,9 @@ class Document:
     error: dict[str, str] | None = None                           # {"type", "message"} when it failed
     part: int = 1                  # 1-based number of this document among those found in its file
     parts: int = 1                 # how many documents the file holds (a PDF of 3 invoices: 3)
+    # every field and item cell valid (or with no check) and above the review threshold, no check warning:
+    # nothing asks for a person's look (data/validate.py `straight_through`)
+    straight_through: bool = False
 
     # --- convenience -------------------------------------------------------------------------
     @property
@@ -212,6 +218,7 @@ class Document:
             error=d.get("error"),
             part=int(d.get("part", 1)),
             parts=int(d.get("parts", 1)),
+            straight_through=bool(d.get("straight_through", False)),
         )
 
     @classmethod

@@ -333,11 +333,38 @@ def field_text(f: Field) -> str:
 
 
 # A value read with less confidence than this is flagged for review (Field.review) even where no check failed
-# or none applies. bench.review_bench, held-out layouts through real OCR: 0.7 was the largest threshold that
-# flagged at most one right field in ten on seed 6161 and flagged 10.1% on seed 7272; 0.6 flags 7-8% of the
-# right fields on both. It catches few wrong ones (8%): the model read most of its errors at 0.95-1.00, so
-# its confidence alone cannot say where to look; the failed checks do the rest.
+# or none applies. Two scales, each with its threshold: the model's own softmax probability (a model directory
+# without a calibration) and the calibrated P(right) of models/calibration.py (`Field.model_score` set).
+# bench.review_bench, held-out layouts through real OCR: for the softmax, 0.7 was the largest threshold that
+# flagged at most one right field in ten on seed 6161 and flagged 10.1% on seed 7272; 0.6 flags 7-10% of the
+# right fields, but few wrong ones (8-43%): the model reads most of its errors at 0.95-1.00.
 REVIEW_THRESHOLD = 0.6
+# For the calibrated confidence, fitted on seeds 5151 and 5252: 0.95 was the largest threshold flagging at
+# most one right field in ten on those rows (9.6%, and 70% of the wrong ones); on seed 8383, which the fit
+# never saw, it flags 8.0% of the right fields and 71% of the wrong ones, where the softmax at 0.6 flagged
+# 10.0% and 43%.
+CALIBRATED_REVIEW_THRESHOLD = 0.95
+
+
+def review_threshold(f: Field) -> float:
+    """The threshold of the field's confidence: CALIBRATED_REVIEW_THRESHOLD for a calibrated one
+    (`model_score` kept beside it), else REVIEW_THRESHOLD (the model's own probability; a typed value's 1.0)."""
+    return CALIBRATED_REVIEW_THRESHOLD if f.model_score is not None else REVIEW_THRESHOLD
+
+
+def needs_review(f: Field) -> bool:
+    """Whether a person should look at a field: a check failed, or its confidence is below its
+    `review_threshold`, whether or not a check applies to it."""
+    return f.valid is False or f.score < review_threshold(f)
+
+
+def straight_through(document: Document) -> bool:
+    """Whether nothing in `document` asks for a person's look: it was read (no error) and has fields, every
+    field and item cell is valid or has no check and none is under review (`needs_review`), and no check
+    failed on the document as a whole (a missing required field, a sum that does not add up)."""
+    cells = list(document.fields.values()) + [f for row in document.items for f in row.values()]
+    return (document.error is None and bool(document.fields) and not document.checks
+            and not any(needs_review(f) for f in cells))
 
 
 def validate(document: Document, schema: "Schema | None", today: _dt.date | None = None) -> list[str]:
@@ -346,9 +373,10 @@ def validate(document: Document, schema: "Schema | None", today: _dt.date | None
     Every field's and item cell's `valid` is set anew (None where no rule applies, and for every field
     when `schema` is None: a generic form or an unknown type has nothing to check), its `reason` (the code
     of the first check it failed, REASON_CODES; None unless `valid` is False), and its `review`: a
-    failed check or a confidence below REVIEW_THRESHOLD, where a person should look. The warnings of the
+    failed check or a confidence below its threshold (`needs_review`), where a person should look. The warnings of the
     previous call (`document.checks`) leave `document.warnings` and this call's join them, so a value
-    fixed after extraction takes its warning with it; other warnings (pipeline, decoding) stay."""
+    fixed after extraction takes its warning with it; other warnings (pipeline, decoding) stay.
+    `document.straight_through` is set anew (`straight_through`)."""
     result: dict[str, bool | None] = {}
     warnings: list[str] = []
     reasons: dict[str, str] = {}
@@ -359,12 +387,12 @@ def validate(document: Document, schema: "Schema | None", today: _dt.date | None
     for key, f in document.fields.items():
         f.valid = result.get(key)
         f.reason = reasons.get(key) if f.valid is False else None
-        f.review = f.valid is False or f.score < REVIEW_THRESHOLD
+        f.review = needs_review(f)
     for i, row in enumerate(document.items):
         for key, f in row.items():
             f.valid = result.get(item_result_key(i, key))
             f.reason = reasons.get(item_result_key(i, key)) if f.valid is False else None
-            f.review = f.valid is False or f.score < REVIEW_THRESHOLD
+            f.review = needs_review(f)
     stale = list(document.checks)
     kept = []
     for w in document.warnings:
@@ -374,6 +402,7 @@ def validate(document: Document, schema: "Schema | None", today: _dt.date | None
             kept.append(w)
     document.warnings = kept + warnings
     document.checks = list(warnings)
+    document.straight_through = straight_through(document)
     return warnings
 
 

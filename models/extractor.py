@@ -28,6 +28,7 @@ import paddle
 from data.document import Document, Page
 from data.labels import FORM_KEYS, ITEM_PREFIX
 from data.validate import validate
+from models.calibration import calibrate
 from models.encoder import Encoder
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
 from models.extraction.base import level_lines
@@ -40,6 +41,7 @@ from models.model_dir import (  # noqa: F401  (the directory names callers know 
     find_model_dirs,
     is_model_dir,
     model_schema,
+    read_field_calibration,
     read_model_dir,
     read_pair_scorer,
 )
@@ -69,6 +71,7 @@ class Extractor:
         self.tag_labels = cfg.tag_labels
         self.schemas = {name: model_schema(model_dir, name) for name in cfg.doc_types}
         self.pair_scorer = read_pair_scorer(model_dir)      # None: forms rank candidates by hand weights
+        self.calibration = read_field_calibration(model_dir)   # None: a field's confidence is the model's
         self.onnx = self._onnx_encoder(backend)
         self.backend = "onnx" if self.onnx is not None else "paddle"
 
@@ -207,19 +210,24 @@ class Extractor:
             doc.doc_type, doc.doc_type_score = doc_type, 1.0
         dt = doc.doc_type or ""
         allowed = self._allowed(dt)
-        doc.fields, doc.items, doc.pairs = {}, [], []
+        doc.fields, doc.items, doc.pairs, doc.tables, doc.signatures = {}, [], [], [], []
         for page, pred in zip(doc.pages, preds):
             decode_page(doc, page, pred, self.schemas.get(dt), self.tag_labels, allowed, dt == GENERIC, settings, off)
         if dt == GENERIC and doc_type is None and "form_needs_structure" not in off and \
                 not form_structure(doc.pairs, [ln.text for ln in doc.lines]):
             doc.doc_type, doc.fields, doc.items, doc.pairs = OTHER_TYPE, {}, [], []   # not a form: text only
+            doc.tables, doc.signatures = [], []
         self._validate(doc)
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc
 
     def _validate(self, doc: Document) -> None:
-        """data/validate.py `validate` with this model's schema (a generic form's has no fields: pairs only)."""
-        validate(doc, self.schemas.get(doc.doc_type or ""))
+        """data/validate.py `validate` with this model's schema (a generic form's has no fields: pairs only),
+        then each field's confidence calibrated (models/calibration.py: whether its check passed is part of
+        the evidence); the one place a field's shown confidence is decided."""
+        schema = self.schemas.get(doc.doc_type or "")
+        validate(doc, schema)
+        calibrate(doc, self.calibration, schema)
 
 
 @functools.lru_cache(maxsize=4)

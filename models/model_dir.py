@@ -11,6 +11,9 @@ The bundled models/default is the reference of the format:
     pair_scorer.json      optional: the learned scorer of form key-value candidates and the learned piece
                           roles ("roles", models/extraction/form_roles.py), fitted on these weights
                           (`python -m training pair-scorer --model DIR`; read by `read_pair_scorer`)
+    field_calibration.json  optional: the learned field confidence, P(a value shown is right), fitted on these
+                          weights' readings of held-out pages (`python -m bench.review_bench --fit`; read by
+                          `read_field_calibration`; without it a field's confidence is the model's own)
 
 Weights are safetensors: a format that holds tensors and nothing else, so a model folder someone hands
 over cannot run code when it is loaded or listed. (Hugging Face calls its own weights `model.safetensors`;
@@ -60,6 +63,7 @@ from models.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from data.schemas import Schema
+    from models.calibration import Calibration
     from models.extraction.pair_scorer import PairScorer
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default"
@@ -69,6 +73,7 @@ REQUIRED_FILES = ("config.json", WEIGHTS, "vocab.txt")
 PROVENANCE = "provenance.json"                # how the weights were trained: command, config, seed, layouts
 METRICS = "metrics.json"                      # the held-out evaluation report of training or retraining
 PAIR_SCORER = "pair_scorer.json"              # the learned form pair scorer and piece roles
+FIELD_CALIBRATION = "field_calibration.json"  # the learned field confidence (models/calibration.py)
 TRAIN_HINT = ("train one with `python -m training train --config configs/default.yaml --out DIR` "
               "or run scripts/train_default.sh")
 
@@ -449,6 +454,34 @@ def write_pair_scorer(model_dir: str | Path, scorer: "PairScorer") -> Path:
     path = Path(model_dir) / PAIR_SCORER
     scorer.save(path)
     return path
+
+
+def read_field_calibration(model_dir: str | Path | None) -> "Calibration | None":
+    """The directory's field calibration (models/calibration.py), or None: none there, or one fitted on other
+    weights (a retrained model's stale one: the model's probabilities are among its inputs, so it would
+    mislead; fit it again with `python -m bench.review_bench --fit`). Either way a field's confidence is then
+    the model's own probability, as before calibrations existed. ModelDirError for a file that cannot be read
+    or names evidence this version does not compute."""
+    from models.calibration import Calibration
+    raw = _read_record(model_dir, FIELD_CALIBRATION) if model_dir is not None else None
+    if raw is None or model_dir is None:
+        return None
+    try:
+        calibration = Calibration.from_dict(raw, str(Path(model_dir) / FIELD_CALIBRATION))
+    except ValueError as exc:
+        raise ModelDirError(f"{exc}; fit it again with `python -m bench.review_bench --fit` (or delete it)") from exc
+    fitted = calibration.about.get("weights_sha256")
+    if not fitted or not weights_file(model_dir).is_file() or fitted != weights_digest(model_dir):
+        return None
+    return calibration
+
+
+def write_field_calibration(model_dir: str | Path, calibration: "Calibration") -> Path:
+    """Save `calibration` as the directory's field_calibration.json (atomically), recording the digest of the
+    weights it was fitted on (`read_field_calibration` ignores it once they change); returns the file."""
+    record = calibration.to_dict()
+    record["about"] = {**record["about"], "weights_sha256": weights_digest(model_dir)}
+    return _write_record(model_dir, FIELD_CALIBRATION, record)
 
 
 # --- the small JSON records: provenance and metrics -----------------------------------------------

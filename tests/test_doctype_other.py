@@ -62,3 +62,20 @@ def test_generated_documents_of_known_types_are_never_other(extractor, doc_type)
         page = Page(index=0, width=gt["width"], height=gt["height"],
                     lines=[Line(ln["text"], ln["quad"]) for ln in gt["lines"]])
         assert extractor.extract(Document(source="x.png", pages=[page])).doc_type == doc_type
+
+
+def test_a_forms_tables_and_signatures_are_found_once_and_go_with_its_type():
+    # a generated form with a table, extracted twice (the UI re-extracts): one table, not two; typed other
+    # (not a form after all), it keeps no tables or signatures either
+    for seed in range(200, 240):
+        _, gt = generate("generic_form", seed, "form_sections")
+        if gt["tables"] and gt["tables"][0]["rows"]:
+            break
+    page = Page(index=0, width=gt["width"], height=gt["height"],
+                lines=[Line(ln["text"], ln["quad"]) for ln in gt["lines"]])
+    doc = get_extractor().extract(Document(source="form.png", pages=[page]), doc_type="generic_form")
+    assert len(doc.tables) == 1
+    again = get_extractor().extract(doc, doc_type="generic_form")
+    assert len(again.tables) == 1
+    other = get_extractor().extract(Document(source="paper.png", pages=[page_of(NEWSPAPER)]))
+    assert other.doc_type == "other" and other.tables == [] and other.signatures == []

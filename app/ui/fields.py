@@ -218,7 +218,7 @@ def apply_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None = Non
             label = schema.field(key).label if schema and key in schema.keys() else key
             old = Field(key=key, value="", label=label, page=page)
             out.fields[key] = old
-        old.raw, old.value, old.score = text, _normalise(schema, key, text), 1.0
+        old.raw, old.value, old.score, old.model_score = text, _normalise(schema, key, text), 1.0, None
     if changed:
         from data.validate import validate
         validate(out, schema)
@@ -279,7 +279,7 @@ def apply_item_edits(doc: Document, edited: pd.DataFrame, model_dir: str | None 
             elif old is None:
                 item[k] = Field(k, _normalise(schema, k, text), raw=text, score=1.0, page=page)
             else:
-                old.raw, old.value, old.score = text, _normalise(schema, k, text), 1.0
+                old.raw, old.value, old.score, old.model_score = text, _normalise(schema, k, text), 1.0, None
         if edited_row:
             changed.append(f"明细第 {n} 行 item {n}")
     gone = sorted(shown - kept)

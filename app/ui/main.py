@@ -82,6 +82,7 @@ from app.ui.fields import (  # noqa: E402
     schema_label,
     table_frames,
 )
+from app.ui.review_queue import files_order, queue_label, queue_order  # noqa: E402
 from app.ui.view import legend_html, page_overlay, timings_text, zoom_crop  # noqa: E402
 from app.ui.words import warning_words  # noqa: E402
 from data.document import Box, Document, Page  # noqa: E402
@@ -283,6 +284,10 @@ def show_header(view: dict) -> None:
     c1, c2, c3, c4, c5, c6, *c7 = st.columns([4, 2, 1, 1, 1, 1] + ([1] if doc.tables else []))
     c1.markdown(f"<div style='font-size:0.875rem'>文档类型 Document type</div>"
                 f"<div style='font-size:1.6rem;line-height:1.25'>{label}</div>", unsafe_allow_html=True)
+    if doc.straight_through:
+        c1.markdown(":green-badge[✓ 直通 Straight-through]",
+                    help="每个字段都通过校验（或无校验规则）且置信度高于核对阈值：无需逐项核对 "
+                         "Every field is valid (or has no check) and above the review threshold")
     c2.metric("置信度 Confidence", "—" if doc.doc_type_score is None else f"{doc.doc_type_score:.0%}",
               help="模型对文档类型的把握；手动选择类型时也显示 The model's confidence in the type")
     c3.metric("页 Pages", len(doc.pages))
@@ -604,15 +609,33 @@ def part_view(result: dict) -> dict:
     pages = [", ".join(map(str, d.page_numbers())) for d in parts]
     st.info(f"此文件包含 {n} 份文档，每份从自己的页面读取（空白页跳过），请逐份核对。 This file holds {n} documents; "
             "each was read from its own page(s) (blank pages are skipped). Pick one to check and correct it.")
-    overview = [{"#": d.part, "页 Pages": pages[i], "类型 Type": schema_label(d.doc_type) if d.doc_type else "—",
-                 "字段 Fields": len(d.fields), "明细 Items": len(d.items), "键值对 Pairs": len(d.pairs),
-                 "错误 Error": (d.error or {}).get("message", "")}
-                for i, d in enumerate(parts)]
+    docs = [v["corrected"] for v in views]       # as corrected so far: a fixed document moves down the queue
+    order = queue_order(docs)
+    overview = [{"#": docs[i].part, "页 Pages": pages[i],
+                 "类型 Type": schema_label(docs[i].doc_type) if docs[i].doc_type else "—",
+                 "核对 Review": queue_label(docs[i]), "字段 Fields": len(docs[i].fields),
+                 "明细 Items": len(docs[i].items), "键值对 Pairs": len(docs[i].pairs),
+                 "错误 Error": (docs[i].error or {}).get("message", "")}
+                for i in order]
     st.dataframe(overview, hide_index=True, width="stretch")
-    chosen = st.selectbox("文件内文档 Document in this file", range(n),
-                          format_func=lambda i: f"第 {i + 1}/{n} 份 Document {i + 1} of {n} — page {pages[i]}",
+    chosen = st.selectbox("文件内文档 Document in this file", order, help=QUEUE_HELP,
+                          format_func=lambda i: f"第 {i + 1}/{n} 份 Document {i + 1} of {n} — page {pages[i]}"
+                                                + (f" — {queue_label(docs[i])}" if queue_label(docs[i]) else ""),
                           key=f"part-{result['key']}")
     return views[chosen]
+
+
+QUEUE_HELP = ("最需要核对的在前：读取失败、校验未通过、待核对字段最多的文档排在前面，直通的排在最后。 "
+              "Most in need of a look first: documents that failed, then those with the most failed checks and "
+              "fields to check; straight-through ones last")
+
+
+def file_label(docs: list[Document]) -> str:
+    """An upload's entry in the file list: its one document's review state, or its documents' counts."""
+    if len(docs) == 1:
+        return queue_label(docs[0])
+    through = sum(d.straight_through for d in docs)
+    return f"{len(docs)} 份 documents, {through} 直通 straight-through"
 
 
 def show_document(result: dict) -> dict | None:
@@ -682,8 +705,12 @@ def main() -> None:
         st.error(f"{len(failed)} / {len(results)} 个文件无法读取 files could not be read:\n"
                  + "\n".join(f"- **{r['name']}**: {error_in_words(r['error'])}" for r in failed))
     if len(results) > 1:
-        names = [f"{r['name']}{' — 失败 failed' if r.get('error') else ''}" for r in results]
-        chosen = st.selectbox("文档 Document", range(len(results)), format_func=lambda i: names[i])
+        per_file = [[] if r.get("error") else [v["corrected"] for v in document_views(r)] for r in results]
+        names = [f"{r['name']} — 失败 failed" if r.get("error") else
+                 r["name"] + (f" — {file_label(per_file[i])}" if file_label(per_file[i]) else "")
+                 for i, r in enumerate(results)]
+        chosen = st.selectbox("文档 Document", files_order(per_file), help=QUEUE_HELP,
+                              format_func=lambda i: names[i], key="file-pick")
     else:
         chosen = 0
     view = show_document(results[chosen])
