@@ -546,6 +546,29 @@ def test_a_blank_ruled_member_list_is_a_table_of_no_records_and_its_headings_pai
     assert tables == [] and ("籍贯", "河南郑州") in [(p.key, p.value) for p in pairs]
 
 
+def test_an_expense_list_naming_its_rows_is_a_table_and_a_grid_of_short_fields_is_none():
+    from models.extraction.forms import decode_form_page
+    heads = [("项目", [100, 100, 150, 125]), ("金额", [300, 100, 350, 125]), ("备注", [500, 100, 550, 125])]
+    items = [("交通费", [100, 150, 170, 175]), ("住宿费", [100, 200, 170, 225])]
+    cols = [[x, 90, x, 250] for x in (80, 250, 450, 650)]
+    # the border under the headings came out in two pieces (text touched it): still one border
+    rows = [[80, 90, 650, 90], [80, 140, 400, 140], [420, 140, 650, 140], [80, 190, 650, 190], [80, 240, 650, 240]]
+    page, pred = _page(heads + items, ["QQ", "QQ", "QQ", "AAA", "AAA"])
+    page.rules = cols + rows
+    form = decode_form_page(page, pred, LABELS)
+    assert form.pairs == [] and [[c.text for c in r] for r in form.tables[0].rows] == [["交通费", "", ""],
+                                                                                         ["住宿费", "", ""]]
+    # label | short value | label | short value, row under row: fields, however short the values
+    grid = [("法定代表人", [100, 100, 200, 125]), ("肖娜", [300, 100, 340, 125]), ("注册资本", [500, 100, 580, 125]),
+            ("壹佰万元整", [700, 100, 800, 125]), ("邮政编码", [100, 150, 180, 175]), ("405872", [300, 150, 360, 175]),
+            ("开户银行", [500, 150, 580, 175]), ("中国银行", [700, 150, 780, 175]), ("联系电话", [100, 200, 180, 225]),
+            ("13800138000", [300, 200, 410, 225]), ("传真", [500, 200, 540, 225]), ("无", [700, 200, 720, 225])]
+    tags = ["QQQQQ", "AA", "QQQQ", "AAAAA", "QQQQ", "AAAAAA", "QQQQ", "AAAA", "QQQQ", "A" * 11, "QQ", "A"]
+    page, pred = _page(grid, tags)
+    form = decode_form_page(page, pred, LABELS)
+    assert form.tables == [] and ("法定代表人", "肖娜") in [(p.key, p.value) for p in form.pairs]
+
+
 def test_a_row_of_thin_boxes_under_table_headings_is_read_once():
     # OCR boxes a few pixels tall (rules, dashes) under three headings: the table scan used to find the
     # same row again for ever (the page hung in decoding)

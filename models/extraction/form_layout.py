@@ -123,9 +123,26 @@ class Layout:
 
     def rules_across(self, x0: float, x1: float, slack: float = 0.0) -> list[float]:
         """y (at the middle of x0..x1) of the page's horizontal ruled lines that run from x0 to x1 (within `slack`),
-        top to bottom: the borders between the rows of a table that spans x0..x1."""
+        top to bottom: the borders between the rows of a table that spans x0..x1. Pieces of one line at one
+        height (a border the detector lost where text touched it) count as one where no gap between them is
+        wider than 2 x `slack`."""
         x = (x0 + x1) / 2
-        return sorted(_y_at(seg, x) for seg in self.hrules if seg[0] <= x0 + slack and seg[2] >= x1 - slack)
+        segs = sorted((_y_at(seg, x), seg[0], seg[2]) for seg in self.hrules if seg[2] >= x0 and seg[0] <= x1)
+        out: list[float] = []
+        i = 0
+        while i < len(segs):
+            j = i
+            while j + 1 < len(segs) and segs[j + 1][0] - segs[i][0] <= max(2.0, slack / 4):
+                j += 1
+            parts = sorted((a, b) for _, a, b in segs[i:j + 1])
+            reach, ok = parts[0][1], parts[0][0] <= x0 + slack
+            for a, b in parts[1:]:
+                ok = ok and a - reach <= 2 * slack
+                reach = max(reach, b)
+            if ok and reach >= x1 - slack:
+                out.append(sum(y for y, _, _ in segs[i:j + 1]) / (j + 1 - i))
+            i = j + 1
+        return out
 
     def floors(self, a: Piece, b: Piece) -> int:
         """How many of the page's horizontal ruled lines stand between `a` and `b` (b below a), at the middle

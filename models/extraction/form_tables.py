@@ -6,7 +6,9 @@ and two tests the form decoder gives it (forms.py): `is_head`, a piece that coul
 label or what the model calls a header), and `is_cell`, a piece that reads as an entry (not label-like):
 
 - a row of at least TABLE_COLUMNS pieces, all headings: short words without digits (a column is named, not
-  answered), or what the model calls a label or header;
+  answered), or what the model calls a label or header; not a row where labels and entries take turns over
+  a row that does the same (法定代表人 | 肖娜 | 注册资本 | 壹佰万元整 over 邮政编码 | 405872 | ...: a grid of
+  label-value pairs, however short their values);
 - each heading owns a column: up to the ruled line between it and the next where the page has one, else
   to the middle of the white between them; a piece stands in the column it overlaps most;
 - then the rows under it, each standing under at least TABLE_COLUMNS distinct headings (fewer where the
@@ -18,10 +20,10 @@ label or what the model calls a header), and `is_cell`, a piece that reads as an
   as wide as the column, is the next printed line of those cells (an address or a school name wrapped in
   its cell), not a row of its own;
 - at least TABLE_ROWS such rows. A heading row over a single row of answers is indistinguishable from
-  labels printed above their values, and stays fields; unless empty ruled rows follow (`_blank_rows`): a
-  row of column names over one record or none and blank ruled rows is a table (a blank member list), and
-  its names are nobody's key or value (姓名 -> 出生年月 was read as a pair); not a row where labels and
-  entries take turns (the last row of a label | value grid over an empty ruled row).
+  labels printed above their values, and stays fields; unless ruled rows follow that are blank or name
+  their row only (`_sparse_rows`: 交通费 | | , a printed 序号): a row of column names over them (after one
+  record or none) is a table (a blank member list, an expense list), its first-column texts are records,
+  and its names are nobody's key or value (姓名 -> 出生年月 was read as a pair).
 
 Its headings are no keys and its cells nobody's value (forms.py vetoes them), and it comes out as a
 `data.document.Table`: the headings name the columns, each row a record with one cell per column (blank
@@ -103,11 +105,18 @@ def find_tables(geo: Layout, is_head: Callable[[Piece], bool], is_cell: Callable
         seen.update(id(p) for p in head)
         if len(head) < TABLE_COLUMNS or not all(is_head(p) for p in head):
             continue
+        turns = _alternates([is_cell(p) for p in head])
         found = _records(geo, head, is_cell)
-        if len(found.rows) >= TABLE_ROWS or (all(column_name(p.text) for p in head) and
-                                              not _alternates([is_cell(p) for p in head]) and _blank_rows(geo, found)):
-            out.append(found)
-            inside |= found.ids()
+        if turns and found.rows and _alternates([bool(cell) and all(map(is_cell, cell)) for cell in found.rows[0]]):
+            continue                    # label | value rows, one under the other: a grid of fields
+        if len(found.rows) < TABLE_ROWS:
+            sparse = _sparse_rows(geo, found, is_cell) if all(column_name(p.text) for p in head) and not turns \
+                else None
+            if sparse is None:
+                continue
+            found.rows += [[cell] + [[] for _ in head[1:]] for cell in sparse if cell]
+        out.append(found)
+        inside |= found.ids()
     return out
 
 
@@ -117,26 +126,30 @@ def _alternates(cells: list[bool]) -> bool:
     return len(cells) >= 4 and all(a != b for a, b in zip(cells, cells[1:]))
 
 
-def _blank_rows(geo: Layout, found: FoundTable) -> int:
-    """How many empty ruled rows stand right under the last row of `found` (its headings where it has no record):
-    rows between horizontal ruled lines that run across the whole table, at least a line height apart, with
-    nothing printed between them. A form's blank member list or résumé: its headings name columns, whatever
-    the model thinks of them, and none of them answers another."""
+def _sparse_rows(geo: Layout, found: FoundTable, is_cell: Callable[[Piece], bool]) -> list[list[Piece]] | None:
+    """The ruled rows right under the last row of `found` (its headings where it has no record) that are blank
+    or hold text in their first column only (a row label: 交通费, 父亲; or a printed 序号): rows between
+    horizontal ruled lines that run across the whole table, at least a line height apart. Each as the
+    pieces of its first cell ([] for a blank row); None where no such row follows. A form printed to be
+    filled in by hand (a blank member list or résumé, an expense list naming its items) is a table: its
+    headings name columns, whatever the model thinks of them, and none of them answers another."""
     h = max(geo.line_height(p) for p in found.head)
     spans = column_spans(geo, found.head, h)
     x0, x1 = spans[0][0], spans[-1][1]
     last = found.rows[-1] if found.rows else [[p] for p in found.head]
     bottom = max(p.box[3] for cell in last for p in cell)
     ys = [y for y in geo.rules_across(x0 + h / 2, x1 - h / 2, h) if y >= bottom - h / 4]
-    count = 0
+    rows: list[list[Piece]] = []
     for top, low in zip(ys, ys[1:]):
         if low - top < h:
             continue                    # a double border
-        if (count == 0 and top - bottom > h) or any(
-                x0 <= (p.box[0] + p.box[2]) / 2 <= x1 and top < (p.box[1] + p.box[3]) / 2 < low for p in geo.pieces):
+        inside = [p for p in geo.pieces
+                  if x0 <= (p.box[0] + p.box[2]) / 2 <= x1 and top < (p.box[1] + p.box[3]) / 2 < low]
+        if (not rows and top - bottom > h) or any(
+                (p.box[0] + p.box[2]) / 2 > spans[0][1] or not is_cell(p) for p in inside):
             break
-        count += 1
-    return count
+        rows.append(inside)
+    return rows or None
 
 
 def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -> FoundTable:
@@ -176,7 +189,8 @@ def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -
                 row[c].append(p)
             found.rows.append(row)
         taken.update(id(p) for p in nxt)
-        bottom = max(bottom, max(p.box[3] for p in nxt))
+        # (the pieces in its columns: a caption cell left of the table, as tall as two rows, is no row's bottom)
+        bottom = max(bottom, max(p.box[3] for _, p in placed))
     return found
 
 
