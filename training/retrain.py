@@ -939,8 +939,9 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
         print(f"latest {promotion}")
         print(f"model exported to {version} (report: {version / 'report.md'})")
         return version
-    except (KeyboardInterrupt, SystemExit):
-        interrupted = True         # Ctrl-C, a stop: kept, so the same command resumes from its last stage
+    except BaseException as exc:
+        # Ctrl-C or a stop (not an Exception: a failure): kept, so the same command resumes from its last stage
+        interrupted = not isinstance(exc, Exception)
         raise
     finally:
         if not interrupted and not keep_work:    # finished, or failed: a rerun starts afresh anyway
