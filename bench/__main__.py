@@ -48,6 +48,7 @@ SLOW: dict[str, str] = {
     "retrain_replay_bench": "a retrain on a new type keeps the base's types (minutes of training per run)",
     "train_step_bench": "the pipeline engine's cost per training step against a plain step",
     "review_bench": "which fields are flagged for review against which are wrong, per threshold (OCR of ~30 pages)",
+    "review_loop_bench": "a clerk's corrections, saved through the UI's code, retrain a better model (OCR + retrains)",
 }
 
 
