@@ -17,7 +17,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +29,11 @@ def synth(doc_type: str, n: int, seed: int, degrade: str, out: Path) -> None:
 
 def run(a: argparse.Namespace, corpus: Path, steps: int, replay: float) -> dict[str, Any]:
     """One retrain; its scores from the exported report (exit 1 = exported but not promoted is fine)."""
-    from training.model_registry import ModelRegistry
+    from bench.retrain_run import run_retrain
     root, name = a.work / "models", f"{a.type.replace('_', '')}-s{steps}-r{int(round(replay * 100))}"
-    cmd = [sys.executable, "-m", "training", "retrain", "--corpus", str(corpus), "--base", str(a.base),
-           "--out-root", str(root), "--name", name, "--steps", str(steps), "--batch-size", str(a.batch_size),
-           "--lr", str(a.lr), "--seed", str(a.seed), "--replay", str(replay)]
-    print("$ " + " ".join(cmd[1:]), flush=True)
-    t0 = time.time()
-    rc = subprocess.run(cmd).returncode
-    seconds = round(time.time() - t0, 1)
-    if rc not in (0, 1):
-        raise SystemExit(f"retrain failed (exit {rc}): {' '.join(cmd)}")
-    version = ModelRegistry(root).versions(name)[-1]
-    rep = json.loads((version / "report.json").read_text(encoding="utf-8"))
+    rc, seconds, version, rep = run_retrain(["--corpus", str(corpus), "--base", str(a.base), "--steps", str(steps),
+                                             "--batch-size", str(a.batch_size), "--lr", str(a.lr),
+                                             "--seed", str(a.seed), "--replay", str(replay)], root, name)
     kept = rep["base_heldout"]
     return {"steps": steps, "replay": replay, "version": version.name, "promoted": rep["promoted"],
             "refused_because": rep["promotion_rule"]["refused_because"],

@@ -45,7 +45,6 @@ import argparse
 import io
 import json
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -160,18 +159,11 @@ def build_corpus(train: list[tuple[str, bytes, dict]], base: str, corpus: Path, 
 
 def retrain(corpus: Path, base: str, root: Path, name: str, a: argparse.Namespace) -> dict[str, Any]:
     """`python -m training retrain` on the corpus, as the UI's command runs it; its version and report."""
+    from bench.retrain_run import run_retrain
     from training.model_registry import ModelRegistry
-    cmd = [sys.executable, "-m", "training", "retrain", "--corpus", str(corpus), "--base", base,
-           "--out-root", str(root), "--name", name, "--steps", str(a.steps), "--lr", str(a.lr), "--seed", str(a.seed),
-           "--replay-pages", str(a.replay_pages)]
-    print("$ " + " ".join(cmd[1:]), flush=True)
-    t0 = time.time()
-    rc = subprocess.run(cmd).returncode
-    seconds = round(time.time() - t0, 1)
-    if rc not in (0, 1):
-        raise SystemExit(f"retrain failed (exit {rc}): {' '.join(cmd)}")
-    version = ModelRegistry(root).versions(name)[-1]
-    rep = json.loads((version / "report.json").read_text(encoding="utf-8"))
+    rc, seconds, version, rep = run_retrain(["--corpus", str(corpus), "--base", base, "--steps", str(a.steps),
+                                             "--lr", str(a.lr), "--seed", str(a.seed),
+                                             "--replay-pages", str(a.replay_pages)], root, name)
     kept = rep["base_heldout"]
     latest = ModelRegistry(root).latest(name)
     return {"exit": rc, "version": str(version), "promoted": bool(rep["promoted"]) and latest == version,
