@@ -291,10 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     result.update(judge(result))
     print(f"retrained version: {result['retrain']['version']}")
     if a.out:
+        from data.atomic import write_text_atomic
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = a.out.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
-        tmp.replace(a.out)
+        write_text_atomic(a.out, json.dumps(result, ensure_ascii=False, indent=1))
         print(f"results written to {a.out}")
     return 0 if result["met"] else 1
 
