@@ -57,6 +57,8 @@ TABLE_WRAP_GAP = 0.45  # x line height: a cell's next printed line stands this c
 class FoundTable:
     """A table as pieces: its headings left to right, and per record the pieces under each heading."""
     head: list[Piece]
+    h: float                               # the headings' line height: the unit of every distance
+    spans: list[tuple[float, float]]       # each heading's column, left to right (`column_spans`)
     rows: list[list[list[Piece]]] = field(default_factory=list)
 
     def ids(self) -> set[int]:
@@ -133,8 +135,7 @@ def _sparse_rows(geo: Layout, found: FoundTable, is_cell: Callable[[Piece], bool
     pieces of its first cell ([] for a blank row); None where no such row follows. A form printed to be
     filled in by hand (a blank member list or résumé, an expense list naming its items) is a table: its
     headings name columns, whatever the model thinks of them, and none of them answers another."""
-    h = max(geo.line_height(p) for p in found.head)
-    spans = column_spans(geo, found.head, h)
+    h, spans = found.h, found.spans
     x0, x1 = spans[0][0], spans[-1][1]
     last = found.rows[-1] if found.rows else [[p] for p in found.head]
     bottom = max(p.box[3] for cell in last for p in cell)
@@ -164,7 +165,7 @@ def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -
         best = max(range(len(spans)), key=lambda i: over[i])
         return best if over[best] >= (p.box[2] - p.box[0]) / 2 else None
 
-    found = FoundTable(head)
+    found = FoundTable(head, h, spans)
     names = {p.text for p in head}      # a row that names a column again is another label row, no record
     bottom = max(p.box[3] for p in head)
     taken = {id(p) for p in head}       # a row is read once (one of thin boxes, a dash, would come back)

@@ -161,7 +161,8 @@ def decode_form_page(page: Page, pred: PagePrediction, tag_labels: list[str], st
                    scorer.cuts if scorer is not None else None)
     pairs = dec.pairs()
     signed = signature_block(pairs) if "form_signatures" not in off else []
-    return FormPage([p for p in pairs if p not in signed], [t.table(page) for t in dec.tables], signed)
+    kept = {id(p) for p in signed}      # by identity: two equal pairs are two pairs
+    return FormPage([p for p in pairs if id(p) not in kept], [t.table(page) for t in dec.tables], signed)
 
 
 def signature_block(pairs: list[Pair]) -> list[Pair]:
@@ -171,7 +172,7 @@ def signature_block(pairs: list[Pair]) -> list[Pair]:
     signs = [p for p in pairs if SIGNATURE_KEY.search(p.key)]
     out = list(signs)
     for p in pairs:
-        if p in out or not SIGN_DATE.match(p.key) or p.key_box is None:
+        if any(p is q for q in out) or not SIGN_DATE.match(p.key) or p.key_box is None:
             continue
         for s in signs:
             if s.key_box is None or s.page != p.page:
