@@ -150,27 +150,54 @@ def under(key: Box, b: Box, slope: float = 0.0) -> bool:
     return overlaps_x(key, b) and gap_below(key, b, slope) >= -height(key)
 
 
-def right_of(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 8.0,
+def box_array(boxes: Sequence[Box] | np.ndarray) -> np.ndarray:
+    """Boxes as an (n, 4) float array: the nearest-box searches below test every box at once (a form
+    page asks them for each of its ~150 pieces, several times over)."""
+    return np.asarray(boxes, dtype=float).reshape(-1, 4)
+
+
+def on_row(key: Box, boxes: Sequence[Box] | np.ndarray, slope: float = 0.0, tol: float = ROW_TOL) -> np.ndarray:
+    """`same_row(b, key)` for every box b at once (the arithmetic of same_row and deskewed_centre term for
+    term, so each answer is the scalar one's)."""
+    b = box_array(boxes)
+    tall = np.maximum(np.maximum(1.0, b[:, 3] - b[:, 1]), height(key))
+    centre = (b[:, 1] + b[:, 3]) / 2 - slope * (b[:, 0] + b[:, 2]) / 2
+    return np.asarray(np.abs(centre - deskewed_centre(key, slope)) < tol * tall)
+
+
+def right_of(key: Box, boxes: Sequence[Box] | np.ndarray, slope: float = 0.0, max_gap: float = 8.0,
              tol: float = ROW_TOL) -> int | None:
-    """Index of the nearest box right of `key` on its row, when it starts within `max_gap` line heights."""
-    h = height(key)
-    row = [i for i, b in enumerate(boxes) if same_row(b, key, slope, tol) and b[0] >= key[2] - RIGHT_OVERLAP * h]
-    if not row:
+    """Index of the nearest box right of `key` on its row, when it starts within `max_gap` line heights
+    (`same_row` with the taller box's height; the leftmost start wins, the first such box on a tie)."""
+    b = box_array(boxes)
+    if not len(b):
         return None
-    i = min(row, key=lambda i: boxes[i][0])
-    return i if boxes[i][0] - key[2] <= max_gap * h else None
+    h = height(key)
+    row = np.flatnonzero(on_row(key, b, slope, tol) & (b[:, 0] >= key[2] - RIGHT_OVERLAP * h))
+    if not len(row):
+        return None
+    i = int(row[np.argmin(b[row, 0])])
+    return i if b[i, 0] - key[2] <= max_gap * h else None
 
 
-def below(key: Box, boxes: Sequence[Box], slope: float = 0.0, max_gap: float = 1.0) -> int | None:
+def below(key: Box, boxes: Sequence[Box] | np.ndarray, slope: float = 0.0, max_gap: float = 1.0) -> int | None:
     """Index of the nearest box under `key` that overlaps it horizontally and starts at most a line height
-    left of it, when its top is within `max_gap` line heights of the key's bottom (tilt taken out)."""
-    best, best_gap = None, float("inf")
-    for i, b in enumerate(boxes):
-        h = max(height(key), height(b))
-        gap = text_gap_below(key, b, slope)
-        if gap >= -BELOW_OVERLAP * h and overlaps_x(key, b) and b[0] >= key[0] - INDENT * h and gap < best_gap:
-            best, best_gap = i, gap
-    if best is None or best_gap > max_gap * max(height(key), height(boxes[best])):
+    left of it, when its top is within `max_gap` line heights of the key's bottom (tilt taken out; the
+    first of equally near boxes)."""
+    b = box_array(boxes)
+    if not len(b):
+        return None
+    hk = height(key)
+    h = np.maximum(hk, np.maximum(1.0, b[:, 3] - b[:, 1]))
+    # text_gap_below, term for term
+    gap = ((b[:, 1] - slope * (b[:, 0] + b[:, 2]) / 2) - (key[3] - lift(key, slope))
+           + abs(slope) * ((key[2] - key[0]) + (b[:, 2] - b[:, 0])) / 2)
+    ok = np.flatnonzero((gap >= -BELOW_OVERLAP * h) & (b[:, 0] < key[2]) & (key[0] < b[:, 2]) &
+                        (b[:, 0] >= key[0] - INDENT * h))
+    if not len(ok):
+        return None
+    best = int(ok[np.argmin(gap[ok])])
+    if gap[best] > max_gap * h[best]:
         return None
     return best
 

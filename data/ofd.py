@@ -424,12 +424,24 @@ def draw_page(page: OfdPage, k: float) -> np.ndarray:
     draw = ImageDraw.Draw(img)
     for x0, y0, x1, y1, width in page.segments:
         draw.line([(x0, y0), (x1, y1)], fill=(60, 60, 60), width=max(1, round(width)))
+    glyphs: dict[tuple[int, str], tuple[Any, int, int]] = {}    # (size, character) -> (mask, left, top)
     for text in page.texts:
-        font = pil_font("song", max(6, round(text.size_px)))
+        size = max(6, round(text.size_px))
+        font = pil_font("song", size)
+        bgr = tuple(text.colour[::-1])
         for g in text.glyphs:
+            # each character is drawn once per size and stamped where it stands (a page repeats its
+            # characters: a list page of 3,000 glyphs holds a few hundred distinct ones)
+            drawn = glyphs.get((size, g.text))
+            if drawn is None:
+                left, top, right, bottom = font.getbbox(g.text, anchor="ls")
+                mask = Image.new("L", (max(1, right - left), max(1, bottom - top)), 0)
+                ImageDraw.Draw(mask).text((-left, -top), g.text, font=font, fill=255, anchor="ls")
+                drawn = glyphs[(size, g.text)] = (mask, left, top)
+            mask, left, top = drawn
             baseline = g.box[3] - DESCENT * (g.box[3] - g.box[1])
-            draw.text((g.box[0], baseline), g.text, font=font, fill=text.colour, anchor="ls")
-    return np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
+            img.paste(bgr, (round(g.box[0]) + left, round(baseline) + top), mask)
+    return np.array(img)      # drawn in BGR order already: no channel swap of a page-sized array
 
 
 def ofd_page(p: OfdPage, k: float, mode: str, read_s: float, embedded: list[Any] | None = None) -> Any:

@@ -137,3 +137,44 @@ def test_character_boxes_and_token_quads_share_one_printed_width():
     assert abs(x0 - (100 + 100 * 3 / 5.5)) < 0.1 and x1 == 200
     quads = char_quads(text, box_to_quad(box))
     assert abs(quads[3][0][0] - x0) < 0.1 and abs(quads[0][1][0] - quads[0][0][0] - 2 * (quads[3][1][0] - x0)) < 0.1
+
+
+def test_right_of_and_below_test_every_box_as_the_scalar_definitions_do():
+    """The vectorised searches answer what same_row / text_gap_below say box by box, ties included (the
+    first of equally near boxes wins), on tilted pages too."""
+    import random
+
+    from data.geometry import BELOW_OVERLAP, INDENT, RIGHT_OVERLAP, height, overlaps_x
+
+    def right_ref(key, boxes, slope, max_gap=8.0):
+        h = height(key)
+        row = [i for i, b in enumerate(boxes) if same_row(b, key, slope) and b[0] >= key[2] - RIGHT_OVERLAP * h]
+        if not row:
+            return None
+        i = min(row, key=lambda i: boxes[i][0])
+        return i if boxes[i][0] - key[2] <= max_gap * h else None
+
+    def below_ref(key, boxes, slope, max_gap=1.0):
+        best, best_gap = None, float("inf")
+        for i, b in enumerate(boxes):
+            h = max(height(key), height(b))
+            gap = text_gap_below(key, b, slope)
+            if gap >= -BELOW_OVERLAP * h and overlaps_x(key, b) and b[0] >= key[0] - INDENT * h and gap < best_gap:
+                best, best_gap = i, gap
+        if best is None or best_gap > max_gap * max(height(key), height(boxes[best])):
+            return None
+        return best
+
+    rng = random.Random(7)
+    found = 0
+    for _ in range(300):
+        slope = rng.choice([0.0, 0.02, -0.03])
+        boxes = []
+        for _ in range(rng.randint(0, 30)):
+            x, y = rng.randrange(0, 400, 10), rng.randrange(0, 400, 10)      # a grid: ties happen
+            boxes.append([float(x), float(y), float(x + rng.randrange(10, 120, 10)), float(y + rng.choice([20, 24]))])
+        key = rng.choice(boxes) if boxes and rng.random() < 0.5 else [100.0, 100.0, 160.0, 120.0]
+        assert right_of(key, boxes, slope) == right_ref(key, boxes, slope)
+        assert below(key, boxes, slope) == below_ref(key, boxes, slope)
+        found += right_of(key, boxes, slope) is not None
+    assert found > 30          # the comparison saw real answers, not only "none"

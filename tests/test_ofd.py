@@ -147,3 +147,21 @@ def test_bad_ofds_give_a_clear_input_error(data, words, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == [], "nothing is written anywhere"
     doc = pipeline.analyse_bytes(blob, "bad.ofd", preview=None).document
     assert doc.error is not None and doc.error["type"] == "InputError"
+
+
+def test_the_drawn_page_shows_each_character_in_its_colour():
+    """draw_page stamps each character where its glyph box is, in the text object's colour (BGR image)."""
+    from data.ofd import OfdPage, OfdText, draw_page
+    from data.textlayer import Glyph
+    glyphs = [Glyph("发", [20.0, 20.0, 60.0, 60.0]), Glyph("票", [60.0, 20.0, 100.0, 60.0]),
+              Glyph("发", [100.0, 20.0, 140.0, 60.0])]
+    page = OfdPage(index=0, width_mm=40.0, height_mm=20.0, texts=[OfdText("1", glyphs, 40.0, (200, 30, 10))], segments=[])
+    img = draw_page(page, 5.0)             # 200 x 100 px
+    assert img.shape == (100, 200, 3) and img.flags.writeable
+    for g in glyphs:
+        x0, y0, x1, y1 = (int(v) for v in g.box)
+        cell = img[y0:y1, x0:x1].reshape(-1, 3)
+        inked = cell[(cell != 255).any(1)]
+        assert len(inked) > 40                                      # the character is drawn in its box
+        assert (inked[:, 0] < inked[:, 2]).mean() > 0.9             # red ink: B < R in a BGR image
+    assert (img[:, 150:] == 255).all()                              # nothing right of the text

@@ -223,11 +223,13 @@ def role_data(ex: Any, fp: FormPage, cuts: Any = None) -> tuple[np.ndarray, np.n
     printed lines. Blanked: as if the encoder tagged every character "other", as it does on a real scan of a
     layout it never saw (XFUND): every training layout is one the encoder knows, so without such copies the
     role model would learn to lean on tags that are not there where it matters."""
-    from models.extraction.form_pieces import label_masses, split_line
+    from models.extraction.form_pieces import label_masses, split_line, title_lines
     from models.extraction.form_roles import FEATURES as ROLE_FEATURES
     from models.extraction.form_roles import piece_features, role_labels, runs
     masses = label_masses(fp.pred.probs, ex.tag_labels)
-    pieces = runs([p for li in range(len(fp.page.lines)) for p in split_line(fp.page, li, masses[li], cuts=cuts)])
+    titles = title_lines(fp.page)
+    pieces = runs([p for li in range(len(fp.page.lines))
+                   for p in split_line(fp.page, li, masses[li], cuts=cuts, titles=titles)])
     blank = [blank_tags(m) for m in masses]
 
     def rows(ms: list[np.ndarray]) -> np.ndarray:

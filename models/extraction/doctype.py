@@ -7,6 +7,7 @@ or OCR cut short.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -121,12 +122,18 @@ def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int
     if not keyed:
         return 0.0
 
+    counts = [(ln, Counter(ln)) for ln in lines] if fuzzy else []    # each line's characters, counted once
+
     def shown(ph: str) -> bool:
         if ph in text:
             return True
-        return fuzzy and len(ph) >= 4 and any(len(ln) <= KEY_LINE_LONGER * len(ph) and
-                                              shared_chars(ph, ln) >= KEY_READ_SHARE * len(ph) and
-                                              lcs_length(ph, ln) >= KEY_READ_SHARE * len(ph) for ln in lines)
+        if not fuzzy or len(ph) < 4:
+            return False
+        need = KEY_READ_SHARE * len(ph)
+        mine = Counter(ph).items()
+        # shared_chars(ph, ln) from the counts: it bounds the LCS, so most lines skip the quadratic comparison
+        return any(len(ln) <= KEY_LINE_LONGER * len(ph) and sum(min(n, c[ch]) for ch, n in mine) >= need and
+                   lcs_length(ph, ln) >= need for ln, c in counts)
     found = sum(any(shown(ph) for ph in phs) for phs in keyed)
     return found / len(keyed) if found >= min_found else 0.0
 

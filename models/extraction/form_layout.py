@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+import numpy as np
+
 from data import geometry
 from data.document import Page
 from models.extraction.form_pieces import (
@@ -67,13 +69,21 @@ class Layout:
         """One printed line's height (a piece joined over two lines is taller)."""
         return self.height(p) / (1 + len(p.more))
 
+    def apart(self, k: Piece, pieces: list[Piece] | None = None) -> list[Piece]:
+        """The pieces (the page's unless given) standing on none of `k`'s lines: its row's other cells."""
+        lines = k.lines
+        # p.line is one of p.lines: a single-line piece (no `more`) needs no set of its own
+        return [p for p in (self.pieces if pieces is None else pieces)
+                if p is not k and p.line not in lines and (not p.more or lines.isdisjoint(p.lines))]
+
     def centre(self, p: Piece) -> float:
         return geometry.deskewed_centre(p.box, self.slope)
 
     def right_of(self, k: Piece, pieces: list[Piece] | None = None, far: bool = False) -> Piece | None:
         """The nearest piece to the right of `k` on its row, if it starts close enough (`far`: within
         form_far_gap line heights, else form_right_gap)."""
-        others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
+        others = self.apart(k, pieces)
+        others_boxes = geometry.box_array([p.box for p in others])
         boxes = [k.box]
         if k.more:      # a label over two lines: its value spans both, or stands on the colon's line or the first
             h = self.line_height(k)
@@ -83,7 +93,7 @@ class Layout:
             if not k.colon_key:         # no colon on the last line: a value starting on the first comes first
                 boxes = [boxes[0], boxes[2], boxes[1]]
         for box in boxes:
-            i = geometry.right_of(box, [p.box for p in others], self.slope,
+            i = geometry.right_of(box, others_boxes, self.slope,
                                   self.st.form_far_gap if far else self.st.form_right_gap, self.st.form_row_tol)
             if i is not None:
                 return others[i]
@@ -222,7 +232,7 @@ class Layout:
             return None
         h = self.line_height(k)
         top, bottom = self._floor(k, below=False), self._floor(k, below=True)
-        others = [p for p in (pieces if pieces is not None else self.pieces) if p is not k and not (p.lines & k.lines)]
+        others = self.apart(k, pieces)
         inside = []
         for p in others:
             if p.box[0] < edge - WALL_SLACK * h:
@@ -257,7 +267,7 @@ class Layout:
         for k in keys:
             if not self.first_in_row(k) or self.right_of(k) is not None:
                 continue
-            others = [p for p in self.pieces if p is not k and not (p.lines & k.lines)]
+            others = self.apart(k)
             i = geometry.right_of(k.box, [p.box for p in others], self.slope, float("inf"), self.st.form_row_tol)
             if i is not None:
                 far.append((k, others[i]))
@@ -272,16 +282,18 @@ class Layout:
 
     def row(self, k: Piece) -> list[Piece]:
         """The pieces on `k`'s row (itself included), left to right."""
-        return sorted((p for p in self.pieces if p is k or (not (p.lines & k.lines) and
-                                                           geometry.same_row(p.box, k.box, self.slope,
-                                                                             self.st.form_row_tol))),
-                      key=lambda p: p.box[0])
+        cands = [p for p in self.pieces if p is k or k.lines.isdisjoint(p.lines)]
+        on = geometry.on_row(k.box, [p.box for p in cands], self.slope, self.st.form_row_tol)
+        return sorted((p for p, yes in zip(cands, on) if yes or p is k), key=lambda p: p.box[0])
 
     def left_of(self, k: Piece) -> Piece | None:
         """The nearest piece left of `k` on its row, if any."""
-        row = [p for p in self.pieces if p is not k and not (p.lines & k.lines) and p.box[2] <= k.box[0] + 1 and
-               geometry.same_row(p.box, k.box, self.slope, self.st.form_row_tol)]
-        return max(row, key=lambda p: p.box[2]) if row else None
+        others = self.apart(k)
+        if not others:
+            return None
+        b = geometry.box_array([p.box for p in others])
+        row = np.flatnonzero((b[:, 2] <= k.box[0] + 1) & geometry.on_row(k.box, b, self.slope, self.st.form_row_tol))
+        return others[int(row[np.argmax(b[row, 2])])] if len(row) else None
 
     def first_in_row(self, k: Piece) -> bool:
         """Nothing stands left of `k` on its row (a label at the start of a line, not a table's column)."""
@@ -289,7 +301,7 @@ class Layout:
 
     def below(self, k: Piece, pieces: list[Piece] | None = None) -> Piece | None:
         """The nearest line under `k` that overlaps it and starts at or right of its left edge."""
-        others = [p for p in (pieces if pieces is not None else self.pieces) if not (p.lines & k.lines)]
+        others = self.apart(k, pieces)
         i = geometry.below(k.box, [p.box for p in others], self.slope, self.st.form_below_gap)
         return others[i] if i is not None else None
 

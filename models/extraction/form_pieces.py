@@ -182,13 +182,19 @@ def _second_key_start(text: str, lo: int, hi: int, mass: np.ndarray) -> int:
     return first + len(body) - 2
 
 
+SPACED_KEY_WORDS = tuple(re.compile(r"\s*".join(map(re.escape, w))) for w in KEY_WORDS)   # 姓　　名 too
+
+
 def inline_label(text: str, mass: np.ndarray) -> int | None:
     """Where the value starts in a colon-less line that OCR read as label and value at once: a known
     label (姓　　名 林丽霞, 所学专业环境科学: up to three characters before a label everybody knows) followed
     by text that is no label itself and that the model does not tag as a question. None: no such split."""
     best: tuple[int, int] | None = None
-    for word in KEY_WORDS:
-        for m in re.finditer(r"\s*".join(map(re.escape, word)), text[:12]):
+    head = text[:12]
+    for word, spaced in zip(KEY_WORDS, SPACED_KEY_WORDS):
+        if word[0] not in head:
+            continue
+        for m in spaced.finditer(head):
             lead = text[:m.start()]
             # up to three characters qualify the label (所学专业); an enumeration may run longer (学科、专业名称)
             if len(lead.strip()) > (5 if "、" in lead else 3) or \
@@ -269,15 +275,16 @@ def char_share(text: str, test: Callable[[str], bool]) -> float:
     return sum(map(test, text)) / max(1, len(text))
 
 
-def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: CutModel | None = None
-               ) -> list[Piece]:
+def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: CutModel | None = None,
+               titles: set[int] | None = None) -> list[Piece]:
     """A line's pieces: a key up to each colon and the text after it; a colon-less line OCR read as label
     and value at once is cut where `cuts` (form_cuts.CutModel, learned) says, and where it finds no cut (or
-    without one) where `inline_label` finds a known label."""
+    without one) where `inline_label` finds a known label. `titles`: the page's `title_lines`, when the
+    caller splits every line (found once, not once a line)."""
     line = page.lines[li]
     text = line.text
     colons = _key_colons(text, key_max)
-    if not colons and not title_line(page, li):
+    if not colons and not (li in titles if titles is not None else title_line(page, li)):
         known = inline_label(text, mass)
         cut = cuts.cut(text, mass, known) if cuts is not None else None
         cut = known if cut is None else cut
@@ -339,7 +346,8 @@ def qualified_label(text: str) -> bool:
     """A known label, or one with up to three characters before it (学生姓名, 所学专业): what a cover page
     prints left of a value far out on its underline."""
     t = re.sub(r"\s+", "", text)
-    return key_word(text) or (len(t) <= 7 and any(t.endswith(w) and len(t) - len(w) <= 3 for w in KEY_WORDS))
+    return key_word(text) or (len(t) <= 7 and t.endswith(KEY_WORDS) and
+                              any(t.endswith(w) and len(t) - len(w) <= 3 for w in KEY_WORDS))
 
 
 def key_score(text: str, tags: np.ndarray) -> float:

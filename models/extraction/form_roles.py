@@ -98,19 +98,22 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
     tops = sorted(ln.box[1] for ln in page.lines)
     answers = {id(p.value) for p in pieces if p.value is not None}
     belows = [geo.below(p) for p in pieces]
+    centres = np.array([geo.centre(p) for p in pieces])
     above_of = {id(b): p for p, b in zip(pieces, belows) if b is not None}
     out: list[dict[str, float]] = []
-    for p, below in zip(pieces, belows):
+    for i, (p, below) in enumerate(zip(pieces, belows)):
         lh = max(1.0, geo.line_height(p))
         t = piece_tags(p, masses)
         lt = line_tags[p.line]
         right, left = geo.right_of(p), geo.left_of(p)
         above = above_of.get(id(p))
-        row = [q for q in pieces if q is not p and abs(geo.centre(q) - geo.centre(p)) <= st.form_row_tol * lh]
+        on_row = np.abs(centres - centres[i]) <= st.form_row_tol * lh
+        on_row[i] = False
+        n_row = int(on_row.sum())
         # its column: pieces sharing its left edge, or its right edge (labels set flush right against their
         # values, as on a cover page: 学科、专业名称 / 论文提交日期 end where their values begin)
         same = (np.abs(lefts - p.box[0]) <= 0.7 * lh) | (np.abs(rights - p.box[2]) <= 0.7 * lh)
-        same[[q is p for q in pieces]] = False
+        same[i] = False
         n_col = int(same.sum())
         base = p.text.rstrip("）)")
         f = {
@@ -130,8 +133,8 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
             "q": float(t[0]), "a": float(t[1]), "h": float(t[2]), "o": float(t[3]),
             "line_q": float(lt[0]), "line_a": float(lt[1]), "line_h": float(lt[2]), "line_o": float(lt[3]),
             "page_qa": page_qa,
-            "first_in_row": float(left is None), "row_pieces": min(len(row), 6) / 3,
-            "row_index": min(sum(q.box[0] < p.box[0] for q in row), 6) / 3,
+            "first_in_row": float(left is None), "row_pieces": min(n_row, 6) / 3,
+            "row_index": min(int((lefts[on_row] < p.box[0]).sum()), 6) / 3,
             "has_right": float(right is not None),
             "right_dx": float(np.clip((right.box[0] - p.box[2]) / lh, 0, 20)) / 10 if right is not None else 0.0,
             "has_left": float(left is not None),
@@ -142,7 +145,7 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
             "size": float(np.clip(lh / med, 0, 3)), "x0": p.box[0] / w, "xc": (p.box[0] + p.box[2]) / 2 / w,
             "y": p.box[1] / h, "width": (p.box[2] - p.box[0]) / w,
             "centred": float(abs((p.box[0] + p.box[2]) / 2 - w / 2) < 0.08 * w),
-            "alone_wide": float(not row and (p.box[2] - p.box[0]) > 0.3 * w),
+            "alone_wide": float(not n_row and (p.box[2] - p.box[0]) > 0.3 * w),
             "column_n": min(n_col, 10) / 5,
             "column_labels": float(labelish[same].mean()) if n_col else 0.0,
             "column_digits": float(digity[same].mean()) if n_col else 0.0,

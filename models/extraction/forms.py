@@ -84,6 +84,7 @@ from models.extraction.form_pieces import (
     split_line,
     strip_key_hint,
     ticked,
+    title_lines,
 )
 from models.extraction.form_pieces import is_value as text_is_value
 from models.extraction.form_roles import RoleModel, relabel
@@ -202,7 +203,9 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     `cuts`: the learned cuts of colon-less lines (form_cuts.py) replace form_pieces.inline_label."""
     masses = label_masses(pred.probs, tag_labels)
     cut = cuts if "form_cuts" not in off else None
-    pieces = [p for li in range(len(page.lines)) for p in split_line(page, li, masses[li], st.form_colon_key_max, cut)]
+    titles = title_lines(page)
+    pieces = [p for li in range(len(page.lines))
+              for p in split_line(page, li, masses[li], st.form_colon_key_max, cut, titles)]
     if "form_wall_cuts" not in off:
         pieces = wall_cuts(page, pieces, st)
     if "form_code_cuts" not in off:
