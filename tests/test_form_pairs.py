@@ -265,7 +265,7 @@ def test_a_letter_spaced_label_read_as_one_character_a_line_is_one_key():
 
 def test_a_value_with_kou_inside_a_word_is_no_option_list():
     # OCR reads a box as 口, but 口 in 口服 is the character: the whole answer stays
-    from models.extraction.form_pieces import ticked
+    from models.extraction.form_text import ticked
     lines = [("诊断意见", [76, 576, 154, 604]), ("慢性胃炎，口服药物治疗，忌辛辣", [558, 578, 829, 601])]
     assert _pairs(lines) == [("诊断意见", "慢性胃炎，口服药物治疗，忌辛辣")]
     assert ticked("每日口服两次") is None and ticked("口是 否") == "否" and ticked("男 □女") == "男"
@@ -291,7 +291,7 @@ def test_a_fill_hint_after_a_key_is_no_part_of_it():
              ("金额（小写）", [100, 220, 220, 244]), ("¥120.00", [300, 220, 380, 244])]
     assert _pairs(lines) == [("手机", "13800138000"), ("领取方式", "自取"), ("金额（小写）", "¥120.00")]
     # any bracketed fill hint leaves (本人手写, 由单位填写), not only the common ones; a qualifier stays
-    from models.extraction.form_pieces import strip_key_hint
+    from models.extraction.form_text import strip_key_hint
     assert strip_key_hint("到达日期(本人手写)") == "到达日期" and strip_key_hint("联系人（由单位填写）") == "联系人"
     assert strip_key_hint("金额（大写）") == "金额（大写）" and strip_key_hint("申报学院（部门）") == "申报学院（部门）"
 
@@ -633,7 +633,7 @@ def test_pairs_of_one_row_come_left_to_right_whatever_their_top_edges():
     """开始日期 | 结束日期 on one printed row: the right key's box starts 3 px higher (a tilt, a taller glyph),
     yet the left pair is listed first; the next row comes after both."""
     from data.document import Pair
-    from models.extraction.forms import reading_order
+    from models.extraction.form_assign import reading_order
     left = Pair(key="开始日期", value="2019年1月3日", key_box=[60, 103, 140, 123], value_box=[150, 103, 260, 123])
     right = Pair(key="结束日期", value="2020-11-23", key_box=[300, 100, 380, 120], value_box=[390, 100, 480, 120])
     below = Pair(key="请假天数", value="6天", key_box=[60, 140, 140, 160], value_box=[150, 140, 200, 160])

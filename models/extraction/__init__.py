@@ -14,9 +14,11 @@ what each contributes.
     field_rules.py the field rules over a page context
     items.py       item rows
     arithmetic.py  sums, 大写 words, ID numbers
-    forms.py       generic forms: key-value pairs, layout proposes, link head and tags decide
-    form_pieces.py generic forms: OCR lines -> key and text pieces, what their text says
-    form_layout.py generic forms: rows, stacked lines, labels and values over two lines, option groups
+    forms.py       generic forms: key-value pairs, layout proposes, link head and tags decide; its
+                   docstring lists the form_*.py files it builds on, in their one order of imports
+    form_text.py   generic forms: what a text says (known labels, hints, options)
+    form_pieces.py generic forms: OCR lines -> key and text pieces
+    form_layout.py generic forms: rows, stacked lines, option groups (form_grid.py: ruled lines and cells)
     rules.py       RULES and the runner
 """
 from models.extraction.base import PageContext, PagePrediction, Span

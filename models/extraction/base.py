@@ -20,7 +20,7 @@ from data.labels import COLONS
 from data.normalize import normalize_value
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
-if TYPE_CHECKING:                   # an annotation only: pair_scorer reads form_roles, which reads this module
+if TYPE_CHECKING:   # an annotation only (pair_scorer sits below base in the order of forms.py's docstring)
     from models.extraction.pair_scorer import PairScorer
 
 

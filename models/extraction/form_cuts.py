@@ -33,16 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from models.extraction.form_pieces import (
-    KEY_ENDINGS,
-    KEY_WORDS,
-    SENTENCE,
-    alnum,
-    inline_label,
-    key_word,
-    mean_mass,
-    qualified_label,
-)
+from models.extraction.form_pieces import inline_label, mean_mass
+from models.extraction.form_text import KEY_ENDINGS, KEY_WORDS, SENTENCE, alnum, key_word, qualified_label
 from models.extraction.mlp import forward, net_from_dict, net_to_dict, sigmoid, standardise, train_mlp
 
 CUT_MAX = 14          # a label is at most this many characters long: later places are no cuts

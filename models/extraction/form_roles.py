@@ -29,21 +29,20 @@ from typing import Any
 import numpy as np
 
 from data.document import Page
-from models.extraction.form_layout import SECTION, Layout
-from models.extraction.form_pieces import (
+from models.extraction.form_layout import Layout
+from models.extraction.form_pieces import Piece, piece_tags, title_lines
+from models.extraction.form_text import (
     KEY_ENDINGS,
+    SECTION,
     SENTENCE,
-    Piece,
     alnum,
     char_share,
     is_hint,
     key_score,
     key_word,
     options,
-    piece_tags,
     qualified_label,
     ticked,
-    title_lines,
 )
 from models.extraction.mlp import forward, net_from_dict, net_to_dict, standardise, train_mlp
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings

@@ -10,9 +10,8 @@ is a piece of its own). A label joined over two lines is left as it is.
 from __future__ import annotations
 
 from data.document import Page
-from models.extraction.base import char_box
 from models.extraction.form_layout import Layout
-from models.extraction.form_pieces import Piece
+from models.extraction.form_pieces import Piece, char_box
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 

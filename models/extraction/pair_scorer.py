@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from models.extraction.form_cuts import CutModel
+from models.extraction.form_roles import RoleModel
 from models.extraction.mlp import forward, sigmoid, standardise, train_mlp
 
 FORMAT = 1
@@ -46,9 +48,9 @@ class PairScorer:
     mode: str = "decide"                        # decide: it proposes wide and keeps p >= threshold; rerank: it
     weight: float = 1.0                         # reorders the hand candidates by hand score + weight * logit
     about: dict[str, Any] = field(default_factory=dict)   # what it was trained on, how it scored
-    roles: Any = None                           # form_roles.RoleModel: each piece's learned role, read by the
+    roles: RoleModel | None = None              # form_roles.RoleModel: each piece's learned role, read by the
                                                 # decoder in place of the encoder's tags (None: the tags)
-    cuts: Any = None                            # form_cuts.CutModel: where a colon-less line is cut into label
+    cuts: CutModel | None = None                # form_cuts.CutModel: where a colon-less line is cut into label
                                                 # and value (None: form_pieces.inline_label)
 
     def logits(self, x: np.ndarray) -> np.ndarray:
@@ -99,11 +101,9 @@ class PairScorer:
                 raise PairScorerError(f"{where}: mode {mode!r} is neither decide nor rerank")
             roles = None
             if raw.get("roles") is not None:
-                from models.extraction.form_roles import RoleModel
                 roles = RoleModel.from_dict(raw["roles"], f"{where}: roles")
             cuts = None
             if raw.get("cuts") is not None:
-                from models.extraction.form_cuts import CutModel
                 cuts = CutModel.from_dict(raw["cuts"], f"{where}: cuts")
             return cls(names, mean, scale, w1, b1, w2, float(raw.get("b2", 0.0)), float(raw.get("threshold", 0.5)),
                        mode, float(raw.get("weight", 1.0)), dict(raw.get("about") or {}), roles, cuts)

@@ -1,0 +1,228 @@
+"""Generic forms, decoder layer 3: candidates -> pairs (`Decoder`), and the pairs completed and ordered.
+
+The best candidates are taken first (by the learned scorer where the model directory has one, else by
+hand weights), one value per key and one key per value; then the page's own columns pair what the
+evidence did not (`column_pairs`), a key followed by several values in its row keeps them all
+(`row_values`), and a value that wraps takes its other lines (`lead_line`, `wrap`). `make_pair` turns a
+key and value into a Pair with its confidence, `reading_order` sorts them as they are read. The layers
+below are form_proposals.Proposals (the candidates) and form_evidence.Evidence (what each piece is).
+Rules switched off by name here: form_column_pairs, form_row_values, form_join_values, form_cells,
+form_far_past_key, form_ocr_min.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from data import geometry
+from data.document import Pair
+from models.extraction.form_layout import continues_value
+from models.extraction.form_pieces import Piece, is_header, piece_tags
+from models.extraction.form_proposals import Proposals
+from models.extraction.form_text import (
+    SECTION,
+    bracketed_note,
+    cjk,
+    is_hint,
+    key_word,
+    options,
+    qualified_label,
+    strip_key_hint,
+    ticked,
+)
+
+COLUMN_SUPPORT = 2       # form_column_pairs: keys (values) of this page's pairs sharing the label's (value's) edge
+COLUMN_EDGE = 0.7        # ... within this many line heights
+COLUMN_LABEL_MAX = 8     # ... a label of at most this many characters, all Chinese
+
+
+class Decoder(Proposals):
+    """One page's form decoder: evidence, candidates, and the pairs taken from them (`pairs`)."""
+
+    def ranked(self) -> list[tuple[float, Piece, Piece, str]]:
+        """(strength, key, value, where), best first: by the learned scorer where the model directory has
+        one (strength: its logit + 1, so a pair's confidence is its probability), else by hand weights."""
+        if self.scorer is None:
+            return sorted(((c.hand, c.k, c.v, c.where) for c in self.candidates()), key=lambda c: -c[0])
+        if self.scorer.mode == "rerank":     # the hand candidates, all kept, ordered by hand + learned logit
+            cands = self.candidates()
+            z = self.scorer.logits(self.scorer.rows(self.features(cands))) if cands else np.zeros(0)
+            self.prob = {(id(c.k), id(c.v)): float(1 / (1 + np.exp(-np.clip(q, -30, 30)))) for q, c in zip(z, cands)}
+            return sorted(((c.hand + self.scorer.weight * float(np.clip(q, -5, 5)), c.k, c.v, c.where)
+                           for q, c in zip(z, cands)), key=lambda c: -c[0])
+        cands = self.candidates(wide=True)
+        p = self.scorer.predict(self.scorer.rows(self.features(cands)))
+        keep = [(float(np.log(q / (1 - q + 1e-9) + 1e-9)) + 1.0, c.k, c.v, c.where)
+                for q, c in zip(p, cands) if q >= self.scorer.threshold]
+        return sorted(keep, key=lambda c: -c[0])
+
+    def pairs(self) -> list[Pair]:
+        taken: list[tuple[float, Piece, Piece, str]] = []
+        for c in self.ranked():
+            _, k, v, _ = c
+            if k.used or v.used:
+                continue
+            k.used = v.used = True
+            if (id(k), id(v)) in self.prob:
+                self.key_prob[id(k)] = self.prob[(id(k), id(v))]
+            taken.append(c)
+        if "form_column_pairs" not in self.off:
+            taken += self.column_pairs(taken)
+        out: list[tuple[float, Piece, Piece]] = []
+        for strength, k, v, where in taken:
+            out.append((strength, k, v))
+            if where in ("colon", "right") and "form_row_values" not in self.off:
+                out += [(strength, k, w) for w in self.row_values(k, v)]
+        if "form_join_values" not in self.off:
+            out = [(s, k, self.lead_line(k, v)) for s, k, v in out]
+            for _, k, v in out:
+                if not k.absorbed:
+                    self.wrap(k, v)
+        pairs = [p for p in (self.make_pair(s, k, v) for s, k, v in out if not k.absorbed) if p is not None]
+        return reading_order(pairs, self.geo.slope)
+
+    def column_pairs(self, taken: list[tuple[float, Piece, Piece, str]]) -> list[tuple[float, Piece, Piece, str]]:
+        """Rows the page's own columns pair where the evidence on the pieces did not: an unpaired piece that
+        ends (or starts) where at least COLUMN_SUPPORT keys of this page's pairs end (or start), with an
+        unpaired piece right of it on its row that starts where at least COLUMN_SUPPORT of their values start.
+        A label no list or model knows (研究方向 | 结构工程 on a cover whose other labels are known) stands in
+        the labels' column with its value in the values' column; the layout says what its text cannot."""
+        side = [(k, v) for _, k, v, where in taken if where == "right" and not k.more and not v.more]
+        if len(side) < COLUMN_SUPPORT:
+            return []
+        out: list[tuple[float, Piece, Piece, str]] = []
+        for k in self.pieces:
+            if k.used or k.absorbed or k.colon_key or not 2 <= len(k.text) <= COLUMN_LABEL_MAX or \
+                    not cjk(k.text) or id(k) in self.table or \
+                    SECTION.match(k.text) or is_header(k, self.masses[k.line]) or options(k.text):
+                continue
+            v = self.geo.right_of(k)
+            if v is None or v.used or v.absorbed or v.colon_key or not self.is_value(v, k) or self.is_label(v) or \
+                    options(v.text) or self.options_row(v) or self.ks(v) >= self.ks(k):
+                continue
+            h = self.geo.line_height(k)
+            keys = sum(abs(a.box[2] - k.box[2]) <= COLUMN_EDGE * h or abs(a.box[0] - k.box[0]) <= COLUMN_EDGE * h
+                       for a, _ in side)
+            values = sum(abs(b.box[0] - v.box[0]) <= COLUMN_EDGE * h for _, b in side)
+            if keys >= COLUMN_SUPPORT and values >= COLUMN_SUPPORT:
+                k.used = v.used = True
+                out.append((0.5, k, v, "right"))
+        return out
+
+    def row_values(self, k: Piece, v: Piece) -> list[Piece]:
+        """Further values of `k` along its row (a label followed by several values in a table row, each up to
+        form_far_gap line heights from the last: a wide row's cells leave its values far apart):
+        unused value pieces that are not key-like, each with evidence of being an answer (a figure,
+        answer tags, or the link head linking it to `k`)."""
+        out: list[Piece] = []
+        last = v
+        for _ in range(8):
+            n = self.geo.right_of(last, far=True)
+            if n is None and "form_cells" not in self.off:
+                n = self.geo.cell_right(last)                     # the row's next ruled cell, however wide
+            # the next ruled cell of a label's row: a cell of its own, answering the label whatever the tags say
+            cell = n is not None and "form_cells" not in self.off and self.geo.walls(last, n) == 1
+            if n is None or n.used or not self.is_value(n, cell=cell) or self.is_label(n) or options(n.text) or \
+                    self.ks(n) >= self.st.form_key_min + self.st.form_key_margin / 2:
+                break
+            tags = piece_tags(n, self.masses)
+            link = self.link((k.line, k.start), (n.line, n.start))
+            if not (cell or any(ch.isdigit() for ch in n.text) or tags[1] > tags[0] + 0.2
+                    or (link is not None and link > self.st.form_row_link)):
+                break
+            n.used = True
+            # a piece this close is the same value cut by OCR (1983/6/ | 8); two figures are two cells
+            if n.box[0] - last.box[2] <= self.st.form_row_join * self.geo.line_height(last) and \
+                    not (last.text[-1:].isdigit() and n.text[:1].isdigit()):
+                last.join(n, _sep(last.text, n.text))
+            else:
+                out.append(n)
+                last = n
+        return out if len(out) <= self.st.form_row_max else []     # more: a row of a data table
+
+    def lead_line(self, k: Piece, v: Piece) -> Piece:
+        """The value with its first line, where a value of two lines stands centred on its label's row in
+        one cell (郑州市金水区东风路95 / 号A座2208室 beside 家庭住址) and layout found the second: a free value
+        line right of the key, right above `v` as its previous line, reaching into the key's row and
+        with no other piece between the key and it (one further left, the empty field before the key's,
+        is no rival)."""
+        if v.used is False or v.more or v.box[0] < k.box[2]:
+            return v
+        for u in self.pieces:
+            if u.used or u.absorbed or u is v or u is k or u.colon_key or u.box[0] < k.box[2] or \
+                    u.box[3] <= k.box[1] or u.box[1] >= v.box[1]:
+                continue
+            left = self.geo.left_of(u)
+            rival = left is not None and left is not k and (left.box[0] > k.box[0] or "form_far_past_key" in self.off)
+            if rival or not continues_value(self.geo, u, v, None) or not self.is_value(u, k) or \
+                    self.is_label(u) or options(u.text) or self.ks(u) >= self.st.form_key_min:
+                continue
+            u.used = True
+            u.join(v, _sep(u.text, v.text))
+            return u
+        return v
+
+    def wrap(self, k: Piece, v: Piece) -> None:
+        """A value that runs over several lines takes its next lines: right under it, same type size,
+        starting where it starts, no key or label, no one else's value; or any next line in the same ruled
+        cell (the cell outweighs spacing and a hint under the label beside it)."""
+        for _ in range(4):
+            # a line read as a weak colon key with its own value (研究：基于...) may still be this value's next
+            free = [p for p in self.pieces if p.line not in v.lines and not p.absorbed and
+                    (not p.used or (p.colon_key and p.value is not None and p.value.used))]
+            w = self.geo.below(v, free)
+            if w is None:
+                return
+            if w.colon_key:             # 研究：基于...调查数据, a title's next line: a colon inside the value
+                if w.value is None or key_word(w.text) or self.own.get(id(w), 0.0) >= self.st.form_key_min + \
+                        self.st.form_key_margin or not self.is_value(w.value):
+                    return
+                whole = Piece(w.line, w.start, w.value.end, self.page.lines[w.line].text[w.start:w.value.end].strip(),
+                              [w.box[0], min(w.box[1], w.value.box[1]), w.value.box[2], max(w.box[3], w.value.box[3])])
+                if not continues_value(self.geo, v, whole, k):
+                    return
+                w.used = w.value.used = w.absorbed = True
+                v.join(whole, _sep(v.text, whole.text))
+                continue
+            # one ruled cell holding both: the cell says they are one value, however tight or loose the lines
+            cell = "form_cells" not in self.off and self.geo.same_cell(v, w) and not bracketed_note(w.text)
+            if not cell and not continues_value(self.geo, v, w, k):
+                return
+            left = self.geo.left_of(w)
+            if left is not None and left is not k and left not in k.more and not (cell and is_hint(left.text)):
+                return                  # the next row's value: its own label stands left of it (not a hint
+                                        # under this value's label, in the label's cell: 经营范围 / (必填))
+            if not self.is_value(w, k) or self.is_label(w) or qualified_label(w.text) or options(w.text) or \
+                    self.ks(w) >= self.st.form_key_min + self.st.form_key_margin:
+                return
+            v.join(w, _sep(v.text, w.text))
+
+    def make_pair(self, strength: float, k: Piece, v: Piece) -> Pair | None:
+        lines = [self.page.lines[i] for i in k.lines | v.lines]
+        ocr = min(ln.score for ln in lines)
+        # a misread or cut-off key (人, 门) makes a wrong pair
+        if (ocr < self.st.form_ocr_min and "form_ocr_min" not in self.off) or len(k.text) < 2:
+            return None
+        # the reranking scorer's probability where it ranked the pair (fitted on true and false candidates, so
+        # it is a probability); else the strength squashed (hand weights saturate it: a rank, not a chance)
+        conf = self.key_prob.get(id(k), 1 / (1 + np.exp(-(strength - 1.0))))
+        return Pair(key=strip_key_hint(k.text), value=ticked(v.text) or v.text, key_box=k.box, value_box=v.box,
+                    score=round(float(conf * ocr), 4), page=self.page.index)
+
+
+def reading_order(pairs: list[Pair], slope: float = 0.0) -> list[Pair]:
+    """Pairs row by row, top to bottom, and left to right within a row (by their keys' boxes, deskewed):
+    two pairs of one printed row (开始日期 | 结束日期) come in the order they are read, however a tilt or
+    a taller box puts one key's top edge above the other's. Pairs without a key box come first."""
+    boxed = [p for p in pairs if p.key_box]
+    boxes = [p.key_box for p in boxed if p.key_box]
+    if len(boxed) < 2:
+        return [p for p in pairs if not p.key_box] + boxed
+    heights = sorted(b[3] - b[1] for b in boxes)
+    rows = geometry.cluster_rows([(str(i), b) for i, b in enumerate(boxes)], heights[len(heights) // 2], slope)
+    return [p for p in pairs if not p.key_box] + [boxed[i] for row in rows for i in row]
+
+
+def _sep(a: str, b: str) -> str:
+    """What joins two pieces of one value: a space between two Latin words, else nothing (Chinese text,
+    figures and their separators run on)."""
+    return " " if a[-1:].isascii() and a[-1:].isalpha() and b[:1].isascii() and b[:1].isalpha() else ""

@@ -1,0 +1,203 @@
+"""Generic forms, decoder layer 1: a page's pieces and what the evidence says of each (`Evidence`).
+
+The decoder is three classes, each the one before with a step added, in three files: `Evidence` (here)
+holds the page's pieces after the layout's joins, the model's masses (the encoder's tags or the learned
+roles), the furniture lines, the data tables, each piece's key score, and answers the questions every
+later step asks: could this piece be a key (`can_key`), a value of that key (`is_value`), is it a label
+standing where a value could be (`is_label`), what does the link head say (`link_term`).
+form_proposals.Proposals adds the candidates and their features; form_assign.Decoder takes the best
+candidates and completes them into pairs. Each reads only the files below it (forms.py's docstring).
+Rules switched off by name here: form_link, form_bare_first_option, form_furniture, form_join_labels,
+form_cells, form_data_tables, form_hints, form_plain_fields, form_label_not_value, form_check_groups,
+form_options_row, form_colonless_keys.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from data.document import Page
+from models.extraction.base import PagePrediction
+from models.extraction.form_joins import join_labels, join_spaced
+from models.extraction.form_layout import Layout, option_group
+from models.extraction.form_pieces import Piece, is_header, piece_tags
+from models.extraction.form_pieces import is_value as text_is_value
+from models.extraction.form_tables import TABLE_CELL_KEY, FoundTable, column_name, find_tables
+from models.extraction.form_text import (
+    SECTION,
+    SENTENCE,
+    TICKED,
+    is_hint,
+    key_score,
+    key_word,
+    options,
+    prose,
+    qualified_label,
+    ticked,
+)
+from models.extraction.pair_scorer import PairScorer
+from models.extraction.settings import DecodeSettings
+
+
+class Evidence:
+    """The pieces of one page and the evidence on each; the decoder's first layer (see the module docstring)."""
+
+    def __init__(self, page: Page, pred: PagePrediction, masses: list[np.ndarray], pieces: list[Piece],
+                 st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None, roles: bool = False):
+        self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
+        self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
+        self.roles = roles       # the masses are learned piece roles (form_roles.py), not the encoder's tags
+        self.prob: dict[tuple[int, int], float] = {}     # a reranking scorer's p(true pair) per (key, value)
+        self.key_prob: dict[int, float] = {}             # ... of the pair each key took
+        self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
+        self.tables: list[FoundTable] = []     # the data tables inside the form (form_tables.py)
+        self.table: set[int] = set()           # ids of their headings and cells
+        self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
+        self.bare_first = "form_bare_first_option" not in off    # 是 | □否: 是 was ticked (form_layout.option_group)
+        self.geo = Layout(page, pieces, st)
+        # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
+        # on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a page
+        # it does not know (a real scan) it tags nearly everything other, and that says nothing.
+        line_tags = [piece_tags(Piece(li, 0, len(m), "", []), masses) for li, m in enumerate(masses)]
+        trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
+        self.furniture = {li for li, t in enumerate(line_tags) if trust >= st.form_trust and t[3] >= st.form_other} \
+            if "form_furniture" not in off else set()
+        if "form_join_labels" not in off:
+            pieces = self.geo.pieces = join_spaced(self.geo, pieces, self.merged_tags)
+            pieces = join_labels(self.geo, pieces, self.is_value,
+                                 lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture and
+                                 not self.role_answer(p),
+                                 (lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
+                                 if "form_cells" not in off else None, self.merged_tags)
+            self.geo.pieces = pieces
+        self.pieces = pieces
+        # a label printed over two lines of one cell was joined by layout: that is key evidence itself
+        self.own = {id(p): float(np.clip(key_score(p.text, piece_tags(p, masses)) + (1.0 if p.more else 0.0),
+                                         -3.0, 3.0)) for p in pieces}
+        for p in pieces:
+            if p.value is not None:
+                self.own[id(p.value)] = float(np.clip(key_score(p.value.text, piece_tags(p.value, masses)), -3, 3))
+        # a data table inside the form (headings over rows of answers): neither keys nor values
+        if "form_data_tables" not in off:
+            self.tables = find_tables(
+                self.geo, lambda p: not p.colon_key and not options(p.text) and
+                (self.ks(p) >= st.form_key_min or is_header(p, self.masses[p.line]) or column_name(p.text)),
+                lambda p: self.ks(p) < TABLE_CELL_KEY)
+            self.table = {i for t in self.tables for i in t.ids()}
+
+    def merged_tags(self, new: Piece, a: Piece, b: Piece) -> None:
+        """A label joined from pieces on two OCR lines (姓 | 名) reads on its first line's span: that span
+        takes the mean of both pieces' tags, so it is judged as the whole label, not as its first character."""
+        ta, tb = piece_tags(a, self.masses), piece_tags(b, self.masses)
+        m = self.masses[new.line]
+        if len(m):
+            span = m[new.start:new.end]
+            span[~np.isnan(span).any(1)] = (ta + tb) / 2
+
+    # --- evidence ------------------------------------------------------------------------------------
+    def ks(self, p: Piece) -> float:
+        """Key score; a colon key is a key whatever its text."""
+        return 9.0 if p.colon_key else self.own.get(id(p), 0.0)
+
+    def is_value(self, v: Piece, of: Piece | None = None, cell: bool = False) -> bool:
+        """Could `v` answer a question (`of`: this one)? A line the model calls furniture cannot, unless it
+        stands right of a plain label (`plain_field`: the model's tags mislead it on a layout it never saw)
+        or in the next ruled cell of its row (`cell`: the grid outweighs a tag, as the value column does)."""
+        furniture = v.line in self.furniture and not cell and \
+            not (of is not None and (self.plain_field(of, v) or self.column.get(id(of)) is v))
+        mass = self.masses[v.line]
+        if self.soft:           # the model's furniture and header tags are the scorer's evidence, no veto
+            furniture, mass = False, mass * np.array([1.0, 1.0, 0.0, 1.0]) if len(mass) else mass
+        # the roles' label veto, but not for the text right after a key's colon (所在学院： | 文学院, the answer
+        # OCR read as a line of its own): the colon says what follows is its answer
+        after_colon = of is not None and of.colon_key and of.value is None and self.geo.right_of(of) is v and \
+            v.box[0] - of.box[2] <= self.geo.line_height(of)
+        # a phrase the roles call an answer is one even with a comma (申请理由 | 因工作需要…，需…), or one
+        # sentence (经营范围 | 技术转让;…服务。); prose that ends a sentence and goes on is a form's notes and
+        # questions, whatever the roles say (XFUND's 隐私声明 | 市政府收集…保密。除非…)
+        answer = self.role_answer(v) and not prose(v.text)
+        if self.roles and not ticked(v.text):
+            t = piece_tags(v, self.masses)
+            furniture = furniture or (not after_colon and t[0] - t[1] > self.st.form_role_label)
+        return not v.colon_key and not furniture and id(v) not in self.table and not SECTION.match(v.text) and \
+            text_is_value(v, mass, hints="form_hints" not in self.off,
+                          sentences=answer or (of is not None and qualified_label(of.text)))
+
+    def role_answer(self, p: Piece) -> bool:
+        """The learned roles call `p` an answer (answer - max(question, other) > form_role_answer): a value
+        even as a sentence, and no part of a label over two lines (朱轩秀 over 汉族, the next row's value)."""
+        if not self.roles or ticked(p.text):
+            return False
+        t = piece_tags(p, self.masses)
+        return bool(t[1] - max(t[0], t[3]) > self.st.form_role_answer)
+
+    def plain_field(self, k: Piece, v: Piece) -> bool:
+        """`k` -> `v` is a field whatever the model's furniture tag on `v` says (学校代码 10279 in a cover's
+        corner): `v` right after a known label or a clearly key-like colon-less label of at most 8
+        characters, and no sentence. A colon key's furniture line (编号：76102358 over a form) stays the
+        model's call: forms differ on whether that is a field."""
+        if self.geo.right_of(k) is not v:
+            return False
+        if key_word(k.text):
+            return True
+        if "form_plain_fields" in self.off or SENTENCE.search(v.text) or len(k.text) > 8 or k.colon_key:
+            return False
+        return self.own.get(id(k), 0.0) >= self.st.form_key_min + self.st.form_key_margin
+
+    def is_label(self, v: Piece) -> bool:
+        """A label standing where a value could be (the next field's 姓名 under an empty 申报学院（部门）):
+        a label everybody knows, or a key-like line with a value of its own right of it."""
+        if "form_label_not_value" in self.off or ticked(v.text):
+            return False
+        if key_word(v.text):
+            return True
+        w = self.geo.right_of(v)
+        if w is not None and not options(v.text) and "form_check_groups" not in self.off and \
+                option_group(self.geo, w, self.bare_first)[0] and self.ks(v) >= self.st.form_key_min:
+            return True                 # 证件类型 □身份证 □护照: a question with its own choices
+        return w is not None and self.is_value(w) and not key_word(w.text) and \
+            self.ks(v) >= self.st.form_key_min and self.ks(v) - self.ks(w) >= self.st.form_key_margin
+
+    def options_row(self, v: Piece) -> bool:
+        """Printed choices after a question (□自取 □邮寄 with the boxes lost): another short piece
+        that is no key follows the value closely on its row."""
+        if TICKED.search(v.text) or "form_options_row" in self.off:
+            return False
+        nxt = self.geo.right_of(v)
+        if nxt is not None and options(nxt.text) and not options(v.text):
+            return False                # 男 □女: the one option whose box OCR lost is the ticked one
+        return (nxt is not None and not nxt.colon_key and len(v.text) <= 4 and len(nxt.text) <= 4
+                and nxt.box[0] - v.box[2] <= 3 * self.geo.height(v) and self.ks(nxt) < self.st.form_key_min)
+
+    def link_term(self, k: Piece, v: Piece) -> float:
+        """The link head's logit for key -> value, scaled to at most `form_link_weight` either way."""
+        s = self.link((k.line, k.start), (v.line, v.start))
+        if s is None:
+            return 0.0
+        return self.st.form_link_weight * float(np.clip(s / self.st.form_link_scale, -1.0, 1.0))
+
+    def can_key(self, k: Piece, key_min: float | None = None, grid: bool = False) -> bool:
+        """Could `k` be a key? `grid`: the model's furniture tag aside (its value may stand in the page's
+        value column, which outweighs a tag on a layout the model never saw)."""
+        furniture = k.line in self.furniture and not key_word(k.text) and not (grid or id(k) in self.column)
+        header = is_header(k, self.masses[k.line]) and not self.opens_cell_row(k)
+        if SENTENCE.search(k.text) or (not self.soft and (header or furniture)):
+            return False
+        if id(k) in self.table or (not k.colon_key and SECTION.match(k.text)):
+            return False                          # a data table's column heading; a section's (四、审核意见)
+        if ("form_check_groups" not in self.off and options(k.text)) or \
+                ("form_hints" not in self.off and is_hint(k.text)):
+            return False                          # □男 is nobody's key; neither is （请勾选）
+        floor = self.st.form_key_min if key_min is None else key_min
+        return k.colon_key or ("form_colonless_keys" not in self.off and self.ks(k) >= floor)
+
+    def opens_cell_row(self, k: Piece) -> bool:
+        """A ruled grid says `k`, a label over two lines of one cell, is a label whatever the tags say (a
+        heading): the next cell of its row holds a value, no label or heading itself (提交证 / 件情况 |
+        按规定执行; a section heading spans its row)."""
+        if "form_cells" in self.off or not k.more:      # (one line: a table's heading row looks the same)
+            return False
+        n = self.geo.cell_right(k)
+        return n is not None and not n.colon_key and self.ks(n) < self.st.form_key_min and \
+            not is_header(n, self.masses[n.line]) and self.is_value(n, k)     # (第一债务人 | 第二债务人: headings)

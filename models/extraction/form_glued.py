@@ -1,0 +1,118 @@
+"""Generic forms, layer 5: a colon-less line OCR read as label and value at once, cut by what the page shows.
+
+Two cuts that need no model: where the page's other label/value rows align their boundary (`column_cuts`,
+rule form_column_cuts: 研究方向计算机视觉 on a cover), and where a label's Chinese gives way to the code it
+labels (`code_cuts`, rule form_code_cuts: 学校代码10347). The learned cuts (form_cuts.py) and the known
+labels (form_pieces.inline_label) cut while the line is split; these run on the pieces after it, beside
+the ruled-line cuts of form_walls.py, and read only the layers below (form_layout, form_pieces, form_text).
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from data import geometry
+from data.document import Page
+from models.extraction.form_layout import Layout, continues_value
+from models.extraction.form_pieces import Piece, glued_key
+from models.extraction.form_text import KEY_ENDINGS, SENTENCE, cjk, key_word
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
+
+COLUMN_CUT_ROWS = 2     # label/value boundaries aligned on this many rows make a column a glued line is cut at
+COLUMN_CUT_SLACK = 0.6  # x line height: how far the glued line's character boundary may stand from that column
+SAME_SIZE = 0.15        # ... and the glued line is printed in the rows' type size (a title over them is larger)
+STACK_REACH = 3.5       # x line height: ... and stands among those rows, or this close above or below them
+
+
+def column_cuts(page: Page, pieces: list[Piece], is_key: Callable[[Piece], bool],
+                st: DecodeSettings = DEFAULT_SETTINGS) -> list[Piece]:
+    """A colon-less line OCR read as label and value at once (研究方向计算机视觉), cut where the page's
+    other rows put the boundary between label and value. A cover or a stacked form aligns its labels' ends
+    and its values' starts in one column. Where at least COLUMN_CUT_ROWS rows of one label and its value
+    agree on it (a key-like piece, `is_key`, first in its row, its value after a colon, cut, or a line of
+    its own, and nothing further right), a line that runs across the column is cut at the character
+    boundary nearest to it, if one stands within COLUMN_CUT_SLACK line heights, leaving a label of 2-10
+    Chinese characters. The line is whole, alone in its row, among those rows (STACK_REACH), no sentence,
+    in the rows' type size (a thesis title centred over them is larger), no label itself, no value under
+    an empty label and no next line of a value (an address that wraps). The label needs no known word:
+    where it stands, not what it says, makes it one (the learned cuts and the known-label rule read the
+    words)."""
+    geo = Layout(page, pieces, st)
+    edges: list[tuple[float, float, float, float]] = []      # (label end, value start, line height, y) per row
+    for p in pieces:
+        if not is_key(p):
+            continue
+        v = p.value if p.colon_key else geo.right_of(p)
+        if v is not None and v.text and (p.colon_key or v.line != p.line) and geo.first_in_row(p) and \
+                geo.right_of(v if v.line != p.line else p, far=True) is None:
+            edges.append((p.box[2], v.box[0], geo.line_height(p), geo.centre(p)))   # one label and its value
+    columns = []
+    for _, s, h, _ in edges:
+        near = [(e2, s2, y2) for e2, s2, _, y2 in edges if abs(s2 - s) <= 0.75 * h]
+        if len(near) >= COLUMN_CUT_ROWS:
+            ends, starts = sorted(x for x, _, _ in near), sorted(x for _, x, _ in near)
+            ys = [y for _, _, y in near]
+            columns.append(((ends[len(ends) // 2] + starts[len(starts) // 2]) / 2, h,
+                            min(ys) - STACK_REACH * h, max(ys) + STACK_REACH * h))
+    if not columns:
+        return pieces
+    out: list[Piece] = []
+    for q in pieces:
+        here = [c for c in columns if c[2] <= geo.centre(q) <= c[3]]
+        cut = None if q.colon_key or q.value is not None or q.more or not here or SENTENCE.search(q.text) \
+            else _column_cut(page, q, here)
+        if cut is not None and (is_key(q) or not geo.first_in_row(q) or geo.right_of(q, far=True) is not None):
+            cut = None
+        if cut is not None:
+            # a label is not cut, and neither is the value under a label with no value of its own
+            # (申请针对的物业地址 over 紫藤苑4号楼3单元301) nor a value's next line (an address that wraps)
+            above = [a for a in pieces if a is not q and geo.below(a) is q]
+            if any(is_key(a) and a.value is None and geo.right_of(a) is None for a in above) or \
+                    any(not is_key(a) and continues_value(geo, a, q, None) for a in above):
+                cut = None
+        if cut is None:
+            out.append(q)
+            continue
+        out.append(glued_key(page.lines[q.line], q.line, (q.start, q.start + cut, q.text[:cut]),
+                             (q.start + cut, q.end, q.text[cut:].strip())))
+    return out
+
+
+def _column_cut(page: Page, q: Piece, columns: list[tuple[float, float, float, float]]) -> int | None:
+    line = page.lines[q.line]
+    if q.start != 0 or q.end < len(line.text.rstrip()) or len(q.text) < 3:
+        return None                     # a piece of a line already cut, or too short to hold label and value
+    for x, h, _, _ in columns:
+        if not q.box[0] + 1.5 * h <= x <= q.box[2] - 0.5 * h or abs(geometry.height(q.box) / h - 1) > SAME_SIZE:
+            continue
+        best = min(range(2, min(10, len(q.text) - 1) + 1),
+                   key=lambda i: abs(geometry.char_box(line.box, line.text, 0, q.start + i)[2] - x))
+        at = geometry.char_box(line.box, line.text, 0, q.start + best)[2]
+        head, rest = q.text[:best], q.text[best:].strip()
+        if abs(at - x) <= COLUMN_CUT_SLACK * h and cjk(head.replace("、", "")) and rest and \
+                rest[0] not in "（(：:的之及和或与、，,。.-—/":
+            return best
+    return None
+
+
+CODE_LINE = re.compile(r"^\s*([\u4e00-\u9fff]{2,8})\s*([A-Za-z0-9][A-Za-z0-9./-]{2,})\s*$")
+
+
+def code_cuts(page: Page, pieces: list[Piece]) -> list[Piece]:
+    """A label read glued to the code it labels (学校代码10347, 分类号D922, 学号2020534096 in a cover's corner):
+    a line of 2-8 Chinese characters that end as labels end (or make a known label), then nothing but a code
+    of three or more letters and digits with a digit among them, is cut where the script changes. Neither the
+    known labels nor the learned cuts (which lean on them) know 学校代码 or 分类号; the change of script and the
+    label's last character say where it ends. A line already cut, a colon's key or value and a label joined
+    over two lines are left as they are."""
+    out: list[Piece] = []
+    for q in pieces:
+        line = page.lines[q.line]
+        m = None if q.colon_key or q.value is not None or q.more else CODE_LINE.match(line.text[q.start:q.end])
+        if m is None or not (m.group(1).endswith(KEY_ENDINGS) or key_word(m.group(1))) or \
+                not any(ch.isdigit() for ch in m.group(2)):
+            out.append(q)
+            continue
+        out.append(glued_key(line, q.line, (q.start, q.start + m.end(1), m.group(1)),
+                             (q.start + m.start(2), q.end, m.group(2))))
+    return out
