@@ -42,6 +42,10 @@ def json_safe(value: Any) -> Any:
 
 
 def quad_to_box(quad: Quad) -> Box:
+    if len(quad) == 4:      # every line's box is read from its quad thousands of times a page: no lists built
+        a, b, c, d = quad
+        return [float(min(a[0], b[0], c[0], d[0])), float(min(a[1], b[1], c[1], d[1])),
+                float(max(a[0], b[0], c[0], d[0])), float(max(a[1], b[1], c[1], d[1]))]
     xs = [p[0] for p in quad]
     ys = [p[1] for p in quad]
     return [float(min(xs)), float(min(ys)), float(max(xs)), float(max(ys))]
