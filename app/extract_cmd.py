@@ -111,8 +111,8 @@ class _Drawer:
 
 def run(args: argparse.Namespace) -> int:
     from app.model_types import UnknownTypeError, check_doc_type
-    from app.pipeline import analyse_file
     from models.extractor import ModelDirError
+    from reading.route import analyse_file
     try:
         check_doc_type(args.doc_type, args.model)     # before any OCR: a typo should cost nothing
     except UnknownTypeError as exc:

@@ -60,11 +60,10 @@ def _page_range(spec: str | None) -> tuple[int, int] | None:
 
 def ocr_file(path: str, engine, dpi: int, page_range: tuple[int, int] | None, draw_dir: Path | None):
     """One file -> Document (pages, lines, timings). Raises data.io.InputError for bad input."""
-    import cv2
-
     from app.draw import draw_document_page
     from data.document import Document, display_name
     from data.io import iter_pages
+    from reading.route import upright
 
     doc = Document(source=display_name(path))
     timings: dict[str, float] = {"decode": 0.0}
@@ -81,12 +80,10 @@ def ocr_file(path: str, engine, dpi: int, page_range: tuple[int, int] | None, dr
         page = engine.read(image, page_index=index, timings=timings)
         doc.pages.append(page)
         if draw_dir is not None:
-            turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
-            upright = image if not page.rotation else cv2.rotate(image, turns[page.rotation])
             overlay = draw_dir / f"{Path(path).stem}_p{index + 1}.png"
             try:
                 draw_dir.mkdir(parents=True, exist_ok=True)
-                write_png(overlay, draw_document_page(upright, page))
+                write_png(overlay, draw_document_page(upright(image, page.rotation), page))
             except OSError as exc:      # a full or read-only disk: one sentence, not a traceback
                 raise output_error("--draw", overlay, exc, "the overlay images stop here") from None
         index += 1

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from app.batch.command import run_batch
 from app.batch.worker import WorkerOptions
-from app.pipeline import Analysis
 from data.document import Document
+from reading.route import Analysis
 
 
 def start_ray(cores: int) -> float:

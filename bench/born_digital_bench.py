@@ -5,7 +5,7 @@ side in one run, and the fields each route finds.
     python -m bench.born_digital_bench --generated 10 [--json bench/results/born_digital_generated.json]
 
 FILES default to the born-digital PDF and the three OFD e-invoices in tests/data/born_digital. Each file goes
-through the product's route (app.pipeline.analyse_file) twice per repeat: once as shipped (a PDF page with a
+through the product's route (reading.route.analyse_file) twice per repeat: once as shipped (a PDF page with a
 usable text layer and an OFD page read from the file) and once with PIAOJU_READER=ocr (every page rendered or
 drawn and OCR'd, the route before born-digital input). Models are loaded and warmed before timing; the median
 of the repeats is reported. "read" is the page source alone (decode + text layer, or decode + OCR), "document"
@@ -38,10 +38,10 @@ GENERATED_SEED = 4100
 
 def _run(path: Path, reader: str) -> tuple[float, float, list[str], dict[str, str], str | None]:
     """(seconds for the document, seconds reading its pages, readers per page, fields, error)."""
-    from app import pipeline
+    from reading.route import analyse_file
     os.environ["PIAOJU_READER"] = reader
     t0 = time.perf_counter()
-    a = pipeline.analyse_file(str(path))
+    a = analyse_file(str(path))
     total = time.perf_counter() - t0
     doc = a.document
     t = doc.timings
@@ -59,14 +59,14 @@ def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) 
     text layer scores below OCR."""
     import tempfile
 
-    from app import pipeline
     from data.born_pdf import write_pdf
     from data.document import Document, Line, Page
     from data.schemas import load_schema
     from data.synth.generator import generate, page_seed
+    from reading.route import analyse_file, load_extractor, warm_up
     from training.evaluate import PageScore, Report, gold_of, pred_of, score_fields
-    pipeline.warm_up()
-    extractor = pipeline.load_extractor()
+    warm_up()
+    extractor = load_extractor()
     reports = {"text_layer": Report(), "ocr": Report(), "gt_lines": Report()}
     rows = []
     saved = os.environ.get("PIAOJU_READER")
@@ -82,7 +82,7 @@ def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) 
             docs: dict[str, Document] = {}
             for reader in ("auto", "ocr"):
                 os.environ["PIAOJU_READER"] = reader
-                a = pipeline.analyse_file(str(path))
+                a = analyse_file(str(path))
                 docs["text_layer" if reader == "auto" else "ocr"] = a.parts()[0]
             page = Page(index=0, width=gt["width"], height=gt["height"],
                         lines=[Line(text=ln["text"], quad=ln["quad"]) for ln in gt["lines"]])
@@ -130,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.generated:
         return generated(a.generated, Path(a.json or results / "born_digital_generated.json"))
     a.json = a.json or str(results / "born_digital.json")
-    from app import pipeline
+    from reading.route import warm_up
     saved = os.environ.get("PIAOJU_READER")
-    pipeline.warm_up()
+    warm_up()
     for path in a.files[:1]:                 # warm both routes once (first-call costs are not the document's)
         _run(path, "auto")
         _run(path, "ocr")

@@ -60,7 +60,8 @@ def sample_images() -> list[Path]:
 
 
 def read_pages(items: list[tuple[str, str]], cache: Path) -> dict[str, list[Page]]:
-    """id -> OCR'd pages of each (id, image path), read once and cached in `cache` (any OCR settings)."""
+    """id -> OCR'd pages of each (id, image path), read once through the reading route and cached in
+    `cache` (any OCR settings)."""
     done: dict[str, list[Page]] = {}
     if cache.is_file():
         for raw in cache.read_text(encoding="utf-8").splitlines():
@@ -69,14 +70,15 @@ def read_pages(items: list[tuple[str, str]], cache: Path) -> dict[str, list[Page
                 done[row["id"]] = Document.from_dict({"pages": row["pages"]}).pages
     todo = [(i, p) for i, p in items if i not in done]
     if todo:
-        from data.io import iter_pages
-        from models.ocr import get_engine
-        engine = get_engine()
+        from reading.route import analyse_file
         with open(cache, "a", encoding="utf-8") as fh:
             for n, (rid, path) in enumerate(todo, 1):
-                pages = [engine.read(img) for img in iter_pages(path)]
-                for k, pg in enumerate(pages):
-                    pg.index = k
+                # the product's reading (reading/route.py: decode, the file's own text or OCR); its
+                # extraction is not kept: predict_all extracts from these pages with each rule set
+                analysis = analyse_file(path)
+                if analysis.document.error:
+                    raise RuntimeError(f"{path} could not be read: {analysis.document.error['message']}")
+                pages = analysis.document.pages
                 done[rid] = pages
                 fh.write(json.dumps({"id": rid, "pages": Document(pages=pages).to_dict()["pages"]},
                                     ensure_ascii=False) + "\n")
@@ -97,7 +99,7 @@ def dev_set(out: Path, model_dir: Path, seed: int, n: int, levels: tuple[str, ..
 
 def predict_all(extractor: Any, records: list[dict], pages: dict[str, list[Page]],
                 off: frozenset[str] = frozenset()) -> dict[str, Document]:
-    """id -> the extracted Document (one page at a time, as app/pipeline.py calls the extractor)."""
+    """id -> the extracted Document (one page at a time, as reading/route.py calls the extractor)."""
     out = {}
     ids = [str(r["id"]) for r in records] + sorted(k for k in pages if k.startswith("sample/"))
     for rid in ids:

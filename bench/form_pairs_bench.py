@@ -45,7 +45,7 @@ def load_heldout(work: Path) -> list[tuple[dict, Page]]:
 
 
 def load_xfund(samples: Path, cache: Path) -> tuple[list[tuple[str, str]], Page]:
-    """The real XFUND form's gold pairs and its OCR'd page (as app.pipeline reads it), cached."""
+    """The real XFUND form's gold pairs and its OCR'd page (as reading.route reads it), cached."""
     gt = json.loads((samples / "gt" / "xfund_zh_val_0.json").read_text(encoding="utf-8"))
     gold = [(p["key"], p["value"]) for p in gt["kv_pairs"]]
     if cache.is_file():
@@ -57,7 +57,7 @@ def load_xfund(samples: Path, cache: Path) -> tuple[list[tuple[str, str]], Page]
             from models.ocr.rulings import add_rulings
             add_rulings(page, cv2.imread(str(samples / gt["image"])))
         return gold, page
-    from app.pipeline import analyse_file
+    from reading.route import analyse_file
     doc = analyse_file(str(samples / gt["image"]), None, doc_type=FORM).document
     cache.write_text(Document(pages=doc.pages).to_json(), encoding="utf-8")
     return gold, doc.pages[0]

@@ -18,7 +18,7 @@ Files, written here (PDFs as minimal bytes, no renderer needed to make them):
 
 Each entry point runs in a fresh process and its peak RSS is the kernel's (os.wait4 ru_maxrss), so
 model loading is included, as a user sees it:
-- ui: `app.pipeline.analyse_bytes(data, name)` with the UI's defaults (the upload held in memory, a
+- ui: `reading.route.analyse_bytes(data, name)` with the UI's defaults (the upload held in memory, a
   preview per page), the call app/ui/main.py makes;
 - extract: `python -m app extract FILE --json OUT`;
 - batch: `python -m app batch FILE --out OUT.jsonl --workers 1`.
@@ -74,9 +74,9 @@ def blank_pdf_bytes(pages: int, width_pt: float, height_pt: float) -> bytes:
 
 UI_SNIPPET = """
 import sys, json
-from app import pipeline
+from reading import route
 data = open(sys.argv[1], "rb").read()
-a = pipeline.analyse_bytes(data, sys.argv[1].rsplit("/", 1)[-1])
+a = route.analyse_bytes(data, sys.argv[1].rsplit("/", 1)[-1])
 print(json.dumps({"pages": len(a.document.pages), "results": len(a.results), "previews": len(a.images),
                   "error": (a.document.error or {}).get("message")}))
 """

@@ -5,7 +5,7 @@
     python -m bench.review_bench --fit --seed 5151,5252 [--cache DIR]
 
 Generates N pages per schema type and level on the layouts the bundled model never trained on
-(bench.extract_levels_bench.heldout_layouts), reads each through the product's route (app.pipeline:
+(bench.extract_levels_bench.heldout_layouts), reads each through the product's route (reading.route:
 real OCR, extraction, validation, calibration) and compares every field shown with the generator's truth
 (the comparison form of training.evaluate). A field is flagged for review when a check failed
 (`valid: false`) or its confidence is below a threshold; the table gives, for thresholds from 0.50 to 0.99,
@@ -41,15 +41,15 @@ RIGHT_FLAGGED_MAX = 0.10
 
 
 def read_doc(image: Path, cache: Path | None) -> Document:
-    """The product's reading of a generated page (app.pipeline: real OCR, extraction, validation). With
-    `cache`, the OCR'd pages are kept there and the next run extracts from them (the same `_extract` the
-    pipeline calls after OCR): only the model and the rules run again, so a change of calibration or
+    """The product's reading of a generated page (reading.route: real OCR, extraction, validation). With
+    `cache`, the OCR'd pages are kept there and the next run extracts from them (`extract_pages`: the
+    route's extraction step after OCR): only the model and the rules run again, so a change of calibration or
     decoding is measured again in seconds, on the very same OCR."""
-    from app.pipeline import _extract, analyse_bytes, load_extractor
+    from reading.route import analyse_bytes, extract_pages
     kept = cache / f"{image.parent.name}-{image.stem}.pages.json" if cache is not None else None
     if kept is not None and kept.is_file():
         pages = Document.from_json(kept.read_text(encoding="utf-8")).pages
-        return _extract(pages, [], image.name, load_extractor(), None)
+        return extract_pages(pages, image.name)
     doc = analyse_bytes(image.read_bytes(), image.name).parts()[0]
     if kept is not None:
         write_text_atomic(kept, Document(source=image.name, pages=doc.pages).to_json())

@@ -9,11 +9,11 @@ to_station, train_number, departure_date, passenger_name: F1 0 through real OCR)
 ground truth marks them. The bench
 
 1. generates `--n` railway pages (`--degrade`, seed `--corpus-seed`) and `--heldout` more of another seed;
-2. reads each training page as the UI does (app/pipeline.py `analyse_bytes` -> `Analysis.parts()`, the
+2. reads each training page as the UI does (reading/route.py `analyse_bytes` -> `Analysis.parts()`, the
    document the UI shows and edits), types the generator's value into every field that is wrong or missing
    and clears every field read that the page does not hold, through the UI's own table code
    (app/ui/fields.py `fields_frame` -> edited value column -> `apply_edits`), and saves the page as "Save
-   checked pages" does (app/ui/corrections.py `save_correction` on `pipeline.page_image`, which places
+   checked pages" does (app/ui/corrections.py `save_correction` on `route.page_image`, which places
    each value on the page's OCR lines): the corpus a clerk would write;
 3. retrains: `python -m training retrain --corpus <that folder> --base <base> --out-root <work>/models`
    (the product's defaults: replay 0.5, the promotion rule of training/retrain.py);
@@ -78,8 +78,8 @@ def pages(n: int, base_seed: int, degrade: str) -> list[tuple[str, bytes, dict[s
 def read_upload(name: str, data: bytes, gt: dict[str, Any], model_dir: str, doc_type: str | None = None):
     """The document the UI shows for an upload of one page (`analyse_upload` -> `document_views`): real
     OCR of the bytes (`gt` is not looked at; a reader that takes the generated lines instead does)."""
-    from app import pipeline
-    analysis = pipeline.analyse_bytes(data, name, model_dir, doc_type)
+    from reading import route
+    analysis = route.analyse_bytes(data, name, model_dir, doc_type)
     parts = analysis.parts()
     if len(parts) != 1:
         raise SystemExit(f"{name}: read as {len(parts)} documents, expected one")
@@ -126,8 +126,8 @@ def build_corpus(train: list[tuple[str, bytes, dict]], base: str, corpus: Path, 
                  reader: Reader = read_upload) -> dict[str, Any]:
     """Read, correct and save every training page (`clerk_corrects`, `save_correction`); with `control`
     also save each page uncorrected there. Returns what the clerk did and how the saved values were placed."""
-    from app import pipeline
     from app.ui.corrections import save_correction
+    from reading import route
     for folder in (corpus, control):
         if folder is not None and folder.exists():
             shutil.rmtree(folder)
@@ -141,7 +141,7 @@ def build_corpus(train: list[tuple[str, bytes, dict]], base: str, corpus: Path, 
             retyped += 1
             doc = reader(name, data, gt, base, DOC_TYPE)
         page = doc.pages[0]
-        image = pipeline.page_image(data, name, page.index, page.rotation)
+        image = route.page_image(data, name, page.index, page.rotation)
         if control is not None:
             save_correction(doc, 0, image, control, base)
         fixed, changed = clerk_corrects(doc, gt, base)

@@ -13,7 +13,7 @@ Two kinds of rows:
   run in a fresh process of its own through
   - `extract`: `python -m app extract FILE --json OUT`,
   - `batch`:   `python -m app batch FILE --out OUT.jsonl`,
-  - `ui`:      the UI's analysis function (`app.pipeline.analyse_bytes` on the file's bytes, as an upload);
+  - `ui`:      the UI's analysis function (`reading.route.analyse_bytes` on the file's bytes, as an upload);
 - **probes**: one run each of a hostile situation, with a check of its own:
   a FIFO and a link to /dev/zero in an input folder (batch must finish and give each a row),
   `extract` on a FIFO, a model folder whose weights are a pickle that runs code (refused, nothing run),
@@ -59,7 +59,7 @@ HARD_CAP_MB = 4096.0       # a run whose process tree passes this is killed (a m
 
 UI_RUNNER = r"""
 import json, sys
-from app.pipeline import analyse_bytes
+from reading.route import analyse_bytes
 path = sys.argv[1].encode("utf-8", "surrogateescape")
 try:
     data = open(path, "rb").read()

@@ -5,7 +5,7 @@ runs every rerun on a new thread, so a predictor or dygraph model built on one t
 next failed at random ("could not execute a primitive" from OCR; "embedding(): argument ... must be
 Value, but got EagerParamBase" from the extractor when the new thread came up in static mode), and two
 threads running the shared predictors at once could crash the process (segfault). Measured with
-`app.pipeline.analyse_file` on the real sample pages, each from a fresh thread (2026-12-03): before, 7
+`reading.route.analyse_file` on the real sample pages, each from a fresh thread (2026-12-03): before, 7
 of 8 failed one after another and 4 of 6 two at a time; with every model call on this thread, 0 of 8
 and 0 of 16 two at a time (tests/test_threads.py: 7 of 16 failed before, 0 now).
 

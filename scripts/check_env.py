@@ -37,7 +37,7 @@ PACKAGES = [
     ("ruff", "lint"),
     ("mypy", "type checks"),
 ]
-OWN = ["app.cli", "app.pipeline", "data.document", "data.io", "models.extractor", "models.ocr", "training"]
+OWN = ["app.cli", "reading.route", "data.document", "data.io", "models.extractor", "models.ocr", "training"]
 
 
 def main() -> int:

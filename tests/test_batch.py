@@ -25,15 +25,15 @@ from app.batch.csv_out import write_csv
 from app.batch.inputs import expand_inputs
 from app.batch.state import ResultsFile, ResultsLocked, file_sha256, latest_groups, read_rows, row_key
 from app.batch.worker import WorkerOptions
-from app.pipeline import Analysis
 from data.document import Document, Field, Page, Pair
+from reading.route import Analysis
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = WorkerOptions(processor="tests.test_batch:fake_analyse", warm_up=False)
 
 
 def fake_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
-    """Stands in for app.pipeline.analyse_file: decodes with PIL, one field taken from the name."""
+    """Stands in for reading.route.analyse_file: decodes with PIL, one field taken from the name."""
     try:
         with Image.open(path) as im:
             im.load()

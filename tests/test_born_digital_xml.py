@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from app import pipeline
 from app.batch.inputs import is_document
 from data.document import Document, Field, Line, Page, box_to_quad
 from data.embedded import EmbeddedRecord, apply_embedded, from_names, locate
 from data.io import InputError, iter_source_bytes, page_count_bytes, sniff
 from data.ofd import read_ofd
+from reading import route
 
 BORN = Path(__file__).parent / "data" / "born_digital"
 
@@ -134,11 +134,11 @@ def test_the_pipeline_meets_the_extraction_with_the_files_data():
 
     page = _printed_invoice().pages[0]
     tags = from_names({"InvoiceNo": "12235358", "SellerName": "财天下科技有限公司"}, "OFD semantic tags")
-    result = pipeline._extract([page], [{}], "t.ofd", Extractor(), None, [tags])
+    result = route._extract([page], [{}], "t.ofd", Extractor(), None, [tags])
     assert result.fields["invoice_number"].value == "12235358"
     assert result.fields["seller_name"].value == "建设银行"
     assert any("财天下科技有限公司" in w and "建设银行" in w for w in result.warnings)
-    without = pipeline._extract([page], [{}], "t.ofd", Extractor(), None, [])
+    without = route._extract([page], [{}], "t.ofd", Extractor(), None, [])
     assert "invoice_number" not in without.fields and not any("财天下" in w for w in without.warnings)
 
 
@@ -167,7 +167,7 @@ def test_a_standalone_shudianpiao_xml_gives_validated_fields_tied_to_its_sheet()
     assert rec.doc_type == "e_invoice" and rec.fields["invoice_number"] == "24442000000123456789"
     assert rec.items == [{"name": "*餐饮服务*餐费", "quantity": "1", "unit_price": "100", "amount": "100.00",
                           "tax_rate": "0.06", "tax": "6.00"}]
-    result = pipeline._extract([source.page], [{}], "inv.xml", None, None, source.embedded)
+    result = route._extract([source.page], [{}], "inv.xml", None, None, source.embedded)
     values = result.values()
     assert result.doc_type == "e_invoice"
     assert values == {"title": "电子发票(普通发票)", "invoice_number": "24442000000123456789",
@@ -183,7 +183,7 @@ def test_a_standalone_shudianpiao_xml_gives_validated_fields_tied_to_its_sheet()
     # the same XML with a wrong total: validation says so
     bad = SHUDIAN.replace("<TotalTax-includedAmount>106.00", "<TotalTax-includedAmount>160.00").encode()
     [source] = list(iter_source_bytes(bad, "bad.xml"))
-    result = pipeline._extract([source.page], [{}], "bad.xml", None, None, source.embedded)
+    result = route._extract([source.page], [{}], "bad.xml", None, None, source.embedded)
     assert result.fields["total_with_tax"].valid is False and any("价税合计" in w for w in result.warnings)
 
 
@@ -196,7 +196,7 @@ def test_a_standalone_shudianpiao_xml_gives_validated_fields_tied_to_its_sheet()
 def test_bad_xml_gives_a_clear_input_error_and_no_entity_is_resolved(data, words):
     with pytest.raises(InputError, match=words):
         list(iter_source_bytes(data, "x.xml"))
-    doc = pipeline.analyse_bytes(data, "x.xml", preview=None).document
+    doc = route.analyse_bytes(data, "x.xml", preview=None).document
     assert doc.error is not None and doc.error["type"] == "InputError" and "passwd" not in str(doc.fields)
 
 

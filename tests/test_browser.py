@@ -174,7 +174,7 @@ def _invoice_flow(server, browser, tmp_path):
     # what the pipeline itself reads from this page (the server runs the same code and models): the UI
     # must show exactly that; how close it is to the gold values is the benches' business, checked
     # here only loosely (3 of 4 amounts)
-    from app.pipeline import analyse_bytes
+    from reading.route import analyse_bytes
     read = analyse_bytes(invoice.read_bytes(), invoice.name).parts()[0]
     expected = [{k: f.value for k, f in row.items()} for row in read.items]
     page = open_with(browser, server, invoice, shots=True)

@@ -8,16 +8,16 @@ import json
 
 import pytest
 
-from app import pipeline
 from app.cli import EXIT_STATUS, build_parser, check_writable, main
-from app.pipeline import Analysis
 from data.document import Document, Field, Page
+from reading import route
+from reading.route import Analysis
 from tests.test_ui import png_bytes
 
 
 @pytest.fixture()
 def processed(monkeypatch) -> list[str]:
-    """Stand-in for app.pipeline.analyse_file: records each path; a file named bad* fails as a whole."""
+    """Stand-in for reading.route.analyse_file: records each path; a file named bad* fails as a whole."""
     seen: list[str] = []
 
     def fake_analyse_file(path, model_dir=None, doc_type=None, on_page=None, **kw):
@@ -30,7 +30,7 @@ def processed(monkeypatch) -> list[str]:
         doc.fields["invoice_number"] = Field("invoice_number", "12345678", score=0.97, label="发票号码", valid=True)
         return Analysis(doc)
 
-    monkeypatch.setattr(pipeline, "analyse_file", fake_analyse_file)
+    monkeypatch.setattr(route, "analyse_file", fake_analyse_file)
     return seen
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app import pipeline
 from app.cli import JSON_HELP, main
-from app.pipeline import Analysis
 from data.document import Document, Page
+from reading import route
+from reading.route import Analysis
 from tests.test_ui import png_bytes
 
 COMMANDS = ("ocr", "extract")
@@ -37,7 +37,7 @@ def stand_ins(monkeypatch) -> None:
         return Analysis(whole, results=parts)
 
     monkeypatch.setattr(models.ocr, "get_engine", lambda settings=None: Engine())
-    monkeypatch.setattr(pipeline, "analyse_file", analyse_file)
+    monkeypatch.setattr(route, "analyse_file", analyse_file)
 
 
 def _png(path: Path) -> str:

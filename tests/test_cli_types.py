@@ -50,7 +50,7 @@ def test_new_type_passes_the_check_with_its_model(tmp_path, capsys, monkeypatch)
         seen.update(model=model_dir, doc_type=doc_type)
         raise FileNotFoundError(path)
 
-    monkeypatch.setattr("app.pipeline.analyse_file", fake_analyse_file)
+    monkeypatch.setattr("reading.route.analyse_file", fake_analyse_file)
     (tmp_path / "a.png").write_bytes(b"")          # it must exist: missing files are refused before any work
     assert main(["extract", str(tmp_path / "a.png"), "--model", str(new), "--type", "parking_receipt"]) == 2
     assert seen == {"model": str(new), "doc_type": "parking_receipt"}, "the type reached the pipeline"

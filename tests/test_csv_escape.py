@@ -15,10 +15,10 @@ from PIL import Image
 from app.batch.command import run_batch
 from app.batch.csv_out import formula_like, spreadsheet_text
 from app.batch.worker import WorkerOptions
-from app.pipeline import Analysis
 from app.ui.export import fields_csv, items_csv, workbook
 from app.ui.fields import document_csv
 from data.document import Document, Field, Page, Pair
+from reading.route import Analysis
 
 HOSTILE = {
     "link": '=HYPERLINK("http://evil.example/x","OPEN")',

@@ -1,5 +1,5 @@
-"""`training.evaluate` scores the real samples without importing the app (app -> training -> data):
-it reads each file through `ocr_and_extract` (the app's reading of a one-page file, kept below the app)
+"""`training.evaluate` scores the real samples without importing the app (app -> training -> reading):
+it reads each file through `ocr_and_extract` (the reading route, reading/route.py, the app's own reading)
 or through whatever `analyse` it is given."""
 from __future__ import annotations
 
@@ -41,10 +41,35 @@ def test_evaluate_samples_reads_each_file_through_the_given_function(samples_dir
     assert res["xfund_zh_val_0"]["pairs"]["tp"] == 1 and res["xfund_zh_val_0"]["pairs"]["f1"] == 0.5
 
 
+def test_ocr_and_extract_reads_through_the_route_and_scores_a_files_first_document(samples_dir, tmp_path,
+                                                                                   monkeypatch):
+    """A file of two documents (two pages with text) is split as the app splits it, and evaluation scores the
+    first: its own page only, extracted alone. The OCR is a stand-in reading the invoice's ground-truth lines
+    on every page, put where the route looks it up, so the route is the one reading the file."""
+    from PIL import Image
+
+    from reading import route
+    from training.evaluate import ocr_and_extract
+    invoice = json.loads((samples_dir / "gt" / "metagpt_invoice_1.json").read_text(encoding="utf-8"))
+
+    class Engine:
+        def read(self, image, page_index=0, timings=None):
+            page = _page(invoice)
+            page.index = page_index
+            return page
+    monkeypatch.setattr(route, "ocr_engine", lambda: Engine())
+    path = tmp_path / "two.tif"
+    Image.new("RGB", (400, 300), "white").save(path, save_all=True,
+                                                append_images=[Image.new("RGB", (400, 300), "white")])
+    doc = ocr_and_extract(path, "models/default")
+    assert (doc.part, doc.parts) == (1, 2) and [p.index for p in doc.pages] == [0]
+    assert doc.doc_type == "vat_invoice" and len(doc.fields) > 10 and doc.error is None
+
+
 @pytest.mark.heavy
 def test_ocr_and_extract_reads_a_file_as_the_app_does(samples_dir):
-    """The same document (type, fields, text) as app.pipeline.analyse_file for a one-page image."""
-    from app.pipeline import analyse_file
+    """The same document (type, fields, text) as reading.route.analyse_file for a one-page image."""
+    from reading.route import analyse_file
     from training.evaluate import ocr_and_extract
     path = samples_dir / "img" / "metagpt_invoice_1.png"
     ours = ocr_and_extract(path, "models/default")

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from app import pipeline
-from app.pipeline import Analysis
 from bench.memory_bench import blank_pdf_bytes
 from data.document import Document, Field, Line, Page, Pair, box_to_quad
 from data.fonts import pil_font
+from reading import route
+from reading.route import Analysis
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +51,8 @@ class FakeEngine:
 def ocr_only(monkeypatch):
     """Fake OCR, no extraction model (so no model is loaded): the splitting and memory rules alone."""
     def use(lines_per_page: list[int]) -> None:
-        monkeypatch.setattr(pipeline, "ocr_engine", lambda: FakeEngine(lines_per_page))
-    monkeypatch.setattr(pipeline, "extractor_available", lambda model_dir=None: False)
+        monkeypatch.setattr(route, "ocr_engine", lambda: FakeEngine(lines_per_page))
+    monkeypatch.setattr(route, "extractor_available", lambda model_dir=None: False)
     return use
 
 
@@ -81,7 +81,7 @@ def test_part_and_parts_round_trip_and_old_json_still_loads():
 
 def test_each_page_with_text_is_a_result_and_blank_pages_are_skipped_with_a_note(ocr_only):
     ocr_only([0, 5, 0, 4, 0])      # blank, text, blank, text, blank
-    a = pipeline.analyse_bytes(tiff_bytes([white() for _ in range(5)]), "five.tif")
+    a = route.analyse_bytes(tiff_bytes([white() for _ in range(5)]), "five.tif")
     assert a.document.error is None and len(a.document.pages) == 5
     assert [r.page_numbers() for r in a.results] == [[2], [4]]
     assert [(r.part, r.parts, r.source) for r in a.results] == [(1, 2, "five.tif"), (2, 2, "five.tif")]
@@ -97,7 +97,7 @@ def test_each_page_with_text_is_a_result_and_blank_pages_are_skipped_with_a_note
 
 def test_a_file_with_no_text_gives_one_result_with_all_pages(ocr_only):
     ocr_only([0, 1])
-    a = pipeline.analyse_bytes(tiff_bytes([white(), white()]), "empty.tif")
+    a = route.analyse_bytes(tiff_bytes([white(), white()]), "empty.tif")
     assert len(a.results) == 1 and a.results[0].page_numbers() == [1, 2]
     assert any("page 2: almost no text was found (1 line(s))" in w for w in a.results[0].warnings)
     assert a.document.warnings == a.results[0].warnings, "one document: the file document carries it"
@@ -110,7 +110,7 @@ def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_onl
     path = tmp_path / "three.tif"
     path.write_bytes(tiff_bytes([white() for _ in range(4)]))
     drawer = _Drawer(str(path), "abc", str(tmp_path / "draw"))     # batch --draw: each page as it is done
-    a = pipeline.analyse_file(str(path), on_image=drawer)
+    a = route.analyse_file(str(path), on_image=drawer)
     rows = result_rows(a, str(path), "abc", drawer)
     assert [(r["part"], r["parts"], [p["index"] for p in r["pages"]]) for r in rows] == \
         [(1, 3, [0]), (2, 3, [2]), (3, 3, [3])]
@@ -132,7 +132,7 @@ def test_one_result_per_document_reaches_batch_rows_csv_and_extract_json(ocr_onl
 
 def test_a_failed_file_gives_one_error_row(tmp_path):
     from app.batch.worker import result_rows
-    a = pipeline.analyse_file(str(tmp_path / "missing.pdf"))
+    a = route.analyse_file(str(tmp_path / "missing.pdf"))
     [row] = result_rows(a, "missing.pdf", "")
     assert (row["part"], row["parts"]) == (1, 1) and row["error"]["type"] in ("InputError", "FileNotFoundError")
 
@@ -161,7 +161,7 @@ def test_the_pipeline_holds_one_full_size_page_at_a_time(ocr_only):
     def sink(image, page, result):
         sunk.append((page.index, image.shape))     # drawn here; not kept
 
-    a = pipeline.analyse_pages(pages(), 6, "six.pdf", preview=400, on_image=sink)
+    a = route.analyse_pages(pages(), 6, "six.pdf", preview=400, on_image=sink)
     assert a.document.error is None and len(a.results) == 4
     assert held_when_decoding == [0] * 6, "no earlier page is alive when the next one is decoded"
     gc.collect()
@@ -181,7 +181,7 @@ def test_file_pages_are_decoded_lazily_and_dropped(ocr_only, tmp_path):
         held.append(image)          # a sink that keeps pages is the caller's choice; count what io keeps
     path = tmp_path / "four.pdf"
     path.write_bytes(blank_pdf_bytes(4, 595, 842))
-    a = pipeline.analyse_file(str(path), on_image=sink)
+    a = route.analyse_file(str(path), on_image=sink)
     assert len(a.document.pages) == 4 and a.images == [], "extract/batch keep no page images"
     assert len({id(h) for h in held}) == 4 and held[0].shape == (2339, 1653, 3)
 
@@ -195,7 +195,7 @@ def test_a_file_of_many_huge_pages_is_refused_before_rendering():
     with pytest.raises(InputError, match="MAX_DOC_PIXELS") as err:
         iter_image_bytes(data, "bomb.pdf")
     assert "500 page(s)" in str(err.value) and f"{MAX_DOC_PIXELS:,}" in str(err.value)
-    doc = pipeline.process_bytes(data, "bomb.pdf")
+    doc = route.process_bytes(data, "bomb.pdf")
     assert doc.error["type"] == "InputError" and "page range" in doc.error["message"] and doc.pages == []
 
 
@@ -213,8 +213,8 @@ def test_the_pixel_cap_counts_every_tiff_frame(tmp_path):
 def _ui_upload(monkeypatch, tmp_path, fake, name: str, pages: int):
     """The UI (Streamlit's AppTest) with the pipeline replaced by `fake`, after uploading a TIFF of blank pages."""
     from streamlit.testing.v1 import AppTest
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "analyse_bytes", fake)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
     monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py"), default_timeout=60)
     at.run()
@@ -300,7 +300,7 @@ def sample_alone(tmp_path_factory, sample):
     PNG's pixels: 1654 -> 1655 columns, and the resampled page may read differently from the PNG)."""
     path = tmp_path_factory.mktemp("alone") / "inv_alone.pdf"
     Image.open(sample).convert("RGB").save(path, resolution=200)
-    return pipeline.analyse_file(str(path))
+    return route.analyse_file(str(path))
 
 
 def pdf_of(images: list[Image.Image], path: Path) -> Path:
@@ -312,7 +312,7 @@ def pdf_of(images: list[Image.Image], path: Path) -> Path:
 @pytest.mark.heavy
 def test_invoice_with_a_blank_back_page_reads_as_the_invoice_alone(sample, sample_alone, tmp_path):
     invoice = Image.open(sample).convert("RGB")
-    a = pipeline.analyse_file(str(pdf_of([invoice, white(invoice.size)], tmp_path / "inv_blank.pdf")))
+    a = route.analyse_file(str(pdf_of([invoice, white(invoice.size)], tmp_path / "inv_blank.pdf")))
     assert a.document.error is None, a.document.error
     [result] = a.results
     assert result.error is None and result.page_numbers() == [1]
@@ -327,9 +327,9 @@ def test_two_invoices_in_one_pdf_give_two_results_each_as_read_alone(sample, sam
     other, _ = generate("vat_invoice", seed=4242)
     other = other.convert("RGB")
     # alone through the same PDF rendering (its size in points does not round-trip to the PNG's pixels)
-    other_alone = pipeline.analyse_file(str(pdf_of([other], tmp_path / "other.pdf")))
+    other_alone = route.analyse_file(str(pdf_of([other], tmp_path / "other.pdf")))
     invoice = Image.open(sample).convert("RGB")
-    a = pipeline.analyse_file(str(pdf_of([invoice, other], tmp_path / "two.pdf")))
+    a = route.analyse_file(str(pdf_of([invoice, other], tmp_path / "two.pdf")))
     assert [(r.part, r.parts, r.page_numbers()) for r in a.results] == [(1, 2, [1]), (2, 2, [2])]
     assert values(a.results[0]) == values(sample_alone.results[0])
     assert values(a.results[1]) == values(other_alone.results[0])
@@ -340,7 +340,7 @@ def test_two_invoices_in_one_pdf_give_two_results_each_as_read_alone(sample, sam
 def test_extractor_on_a_two_page_document_keeps_each_field_on_its_page(sample_alone):
     """The root cause: fields of page 1 were completed with page 2's lines (IndexError on a short page)."""
     import copy
-    extractor = pipeline.load_extractor(None)
+    extractor = route.load_extractor(None)
     first = copy.deepcopy(sample_alone.document.pages[0])
     short = Page(index=1, width=first.width, height=first.height,
                  lines=[Line("（小写）", box_to_quad([60, 100, 160, 130])),
@@ -362,7 +362,7 @@ def test_three_page_tiff(tmp_path):
              text_page(["收款收据", "交款单位：上海远航物流", "金额：64.50元"])]
     path = tmp_path / "three.tif"
     path.write_bytes(tiff_bytes(pages))
-    a = pipeline.analyse_file(str(path))
+    a = route.analyse_file(str(path))
     assert a.document.error is None and len(a.document.pages) == 3
     assert [r.page_numbers() for r in a.results] == [[1], [3]]
     assert "北京星河" in a.results[0].pages[0].text and "上海远航" in a.results[1].pages[0].text

@@ -49,13 +49,13 @@ if not held:
 sys.exit(code)
 """
 
-# The UI's analysis of an upload (app/ui/main.py calls pipeline.analyse_bytes), then HOLD seconds alive.
+# The UI's analysis of an upload (app/ui/main.py calls route.analyse_bytes), then HOLD seconds alive.
 ANALYSE_AND_HOLD = """
 import json, os, sys, time
-from app import pipeline
+from reading import route
 path = sys.argv[2]
 with open(path, "rb") as fh:
-    analysis = pipeline.analyse_bytes(fh.read(), os.path.basename(path))
+    analysis = route.analyse_bytes(fh.read(), os.path.basename(path))
 print(json.dumps({"error": analysis.document.error, "documents": len(analysis.results),
                   "text": " ".join(page.text for page in analysis.document.pages)}))
 time.sleep(float(sys.argv[1]))

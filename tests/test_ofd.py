@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app import pipeline
 from app.batch.inputs import expand_inputs, is_document
 from data.io import InputError, iter_pages, iter_source_pages, page_count, page_count_bytes, sniff
 from data.ofd import expand_deltas, read_ofd
+from reading import route
 
 BORN = Path(__file__).parent / "data" / "born_digital"
 
@@ -93,8 +93,8 @@ def test_the_pipeline_reads_an_ofd_without_ocr(monkeypatch):
         def read(self, *a, **kw):
             raise AssertionError("OCR was called for an OFD page")
 
-    monkeypatch.setattr(pipeline, "ocr_engine", lambda: NoOCR())
-    doc = pipeline.analyse_file(str(BORN / "ofdrw_v4signed.ofd")).document
+    monkeypatch.setattr(route, "ocr_engine", lambda: NoOCR())
+    doc = route.analyse_file(str(BORN / "ofdrw_v4signed.ofd")).document
     assert doc.error is None, doc.error
     assert [p.reader for p in doc.pages] == ["ofd"] and doc.timings["ocr"] == 0.0
     values = doc.values()
@@ -145,7 +145,7 @@ def test_bad_ofds_give_a_clear_input_error(data, words, tmp_path, monkeypatch):
     with pytest.raises(InputError, match=words):
         list(iter_source_pages_bytes(blob))
     assert list(tmp_path.iterdir()) == [], "nothing is written anywhere"
-    doc = pipeline.analyse_bytes(blob, "bad.ofd", preview=None).document
+    doc = route.analyse_bytes(blob, "bad.ofd", preview=None).document
     assert doc.error is not None and doc.error["type"] == "InputError"
 
 
@@ -155,7 +155,8 @@ def test_the_drawn_page_shows_each_character_in_its_colour():
     from data.textlayer import Glyph
     glyphs = [Glyph("发", [20.0, 20.0, 60.0, 60.0]), Glyph("票", [60.0, 20.0, 100.0, 60.0]),
               Glyph("发", [100.0, 20.0, 140.0, 60.0])]
-    page = OfdPage(index=0, width_mm=40.0, height_mm=20.0, texts=[OfdText("1", glyphs, 40.0, (200, 30, 10))], segments=[])
+    page = OfdPage(index=0, width_mm=40.0, height_mm=20.0, texts=[OfdText("1", glyphs, 40.0, (200, 30, 10))],
+                   segments=[])
     img = draw_page(page, 5.0)             # 200 x 100 px
     assert img.shape == (100, 200, 3) and img.flags.writeable
     for g in glyphs:

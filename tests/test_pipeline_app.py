@@ -8,9 +8,9 @@ import io
 import pytest
 from PIL import Image, ImageDraw
 
-from app import pipeline
 from data.document import Document
 from data.fonts import pil_font
+from reading import route
 
 
 def text_page(lines: list[str], size=(420, 60)) -> Image.Image:
@@ -34,7 +34,7 @@ def pdf_bytes(pages: list[Image.Image]) -> bytes:
     (b"hello world", "notes.txt", ""),
 ])
 def test_bad_input_gives_an_error_document_not_an_exception(data, name, words):
-    doc = pipeline.process_bytes(data, name)
+    doc = route.process_bytes(data, name)
     assert isinstance(doc, Document) and doc.error is not None
     assert doc.error["type"] and len(doc.error["message"]) > 10
     assert words in doc.error["message"].lower()
@@ -42,7 +42,7 @@ def test_bad_input_gives_an_error_document_not_an_exception(data, name, words):
 
 
 def test_unreadable_path_gives_an_error_document(tmp_path):
-    doc = pipeline.process_file(str(tmp_path / "missing.jpg"))
+    doc = route.process_file(str(tmp_path / "missing.jpg"))
     assert doc.error["type"] in ("InputError", "FileNotFoundError") and doc.source == "missing.jpg"
     assert "missing.jpg" in doc.error["message"] and doc.pages == []
 
@@ -52,7 +52,7 @@ def test_pdf_pages_are_all_read_with_timings_and_models_loaded_once(tmp_path):
     pdf = tmp_path / "two.pdf"
     pdf.write_bytes(pdf_bytes([text_page(["发票号码 12345678"]), text_page(["合计金额 99.50"])]))
     seen = []
-    analysis = pipeline.analyse_file(str(pdf), on_page=lambda done, total: seen.append((done, total)), preview=200)
+    analysis = route.analyse_file(str(pdf), on_page=lambda done, total: seen.append((done, total)), preview=200)
     doc = analysis.document
     assert doc.error is None, doc.error
     assert [p.index for p in doc.pages] == [0, 1] and seen == [(1, 2), (2, 2)]
@@ -65,9 +65,9 @@ def test_pdf_pages_are_all_read_with_timings_and_models_loaded_once(tmp_path):
         assert doc.timings[stage] > 0, stage
     assert doc.timings["total"] >= doc.timings["decode"] + doc.timings["ocr"] * 0.99
     # the same bytes through process_bytes give the same reading
-    again = pipeline.process_bytes(pdf.read_bytes(), "two.pdf")
+    again = route.process_bytes(pdf.read_bytes(), "two.pdf")
     assert [p.text for p in again.pages] == [p.text for p in doc.pages]
-    assert pipeline.ocr_engine() is pipeline.ocr_engine(), "the OCR engine is built once per process"
+    assert route.ocr_engine() is route.ocr_engine(), "the OCR engine is built once per process"
     assert Document.from_json(doc.to_json()) == doc
 
 
@@ -99,11 +99,11 @@ def test_a_page_read_poorly_gets_a_warning_and_a_clean_one_does_not(monkeypatch)
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     for score, warned in ((POOR_READ - 0.2, True), (0.99, False)):
-        monkeypatch.setattr(pipeline, "ocr_engine", lambda s=score: Engine(s))
-        doc = pipeline.process_bytes(buf.getvalue(), "p.png")
+        monkeypatch.setattr(route, "ocr_engine", lambda s=score: Engine(s))
+        doc = route.process_bytes(buf.getvalue(), "p.png")
         assert doc.error is None
         assert any("page 1 reads poorly" in w for w in doc.warnings) is warned, doc.warnings
         assert not any("almost no text" in w for w in doc.warnings)
-    monkeypatch.setattr(pipeline, "ocr_engine", lambda: Engine(0.99, n=1))
-    doc = pipeline.process_bytes(buf.getvalue(), "p.png")
+    monkeypatch.setattr(route, "ocr_engine", lambda: Engine(0.99, n=1))
+    doc = route.process_bytes(buf.getvalue(), "p.png")
     assert any("page 1: almost no text was found (1 line(s))" in w for w in doc.warnings), doc.warnings

@@ -13,9 +13,9 @@ from PIL import Image
 
 from app.batch.command import run_batch
 from app.batch.worker import WorkerOptions
-from app.pipeline import Analysis
 from app.register import InvoiceRegister, identity, mark_duplicates
 from data.document import Document, Field, Page
+from reading.route import Analysis
 
 E_NUMBER = "25442000000123456789"
 

@@ -12,8 +12,8 @@ from PIL import Image
 from app.batch.command import BatchSetupError, run_batch
 from app.batch.rename import DEFAULT_TEMPLATE, NAME_BYTES, fill, safe_stem
 from app.batch.worker import WorkerOptions
-from app.pipeline import Analysis
 from data.document import Document, Field, Page
+from reading.route import Analysis
 
 FIELDS = {"issue_date": "2025-02-24", "seller_name": "广州寿司郎餐饮有限公司", "total_with_tax": "336.00",
           "invoice_number": "25442000000123456789"}

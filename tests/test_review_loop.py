@@ -19,13 +19,13 @@ from models.extractor import DEFAULT_MODEL_DIR
 def read_lines(name: str, data: bytes, gt: dict[str, Any], model_dir: str, doc_type: str | None = None):
     """The document the UI would show for the page if OCR had read its generated lines exactly: the
     pipeline's own extraction step (`_extract`, as `analyse_pages` calls it) on a page of those lines."""
-    from app import pipeline
     from data.document import Line, Page
+    from reading import route
     lines = [Line(text=ln["text"], quad=[[ln["box"][0], ln["box"][1]], [ln["box"][2], ln["box"][1]],
                                          [ln["box"][2], ln["box"][3]], [ln["box"][0], ln["box"][3]]])
              for ln in gt["lines"]]
     page = Page(index=0, width=int(gt["width"]), height=int(gt["height"]), lines=lines)
-    return pipeline._extract([page], [], name, pipeline.load_extractor(model_dir), doc_type)
+    return route._extract([page], [], name, route.load_extractor(model_dir), doc_type)
 
 
 @pytest.mark.heavy

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.pipeline import Analysis
 from app.ui.review_queue import files_order, queue_label, queue_order
 from data.document import Document, Field, Line, Page, box_to_quad
 from data.schemas import load_schema
 from data.validate import REVIEW_THRESHOLD, validate
+from reading.route import Analysis
 from tests.test_ui import png_bytes, upload
 from tests.ui_harness import start_ui
 

@@ -16,14 +16,14 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from app import pipeline
 from app.batch.command import run_batch
 from app.batch.csv_out import TABLE_COLUMNS, tables_csv_path
 from app.batch.worker import WorkerOptions
 from app.batch.xlsx_out import INVOICE_SHEET, ITEM_SHEET, PAIR_SHEET, TABLE_SHEET, register_bytes
-from app.pipeline import Analysis
 from app.ui.export import tables_csv, workbook
 from data.document import Cell, Document, Line, Page, Pair, Table, box_to_quad
+from reading import route
+from reading.route import Analysis
 from tests.ui_harness import start_ui
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
@@ -150,7 +150,7 @@ def test_ui_tables_csv_is_the_long_format():
 # --- batch ----------------------------------------------------------------------------------------------
 
 def table_analyse(path: str, model_dir: str | None, doc_type: str | None) -> Analysis:
-    """Stands in for app.pipeline.analyse_file: files named form* are forms with the member table, others
+    """Stands in for reading.route.analyse_file: files named form* are forms with the member table, others
     forms without tables."""
     name = os.path.basename(path)
     return Analysis(table_form(name, tables=None if name.startswith("form") else []),
@@ -217,7 +217,7 @@ def test_extract_prints_a_summary_of_each_table_and_json_holds_them(tmp_path, mo
     many.rows = many.rows * 2
     doc = table_form("form.png", 2, [many, resume_table(1)])
     doc.signatures = [Pair("负责人签名", "王伟", page=1)]
-    monkeypatch.setattr(pipeline, "analyse_file", lambda *a, **k: Analysis(doc))
+    monkeypatch.setattr(route, "analyse_file", lambda *a, **k: Analysis(doc))
     assert main([str(path), "--json", str(tmp_path / "out.json")]) == 0
     printed = capsys.readouterr().out
     assert "表格 1 (第1页): 3 列 x 8 行: 称谓 | 姓名 | 出生年月" in printed

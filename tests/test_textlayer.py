@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app import pipeline
 from data.document import Document
 from data.io import iter_pages, iter_source_bytes, iter_source_pages
 from data.textlayer import Glyph, group_lines, layer_problem, normalise_char, reader_setting
+from reading import route
 from tests.test_io import _pdf_from_objects
 
 BORN = Path(__file__).parent / "data" / "born_digital"
@@ -177,8 +177,8 @@ class _NoOCR:
 
 
 def test_the_pipeline_reads_a_text_layer_pdf_without_ocr(monkeypatch):
-    monkeypatch.setattr(pipeline, "ocr_engine", lambda: _NoOCR())
-    a = pipeline.analyse_file(str(INVOICE_PDF))
+    monkeypatch.setattr(route, "ocr_engine", lambda: _NoOCR())
+    a = route.analyse_file(str(INVOICE_PDF))
     doc = a.document
     assert doc.error is None, doc.error
     assert [p.reader for p in doc.pages] == ["text_layer"]
@@ -200,8 +200,8 @@ def test_a_pdf_page_without_a_layer_is_still_ocrd(monkeypatch):
             calls.append(image.shape)
             return Page(index=page_index, width=image.shape[1], height=image.shape[0])
 
-    monkeypatch.setattr(pipeline, "ocr_engine", lambda: Engine())
+    monkeypatch.setattr(route, "ocr_engine", lambda: Engine())
     buf = io.BytesIO()
     Image.new("RGB", (300, 200), (250, 250, 250)).save(buf, format="PDF")
-    doc = pipeline.analyse_bytes(buf.getvalue(), "scan.pdf", preview=None).document
+    doc = route.analyse_bytes(buf.getvalue(), "scan.pdf", preview=None).document
     assert len(calls) == 1 and [p.reader for p in doc.pages] == ["ocr"]

@@ -16,10 +16,10 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from app import pipeline
-from app.pipeline import Analysis
 from data.document import Document, Field, Line, Page, box_to_quad
 from models.runtime import ModelThread, model_thread, on_model_thread, runs_on_model_thread
+from reading import route
+from reading.route import Analysis
 from tests.threads import in_thread
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
@@ -97,13 +97,13 @@ def test_sixteen_analyses_from_fresh_threads_two_at_a_time_all_succeed(tmp_path)
         path = tmp_path / f"{doc_type}.png"
         image.save(path)
         files.append(str(path))
-    reference = {f: comparable(pipeline.analyse_file(f).document) for f in files}
+    reference = {f: comparable(route.analyse_file(f).document) for f in files}
     assert all(not r.get("error") and r["pages"][0]["lines"] for r in reference.values())
 
     results: list[tuple[str, Document]] = []
 
     def analyse(path: str) -> None:
-        results.append((path, pipeline.analyse_file(path).document))
+        results.append((path, route.analyse_file(path).document))
     for round_ in range(8):
         pair = [threading.Thread(target=analyse, args=(f,), daemon=True) for f in files]
         for t in pair:
@@ -162,8 +162,8 @@ def png_bytes() -> bytes:
 
 def test_ui_retries_a_failed_upload_instead_of_keeping_the_failure(monkeypatch, tmp_path):
     CALLS.clear()
-    monkeypatch.setattr(pipeline, "analyse_bytes", flaky_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "analyse_bytes", flaky_analyse_bytes)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
     monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
     at = AppTest.from_file(UI, default_timeout=60)
     at.run()

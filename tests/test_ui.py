@@ -15,8 +15,6 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from app import pipeline
-from app.pipeline import Analysis
 from app.ui.export import export_json, fields_csv, items_csv, workbook
 from app.ui.fields import (
     COL_CHECK,
@@ -30,6 +28,8 @@ from app.ui.fields import (
 )
 from app.ui.words import warning_words
 from data.document import Cell, Document, Field, Line, Page, Pair, Table, box_to_quad
+from reading import route
+from reading.route import Analysis
 from tests.ui_harness import start_ui
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
@@ -452,8 +452,8 @@ def two_models_app(monkeypatch, tmp_path):
     default = extractor.DEFAULT_MODEL_DIR.resolve()
     monkeypatch.setattr(extractor, "find_model_dirs", lambda root=None: [default, new] if root is None else [])
     CALLS.clear()
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "analyse_bytes", fake_analyse_bytes)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
     st.cache_data.clear()       # model_choices() is cached across AppTest runs in this process
     at = AppTest.from_file(UI, default_timeout=60)
     at.run()
@@ -509,8 +509,8 @@ def test_model_list_offers_latest_by_name_refreshes_and_hides_work_folders(monke
     found = [default, work, v1]
     monkeypatch.setattr(extractor, "find_model_dirs", lambda root=None: list(found) if root is None else [])
     CALLS.clear()
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "analyse_bytes", fake_analyse_bytes)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
     st.cache_data.clear()
     try:
         at = AppTest.from_file(UI, default_timeout=60)
@@ -583,7 +583,7 @@ def test_tables_are_drawn_on_the_preview_and_in_the_legend():
 def test_find_on_page_offers_a_table(app, monkeypatch):
     def analyse(data, filename, *a, **kw):
         return Analysis(tabled_form(filename), [np.full((200, 300, 3), 255, np.uint8)])
-    monkeypatch.setattr(pipeline, "analyse_bytes", analyse)
+    monkeypatch.setattr(route, "analyse_bytes", analyse)
     upload(app, ("tabled-form.png", png_bytes()))
     find = picker(app, "定位 Find on page")
     assert "表格 1 Table 1" in set(find.options)
@@ -605,11 +605,11 @@ def test_pipeline_reports_each_stage_of_each_page(monkeypatch):
                         lines=[Line(t, box_to_quad([0, 5 * i, 30, 5 * i + 4]), score=0.99)
                                for i, t in enumerate(("发票号码", "开票日期", "合计金额"))])
 
-    monkeypatch.setattr(pipeline, "ocr_engine", lambda: Engine())
-    monkeypatch.setattr(pipeline, "extractor_available", lambda model_dir=None: False)
+    monkeypatch.setattr(route, "ocr_engine", lambda: Engine())
+    monkeypatch.setattr(route, "extractor_available", lambda model_dir=None: False)
     stages: list[tuple[str, int, int]] = []
     pages = iter([np.full((20, 30, 3), 255, np.uint8)] * 2)
-    analysis = pipeline.analyse_pages(pages, 2, "x.png", on_stage=lambda *a: stages.append(a))
+    analysis = route.analyse_pages(pages, 2, "x.png", on_stage=lambda *a: stages.append(a))
     assert len(analysis.results) == 2
     assert stages == [(s, page, 2) for page in (1, 2) for s in ("decode", "ocr", "detect", "recognise", "extract")]
 
@@ -642,7 +642,7 @@ def test_check_warnings_name_fields_not_keys():
 
 # --- documents as the pipeline splits a file (issue 40): one object per document, edits that stick ------------
 
-REAL_ANALYSE_PAGES = pipeline.analyse_pages
+REAL_ANALYSE_PAGES = route.analyse_pages
 LABELS = {"发票号码": "invoice_number", "开票日期": "issue_date", "购买方名称": "buyer_name",
           "销售方名称": "seller_name"}
 SPLIT_FILES = {     # the printed lines of each page; "销售方：" is printed, but not as a label the reader knows
@@ -676,7 +676,7 @@ class LabelReader:
 
 def split_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=None, on_page=None,
                         on_stage=None) -> Analysis:
-    """The real pipeline (app/pipeline.py `analyse_pages`: one result per page with text, the file document
+    """The real pipeline (reading/route.py `analyse_pages`: one result per page with text, the file document
     beside them) over pages whose text the file holds, read by `LabelReader`."""
     from data.source_page import SourcePage
     pages = [SourcePage(np.full((200, 300, 3), 255, np.uint8),
@@ -690,10 +690,10 @@ def split_analyse_bytes(data: bytes, filename: str, model_dir=None, doc_type=Non
 
 @pytest.fixture()
 def split_app(monkeypatch, tmp_path):
-    monkeypatch.setattr(pipeline, "analyse_bytes", split_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
-    monkeypatch.setattr(pipeline, "extractor_available", lambda model_dir=None: True)
-    monkeypatch.setattr(pipeline, "load_extractor", lambda model_dir=None: LabelReader())
+    monkeypatch.setattr(route, "analyse_bytes", split_analyse_bytes)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "extractor_available", lambda model_dir=None: True)
+    monkeypatch.setattr(route, "load_extractor", lambda model_dir=None: LabelReader())
     monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
     at = AppTest.from_file(UI, default_timeout=60)
     at.run()

@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app.pipeline import Analysis
 from app.ui.corrections import UNLOCATED, locate_text, page_record
 from app.ui.fields import (
     COL_KEY,
@@ -32,6 +31,7 @@ from app.ui.fields import (
 )
 from data.document import Document, Field, Line, Page, Pair, box_to_quad
 from data.importers import import_corpus
+from reading.route import Analysis
 from tests.test_ui import png_bytes, save_button, upload
 from tests.ui_harness import start_ui
 

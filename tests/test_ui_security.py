@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app import pipeline
 from app.ui.corrections import (
     CORRECTIONS_ENV,
     DEFAULT_CORRECTIONS_DIR,
@@ -26,6 +25,7 @@ from app.ui.corrections import (
     save_correction,
 )
 from data.io import MAX_FILE_BYTES
+from reading import route
 from tests.netns import remote
 from tests.test_ui import UI, fake_analyse_bytes, invoice_document, png_bytes, upload
 
@@ -73,8 +73,8 @@ def test_corrections_dir_comes_from_the_server_environment(monkeypatch, tmp_path
 
 @pytest.fixture()
 def app(monkeypatch, tmp_path):
-    monkeypatch.setattr(pipeline, "analyse_bytes", fake_analyse_bytes)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "analyse_bytes", fake_analyse_bytes)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
     monkeypatch.setenv(CORRECTIONS_ENV, str(tmp_path / "server" / "corrections"))
     at = AppTest.from_file(UI, default_timeout=60)
     at.run()

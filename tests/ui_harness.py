@@ -6,16 +6,16 @@ from typing import Callable
 
 from streamlit.testing.v1 import AppTest
 
-from app import pipeline
+from reading import route
 
 UI = str(Path(__file__).resolve().parents[1] / "app" / "ui" / "main.py")
 
 
 def start_ui(monkeypatch, tmp_path: Path, analyse: Callable) -> AppTest:
-    """The UI started once, its analysis `analyse` (app.pipeline.analyse_bytes's signature), its corrections kept
+    """The UI started once, its analysis `analyse` (reading.route.analyse_bytes's signature), its corrections kept
     under `tmp_path`."""
-    monkeypatch.setattr(pipeline, "analyse_bytes", analyse)
-    monkeypatch.setattr(pipeline, "warm_up", lambda model_dir=None: None)
+    monkeypatch.setattr(route, "analyse_bytes", analyse)
+    monkeypatch.setattr(route, "warm_up", lambda model_dir=None: None)
     monkeypatch.setenv("PIAOJU_CORRECTIONS_DIR", str(tmp_path / "corrections"))
     at = AppTest.from_file(UI, default_timeout=60)
     at.run()

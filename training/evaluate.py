@@ -351,19 +351,13 @@ SAMPLE_FIELD_KEYS = {"发票名称": "title", "发票代码": "invoice_code", "�
 
 
 def ocr_and_extract(path: str | Path, model_dir: str | Path, doc_type: str | None = None):
-    """One image file as the app reads it (app/pipeline.py `analyse_file` for a one-page file): every
-    page decoded by data.io, read by the PP-OCR engine, then the extractor over the page(s). Lives
-    here, below the app, so evaluation does not import upward (app -> training/models -> data)."""
-    import os
-
-    from data.document import Document, display_name
-    from data.io import iter_pages
-    from models.extractor import get_extractor
-    from models.ocr import get_engine
-    engine = get_engine()
-    pages = [engine.read(image, page_index=i) for i, image in enumerate(iter_pages(str(path)))]
-    doc = Document(source=display_name(os.path.basename(str(path))), pages=pages)
-    return get_extractor(str(model_dir)).extract(doc, doc_type=doc_type)
+    """One file read as the app reads it: through the reading route (reading/route.py `analyse_file`:
+    decode, the file's own text or OCR, the file split into documents, extraction). A file that holds
+    several documents is scored by its first (`Analysis.parts()[0]`, extracted from the file's first page
+    with text alone); the shared samples are one page each, so that is the whole file. A file that
+    failed as a whole gives the file document with its `error` (no fields: every gold field missed)."""
+    from reading.route import analyse_file
+    return analyse_file(str(path), str(model_dir), doc_type).parts()[0]
 
 
 def evaluate_samples(model_dir: str | Path, samples_dir: str | Path,
@@ -377,9 +371,9 @@ def evaluate_samples(model_dir: str | Path, samples_dir: str | Path,
     doc = analyse(str(samples / inv["image"]), str(model_dir))
     schema = load_schema("vat_invoice")
     from data.document import Document
-    from models.extractor import get_extractor
+    from reading.route import extract_pages
     # the same OCR'd pages again, told the type: separates type errors from field errors
-    forced = get_extractor(model_dir).extract(Document(source=doc.source, pages=doc.pages), doc_type="vat_invoice")
+    forced = extract_pages(doc.pages, doc.source, str(model_dir), doc_type="vat_invoice")
 
     def rows_of(d: Document) -> list[dict]:
         rows = []

@@ -1,6 +1,6 @@
 """What one batch worker does: load the models once, then turn (path, hash) tasks into result rows.
 
-A file gives one row per document found in it (app/pipeline.py decides which pages make one: a PDF
+A file gives one row per document found in it (reading/route.py decides which pages make one: a PDF
 of three invoices gives three rows, part 1..3 of parts 3); a file that fails as a whole gives one
 error row (part 1 of 1). The same code runs in the parent when --workers 1, and in spawned processes
 otherwise. Workers never write the results file; they return a file's rows together and the parent
@@ -18,10 +18,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from app.pipeline import Analysis
 from data.document import Document, Page
+from reading.route import Analysis
 
-DEFAULT_PROCESSOR = "app.pipeline:analyse_file"
+DEFAULT_PROCESSOR = "reading.route:analyse_file"
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def init_worker(options: WorkerOptions, counter: Any = None, workers: int = 1) -
     _options = options
     _processor = resolve(options.processor)
     if options.warm_up and options.processor == DEFAULT_PROCESSOR:
-        from app.pipeline import warm_up
+        from reading.route import warm_up
         warm_up(options.model_dir)
 
 

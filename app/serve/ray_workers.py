@@ -48,7 +48,7 @@ class ServeActor:
         self.node = socket.gethostname()
         self.failure: str | None = None
         try:
-            from app.pipeline import warm_up
+            from reading.route import warm_up
             warm_up(model_dir)
         except BaseException as exc:  # report it through ready(); the slot retries later
             self.failure = f"{type(exc).__name__}: {exc}"

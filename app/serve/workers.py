@@ -6,7 +6,7 @@ keeps the batch pool's process discipline and reuses its parts, with a service's
 - each worker is a spawned process owned by one slot thread of the server, one job at a time over its
   own pipe, so the server always knows which job a worker holds;
 - workers die with the server (`die_with_parent`: PR_SET_PDEATHSIG and a watchdog), take their share
-  of the cores (`share_cores`) and load the models once (`app.pipeline.warm_up`; extractors of other
+  of the cores (`share_cores`) and load the models once (`reading.route.warm_up`; extractors of other
   models named by requests are loaded on first use and cached per process, `load_extractor`), never
   per request;
 - a worker that dies (out of memory, a crash in a native library) costs one job one attempt: the job
@@ -52,7 +52,7 @@ def worker_main(conn: Connection, slot: int, workers: int, parent_pid: int, mode
     """A worker's life (app.batch.pool.worker_loop): load the models, say ready, then answer each Task
     with its Documents, sending ("progress", job id, done, total) after each page."""
     def init() -> None:
-        from app.pipeline import warm_up
+        from reading.route import warm_up
         warm_up(model_dir)
 
     def answer(task: Task) -> tuple[str, str, Any]:
@@ -66,7 +66,7 @@ def worker_main(conn: Connection, slot: int, workers: int, parent_pid: int, mode
 def run_task(task: Task, on_page: Callable[[int, int], None], data: bytes | None = None) -> tuple[str, str, Any]:
     """("result", job id, [Document JSON text, ...]) or ("error", job id, {"type", "message"}). `data`: the
     upload's bytes when they came with the task (a Ray actor on another node), else read from task.upload."""
-    from app.pipeline import analyse_bytes
+    from reading.route import analyse_bytes
     try:
         if data is None:
             with open(task.upload, "rb") as fh:

@@ -43,7 +43,6 @@ paddle.disable_static()   # dygraph mode; the models themselves run on their own
 
 import streamlit as st  # noqa: E402
 
-from app import pipeline  # noqa: E402
 from app.batch.inputs import DOCUMENT_SUFFIXES  # noqa: E402
 from app.model_types import model_doc_types, model_type_label  # noqa: E402
 from app.register import REGISTER_ENV, RegisterError  # noqa: E402
@@ -87,6 +86,7 @@ from app.ui.view import legend_html, page_overlay, timings_text, zoom_crop  # no
 from app.ui.words import warning_words  # noqa: E402
 from data.document import Box, Document, Page  # noqa: E402
 from data.io import MAX_FILE_BYTES, size_advice, sniff  # noqa: E402
+from reading import route  # noqa: E402
 
 UPLOAD_TYPES = [s.lstrip(".") for s in DOCUMENT_SUFFIXES]
 AUTO = "自动识别 Automatic"
@@ -118,7 +118,7 @@ def upload_limit_mb() -> int:
 
 @st.cache_resource(show_spinner="正在加载识别模型（仅第一次）Loading the OCR and extraction models (first time only)…")
 def load_models(model_dir: str | None) -> bool:
-    pipeline.warm_up(model_dir)
+    route.warm_up(model_dir)
     return True
 
 
@@ -266,7 +266,7 @@ def analyse_upload(name: str, data: bytes, model: str | None, doc_type: str | No
             bar.progress(min((file_no - 1 + done / max(total, 1)) / files, 1.0),
                          text=f"{where} · 第 {done}/{total} 页已完成 page {done} of {total} done")
 
-        analysis = pipeline.analyse_bytes(data, name, model, doc_type, on_page=on_page, on_stage=on_stage)
+        analysis = route.analyse_bytes(data, name, model, doc_type, on_page=on_page, on_stage=on_stage)
         bar.empty()
         result = {"key": key, "name": name, "analysis": analysis, "error": analysis.document.error, "model": model}
         document_views(result)
@@ -486,7 +486,7 @@ def _full_page(view: dict, page: Page, data: bytes | None) -> np.ndarray:
     """The full-size upright page for a training example: decoded again from the upload (the UI keeps
     only previews); the kept image when the upload's bytes are not at hand."""
     if data:
-        return pipeline.page_image(data, view["name"], page.index, page.rotation)
+        return route.page_image(data, view["name"], page.index, page.rotation)
     return view["analysis"].image(page.index)
 
 

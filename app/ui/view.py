@@ -3,7 +3,7 @@
 The overlay is app/draw.py's (the one visualiser, shared with `batch --draw`), so a field has the
 same colour here as in every other output; the legend is HTML under the image instead of draw.py's
 strip inside it, because the UI scales the page down and the strip's text would become unreadable.
-The UI keeps only a preview of each page (app/pipeline.py PREVIEW_SIDE), so boxes are scaled to it.
+The UI keeps only a preview of each page (reading/route.py PREVIEW_SIDE), so boxes are scaled to it.
 """
 from __future__ import annotations
 

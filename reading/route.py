@@ -1,5 +1,5 @@
-"""The inference pipeline: a file (or uploaded bytes) in, one `Document` per document in it out
-(DESIGN section 2).
+"""The reading route (see reading/__init__.py): a file (or uploaded bytes) in, one `Document` per
+document in it out (DESIGN section 2).
 
     decode (data/io: limits, every page of a PDF / OFD / multi-page TIFF, one page at a time)
       -> per page: its text from the file where it holds one that can be trusted (a PDF's text layer,
@@ -101,7 +101,7 @@ def ocr_engine() -> Any:
 
 def extractor_available(model_dir: str | None = None) -> bool:
     """True when extraction can run: models/extractor.py is installed and, for the default model,
-    models/default holds a model. Until then the pipeline returns the OCR Document only."""
+    models/default holds a model. Until then the route returns the OCR Document only."""
     try:
         from models.extractor import DEFAULT_MODEL_DIR, is_model_dir
     except ImportError:
@@ -136,8 +136,8 @@ def _error_type(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def _upright(image: np.ndarray, rotation: int) -> np.ndarray:
-    """The page image turned the way OCR turned it, so boxes line up when drawn."""
+def upright(image: np.ndarray, rotation: int) -> np.ndarray:
+    """The page image turned the way OCR turned it (`Page.rotation`), so boxes line up when drawn."""
     import cv2
     turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
     return cv2.rotate(image, turns[rotation]) if rotation in turns else image
@@ -188,7 +188,7 @@ def page_image(data: bytes, filename: str, index: int, rotation: int = 0) -> np.
     turned it (`Page.rotation`): the UI keeps only previews and asks for a page when it needs one."""
     from data.io import iter_image_bytes
     image = next(iter_image_bytes(data, filename, page_range=(index, index + 1)))
-    return _upright(_as_bgr(image), rotation)
+    return upright(_as_bgr(image), rotation)
 
 
 # --- documents in a file ----------------------------------------------------------------------------------
@@ -271,6 +271,15 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
     return result
 
 
+def extract_pages(pages: list[Page], source: str, model_dir: str | None = None,
+                  doc_type: str | None = None) -> Document:
+    """One document of pages already read, extracted as the route extracts each document of a file (the
+    same extractor, page warnings and error policy): for callers that read a page once and extract it
+    again with other settings, e.g. evaluation telling the extractor the document type."""
+    extractor = load_extractor(model_dir) if extractor_available(model_dir) else None
+    return _extract(list(pages), [], source, extractor, doc_type)
+
+
 def _source_page(item: Any) -> tuple[Any, Page | None, float, list[Any]]:
     """(image, page read from the file or None, seconds that reading took, what the file states about
     its fields) of what a page source yields: a data.textlayer.SourcePage, or a bare image (for OCR).
@@ -333,7 +342,7 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
                 page_timings["ocr"] = time.perf_counter() - t0
             doc.pages.append(page)
             per_page.append(page_timings)
-            image = _upright(image, page.rotation)
+            image = upright(image, page.rotation)
             if preview:
                 analysis.images.append(_preview(image, preview))
             stage = "extract"

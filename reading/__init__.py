@@ -1,0 +1,16 @@
+"""The reading route: a file (or uploaded bytes) in, one extracted and validated `Document` per document
+in it out. It is the one way the project reads a document, so what the app shows, what evaluation scores
+and what a benchmark measures is the same reading.
+
+    decode      data/io.py: limits, every page of a PDF / OFD / multi-page TIFF / XML, one page at a time
+    read        per page: the file's own text where it can be trusted (a PDF's text layer, an OFD's text
+                objects, an invoice XML: data/textlayer.py, data/ofd.py, data/invoice_xml.py), else OCR
+                (models/ocr: PP-OCR det, angle, rec); `Page.reader` says which
+    split       which pages make one document (route.py "documents in a file")
+    extract     per document, from its own pages only (models/extractor: doc type, fields, items, pairs,
+                validation warnings; data/embedded.py: what the file states about its fields)
+
+`reading.route` holds the route (`analyse_file`, `analyse_bytes`, `analyse_pages` -> `Analysis`) and the
+models it loads once per process (`load_extractor`, `warm_up`). It stands between the floors: it imports
+data/ and models/ only; the app (CLI, batch, UI, serve), training/evaluate.py and the benchmarks call it.
+"""
