@@ -3,6 +3,8 @@
 `PagePrediction` is what `Extractor.predict_page` returns; `Span` a candidate value (characters
 [start, end) of one OCR line, with the field the model gave it); `PageContext` one page being decoded:
 the document filled so far, the schema, the candidates, the settings and the rules switched off.
+`Rule` is one decoding rule as models/extraction/rules.py lists it; `enabled_steps` the one place where
+the forms decoder's step rules switched off are left out (forms.py `form_steps`).
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -30,6 +32,35 @@ def shared_chars(a: str, b: str) -> int:
     with `b` can match, so a test that needs many matches skips the quadratic comparison on lines that share
     too few characters (the title and key searches of doctype.py compare every line with every title)."""
     return sum(min(a.count(c), b.count(c)) for c in set(a))
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    stage: str                       # input, spans, type, fields, items, arithmetic, forms, or a forms step stage
+    fn: Callable                     # the function that implements it
+    core: bool = False               # the decoding itself: never switched off
+    about: str = ""                  # what it does, where `fn` holds several rules
+
+    @property
+    def doc(self) -> str:
+        text = self.about or " ".join((self.fn.__doc__ or "").split()).split(". ")[0].split(": ")[0].rstrip(".")
+        return text if len(text) <= 90 else text[:87] + "..."
+
+
+Steps = dict[str, list[Callable[[Any], None]]]     # stage -> its step functions, in the rules' order
+
+
+def enabled_steps(rules: Iterable[Rule], stages: Iterable[str], off: frozenset[str]) -> Steps:
+    """The step functions of `rules` in the given stages, each stage's in the rules' order, without those
+    named in `off` (a core rule always runs). The decoder that holds the result runs a stage's list at its
+    point and checks no rule name itself."""
+    wanted = set(stages)
+    out: Steps = {stage: [] for stage in wanted}
+    for r in rules:
+        if r.stage in wanted and (r.core or r.name not in off):
+            out[r.stage].append(r.fn)
+    return out
 
 
 @dataclass

@@ -6,8 +6,9 @@ evidence did not (`column_pairs`), a key followed by several values in its row k
 (`row_values`), and a value that wraps takes its other lines (`lead_line`, `wrap`). `make_pair` turns a
 key and value into a Pair with its confidence, `reading_order` sorts them as they are read. The layers
 below are form_proposals.Proposals (the candidates) and form_evidence.Evidence (what each piece is).
-Rules switched off by name here: form_column_pairs, form_row_values, form_join_values, form_cells,
-form_far_past_key, form_ocr_min.
+Step rules here (run by `Decoder.pairs` over `Decoder.taken` where on, see forms.py FORM_RULES):
+form_column_pairs (stage form_taken), form_row_values (form_rows), form_join_values (form_values),
+form_ocr_min (form_kept). Rules still switched off by name here: form_cells, form_far_past_key.
 """
 from __future__ import annotations
 
@@ -33,10 +34,13 @@ from models.extraction.form_text import (
 COLUMN_SUPPORT = 2       # form_column_pairs: keys (values) of this page's pairs sharing the label's (value's) edge
 COLUMN_EDGE = 0.7        # ... within this many line heights
 COLUMN_LABEL_MAX = 8     # ... a label of at most this many characters, all Chinese
+# the stages of step rules `Decoder.pairs` runs over the pairs taken, in this order (forms.py FORM_RULES)
+PAIR_STAGES = ("form_taken", "form_rows", "form_values", "form_kept")
 
 
 class Decoder(Proposals):
     """One page's form decoder: evidence, candidates, and the pairs taken from them (`pairs`)."""
+    taken: list[tuple[float, Piece, Piece, str]]     # (strength, key, value, where) so far, for PAIR_STAGES
 
     def ranked(self) -> list[tuple[float, Piece, Piece, str]]:
         """(strength, key, value, where), best first: by the learned scorer where the model directory has
@@ -56,7 +60,7 @@ class Decoder(Proposals):
         return sorted(keep, key=lambda c: -c[0])
 
     def pairs(self) -> list[Pair]:
-        taken: list[tuple[float, Piece, Piece, str]] = []
+        self.taken = []
         for c in self.ranked():
             _, k, v, _ = c
             if k.used or v.used:
@@ -64,20 +68,10 @@ class Decoder(Proposals):
             k.used = v.used = True
             if (id(k), id(v)) in self.prob:
                 self.key_prob[id(k)] = self.prob[(id(k), id(v))]
-            taken.append(c)
-        if "form_column_pairs" not in self.off:
-            taken += self.column_pairs(taken)
-        out: list[tuple[float, Piece, Piece]] = []
-        for strength, k, v, where in taken:
-            out.append((strength, k, v))
-            if where in ("colon", "right") and "form_row_values" not in self.off:
-                out += [(strength, k, w) for w in self.row_values(k, v)]
-        if "form_join_values" not in self.off:
-            out = [(s, k, self.lead_line(k, v)) for s, k, v in out]
-            for _, k, v in out:
-                if not k.absorbed:
-                    self.wrap(k, v)
-        pairs = [p for p in (self.make_pair(s, k, v) for s, k, v in out if not k.absorbed) if p is not None]
+            self.taken.append(c)
+        for stage in PAIR_STAGES:     # more pairs, more values, whole values, the unsure ones dropped
+            self.run(stage)
+        pairs = [p for p in (self.make_pair(s, k, v) for s, k, v, _ in self.taken if not k.absorbed) if p is not None]
         return reading_order(pairs, self.geo.slope)
 
     def column_pairs(self, taken: list[tuple[float, Piece, Piece, str]]) -> list[tuple[float, Piece, Piece, str]]:
@@ -196,17 +190,50 @@ class Decoder(Proposals):
                 return
             v.join(w, _sep(v.text, w.text))
 
+    def ocr(self, k: Piece, v: Piece) -> float:
+        """How surely OCR read the pair: its least sure line's score."""
+        return min(self.page.lines[i].score for i in k.lines | v.lines)
+
     def make_pair(self, strength: float, k: Piece, v: Piece) -> Pair | None:
-        lines = [self.page.lines[i] for i in k.lines | v.lines]
-        ocr = min(ln.score for ln in lines)
-        # a misread or cut-off key (人, 门) makes a wrong pair
-        if (ocr < self.st.form_ocr_min and "form_ocr_min" not in self.off) or len(k.text) < 2:
+        ocr = self.ocr(k, v)
+        if len(k.text) < 2:             # a misread or cut-off key (人, 门) makes a wrong pair
             return None
         # the reranking scorer's probability where it ranked the pair (fitted on true and false candidates, so
         # it is a probability); else the strength squashed (hand weights saturate it: a rank, not a chance)
         conf = self.key_prob.get(id(k), 1 / (1 + np.exp(-(strength - 1.0))))
         return Pair(key=strip_key_hint(k.text), value=ticked(v.text) or v.text, key_box=k.box, value_box=v.box,
                     score=round(float(conf * ocr), 4), page=self.page.index)
+
+
+# --- the step rules of this layer (forms.py FORM_RULES), each over the Decoder's pairs taken ------------
+def add_column_pairs(dec: Decoder) -> None:
+    """form_column_pairs: the page's own columns pair what the evidence did not (`Decoder.column_pairs`)."""
+    dec.taken += dec.column_pairs(dec.taken)
+
+
+def add_row_values(dec: Decoder) -> None:
+    """form_row_values: a key followed by several values in its row keeps them all, one pair each, each
+    right after the key's first (`Decoder.row_values`)."""
+    out: list[tuple[float, Piece, Piece, str]] = []
+    for strength, k, v, where in dec.taken:
+        out.append((strength, k, v, where))
+        if where in ("colon", "right"):
+            out += [(strength, k, w, "row") for w in dec.row_values(k, v)]
+    dec.taken = out
+
+
+def join_value_lines(dec: Decoder) -> None:
+    """form_join_values: a value takes its first line where layout found its second (`Decoder.lead_line`),
+    and a value that wraps its next lines (`Decoder.wrap`)."""
+    dec.taken = [(s, k, dec.lead_line(k, v), where) for s, k, v, where in dec.taken]
+    for _, k, v, _ in dec.taken:
+        if not k.absorbed:
+            dec.wrap(k, v)
+
+
+def ocr_floor(dec: Decoder) -> None:
+    """form_ocr_min: no pair from a line OCR read unsurely (below DecodeSettings.form_ocr_min)."""
+    dec.taken = [c for c in dec.taken if not dec.ocr(c[1], c[2]) < dec.st.form_ocr_min]
 
 
 def reading_order(pairs: list[Pair], slope: float = 0.0) -> list[Pair]:

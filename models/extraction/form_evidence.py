@@ -7,9 +7,10 @@ later step asks: could this piece be a key (`can_key`), a value of that key (`is
 standing where a value could be (`is_label`), what does the link head say (`link_term`).
 form_proposals.Proposals adds the candidates and their features; form_assign.Decoder takes the best
 candidates and completes them into pairs. Each reads only the files below it (forms.py's docstring).
-Rules switched off by name here: form_link, form_bare_first_option, form_furniture, form_join_labels,
-form_cells, form_data_tables, form_hints, form_plain_fields, form_label_not_value, form_check_groups,
-form_options_row, form_colonless_keys.
+Step rules here (run by `Evidence.run` where on, see forms.py FORM_RULES): form_furniture and
+form_join_labels (stage form_evidence), form_data_tables (stage form_tables). Rules still switched off by
+name here: form_link, form_bare_first_option, form_cells, form_hints, form_plain_fields,
+form_label_not_value, form_check_groups, form_options_row, form_colonless_keys.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from data.document import Page
-from models.extraction.base import PagePrediction
+from models.extraction.base import PagePrediction, Steps
 from models.extraction.form_joins import join_labels, join_spaced
 from models.extraction.form_layout import Layout, option_group
 from models.extraction.form_pieces import Piece, is_header, piece_tags
@@ -44,8 +45,10 @@ class Evidence:
     """The pieces of one page and the evidence on each; the decoder's first layer (see the module docstring)."""
 
     def __init__(self, page: Page, pred: PagePrediction, masses: list[np.ndarray], pieces: list[Piece],
-                 st: DecodeSettings, off: frozenset[str], scorer: PairScorer | None = None, roles: bool = False):
+                 st: DecodeSettings, off: frozenset[str], steps: Steps, scorer: PairScorer | None = None,
+                 roles: bool = False):
         self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
+        self.steps = steps       # the step rules left on, per stage (forms.py form_steps): run by `run`
         self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
         self.roles = roles       # the masses are learned piece roles (form_roles.py), not the encoder's tags
         self.prob: dict[tuple[int, int], float] = {}     # a reranking scorer's p(true pair) per (key, value)
@@ -53,38 +56,24 @@ class Evidence:
         self.column: dict[int, Piece] = {}     # id(key) -> its value in the grid's value column (_candidates)
         self.tables: list[FoundTable] = []     # the data tables inside the form (form_tables.py)
         self.table: set[int] = set()           # ids of their headings and cells
+        self.furniture: set[int] = set()       # lines the model tags as form furniture (furniture_lines)
         self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
         self.bare_first = "form_bare_first_option" not in off    # 是 | □否: 是 was ticked (form_layout.option_group)
         self.geo = Layout(page, pieces, st)
-        # Where the model evidently knows the page (most lines tagged question/answer), its "other" tag
-        # on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a page
-        # it does not know (a real scan) it tags nearly everything other, and that says nothing.
-        line_tags = [piece_tags(Piece(li, 0, len(m), "", []), masses) for li, m in enumerate(masses)]
-        trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
-        self.furniture = {li for li, t in enumerate(line_tags) if trust >= st.form_trust and t[3] >= st.form_other} \
-            if "form_furniture" not in off else set()
-        if "form_join_labels" not in off:
-            pieces = self.geo.pieces = join_spaced(self.geo, pieces, self.merged_tags)
-            pieces = join_labels(self.geo, pieces, self.is_value,
-                                 lambda p: not is_header(p, masses[p.line]) and p.line not in self.furniture and
-                                 not self.role_answer(p),
-                                 (lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
-                                 if "form_cells" not in off else None, self.merged_tags)
-            self.geo.pieces = pieces
         self.pieces = pieces
+        self.run("form_evidence")              # furniture_lines, join_label_lines
         # a label printed over two lines of one cell was joined by layout: that is key evidence itself
         self.own = {id(p): float(np.clip(key_score(p.text, piece_tags(p, masses)) + (1.0 if p.more else 0.0),
-                                         -3.0, 3.0)) for p in pieces}
-        for p in pieces:
+                                         -3.0, 3.0)) for p in self.pieces}
+        for p in self.pieces:
             if p.value is not None:
                 self.own[id(p.value)] = float(np.clip(key_score(p.value.text, piece_tags(p.value, masses)), -3, 3))
-        # a data table inside the form (headings over rows of answers): neither keys nor values
-        if "form_data_tables" not in off:
-            self.tables = find_tables(
-                self.geo, lambda p: not p.colon_key and not options(p.text) and
-                (self.ks(p) >= st.form_key_min or is_header(p, self.masses[p.line]) or column_name(p.text)),
-                lambda p: self.ks(p) < TABLE_CELL_KEY)
-            self.table = {i for t in self.tables for i in t.ids()}
+        self.run("form_tables")                # data_tables
+
+    def run(self, stage: str) -> None:
+        """Run the steps of `stage` left on, in the rules' order, each over this decoder."""
+        for step in self.steps.get(stage, ()):
+            step(self)
 
     def merged_tags(self, new: Piece, a: Piece, b: Piece) -> None:
         """A label joined from pieces on two OCR lines (姓 | 名) reads on its first line's span: that span
@@ -201,3 +190,36 @@ class Evidence:
         n = self.geo.cell_right(k)
         return n is not None and not n.colon_key and self.ks(n) < self.st.form_key_min and \
             not is_header(n, self.masses[n.line]) and self.is_value(n, k)     # (第一债务人 | 第二债务人: headings)
+
+
+# --- the step rules of this layer (forms.py FORM_RULES), each over an Evidence being built --------------
+def furniture_lines(ev: Evidence) -> None:
+    """form_furniture: where the model evidently knows the page (most lines tagged question/answer), its
+    "other" tag on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a
+    page it does not know (a real scan) it tags nearly everything other, and that says nothing."""
+    line_tags = [piece_tags(Piece(li, 0, len(m), "", []), ev.masses) for li, m in enumerate(ev.masses)]
+    trust = np.mean([t[0] + t[1] >= 0.5 for t in line_tags]) if line_tags else 0.0
+    ev.furniture = {li for li, t in enumerate(line_tags) if trust >= ev.st.form_trust and t[3] >= ev.st.form_other}
+
+
+def join_label_lines(ev: Evidence) -> None:
+    """form_join_labels: a label spaced out on its line, or printed over two lines of one cell, is one key
+    (form_joins.join_spaced, join_labels)."""
+    masses = ev.masses
+    pieces = ev.geo.pieces = join_spaced(ev.geo, ev.pieces, ev.merged_tags)
+    pieces = join_labels(ev.geo, pieces, ev.is_value,
+                         lambda p: not is_header(p, masses[p.line]) and p.line not in ev.furniture and
+                         not ev.role_answer(p),
+                         (lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
+                         if "form_cells" not in ev.off else None, ev.merged_tags)
+    ev.geo.pieces = ev.pieces = pieces
+
+
+def data_tables(ev: Evidence) -> None:
+    """form_data_tables: a data table inside the form (headings over rows of answers) holds neither keys
+    nor values (form_tables.find_tables)."""
+    ev.tables = find_tables(
+        ev.geo, lambda p: not p.colon_key and not options(p.text) and
+        (ev.ks(p) >= ev.st.form_key_min or is_header(p, ev.masses[p.line]) or column_name(p.text)),
+        lambda p: ev.ks(p) < TABLE_CELL_KEY)
+    ev.table = {i for t in ev.tables for i in t.ids()}

@@ -33,12 +33,17 @@ and the model's evidence ranks what layout allows:
 5. Completion. A value that wraps takes its next lines; a key followed by several values in its row
    keeps them all (one pair each).
 
-Rules switched off by name (`off`, see models/extraction/rules.py): form_colonless_keys, form_furniture,
-form_options_row, form_below, form_ocr_min, form_link, form_join_labels, form_join_values, form_row_values,
-form_label_not_value, form_hints, form_check_groups, form_value_column, form_plain_fields,
-form_data_tables, form_roles (the learned piece roles of form_roles.py, where the scorer file has them),
-form_cuts (the learned line cuts of form_cuts.py, likewise), form_wall_cuts (form_walls.py), form_code_cuts,
-form_column_cuts, form_column_pairs, form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
+Rules (`FORM_RULES` below, the end of models/extraction/rules.py RULES; each can be switched off by name
+in `off`). Most are steps: functions the decoder runs at their stage's point in the rules' order, those
+switched off left out in one place (`form_steps`): form_cuts (stage form_lines: the learned line cuts of
+form_cuts.py, where the scorer file has them), form_wall_cuts (form_walls.py), form_code_cuts and
+form_column_cuts (form_pieces), form_roles (form_masses: the learned piece roles of form_roles.py),
+form_furniture and form_join_labels (form_evidence), form_data_tables (form_tables), form_column_pairs
+(form_taken), form_row_values (form_rows), form_join_values (form_values), form_ocr_min (form_kept),
+form_signatures (form_page). The others are still read by name inside the decoder: form_colonless_keys,
+form_options_row, form_label_not_value, form_hints, form_check_groups, form_plain_fields (vetoes),
+form_below, form_value_column (candidate sources), form_link, form_bare_first_option, form_far_past_key,
+form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
 Thresholds: DecodeSettings.form_*.
 
 The forms files import each other in one direction, each only from the layers before it (settings.py and
@@ -63,16 +68,26 @@ each other; tests/test_form_layers.py reads this table and holds the files to it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
+
+import numpy as np
 
 from data.document import Page, Pair, Table
 from data.labels import SIGNATURE_KEY
-from models.extraction.base import PagePrediction
-from models.extraction.form_assign import Decoder
+from models.extraction.base import PagePrediction, Rule, Steps, enabled_steps
+from models.extraction.form_assign import (
+    PAIR_STAGES,
+    Decoder,
+    add_column_pairs,
+    add_row_values,
+    join_value_lines,
+    ocr_floor,
+)
 from models.extraction.form_cuts import CutModel
+from models.extraction.form_evidence import data_tables, furniture_lines, join_label_lines
 from models.extraction.form_glued import code_cuts, column_cuts
-from models.extraction.form_pieces import label_masses, piece_tags, split_line, title_lines
+from models.extraction.form_pieces import Piece, label_masses, piece_tags, split_line, title_lines
 from models.extraction.form_proposals import FEATURES
 from models.extraction.form_roles import RoleModel, relabel
 from models.extraction.form_text import key_score, strip_key_hint, ticked
@@ -118,10 +133,10 @@ def decode_form_page(page: Page, pred: PagePrediction, tag_labels: list[str], st
     scorer = pred.pair_scorer
     dec = _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None,
                    scorer.cuts if scorer is not None else None)
-    pairs = dec.pairs()
-    signed = signature_block(pairs) if "form_signatures" not in off else []
-    kept = {id(p) for p in signed}      # by identity: two equal pairs are two pairs
-    return FormPage([p for p in pairs if id(p) not in kept], [t.table(page) for t in dec.tables], signed)
+    ctx = FormContext(page, st, [], None, None, pairs=dec.pairs())
+    run_steps(dec.steps, "form_page", ctx)         # sign_apart
+    kept = {id(p) for p in ctx.signed}      # by identity: two equal pairs are two pairs
+    return FormPage([p for p in ctx.pairs if id(p) not in kept], [t.table(page) for t in dec.tables], ctx.signed)
 
 
 def signature_block(pairs: list[Pair]) -> list[Pair]:
@@ -159,19 +174,128 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
              scorer: PairScorer | None, roles: RoleModel | None = None, cuts: CutModel | None = None) -> Decoder:
     """`roles`: the learned piece roles (form_roles.py) replace the encoder's tags as the decoder's masses;
     `cuts`: the learned cuts of colon-less lines (form_cuts.py) replace form_pieces.inline_label."""
-    masses = label_masses(pred.probs, tag_labels)
-    cut = cuts if "form_cuts" not in off else None
+    steps = form_steps(off)
+    ctx = FormContext(page, st, label_masses(pred.probs, tag_labels), cuts, roles)
+    run_steps(steps, "form_lines", ctx)            # learned_cuts
     titles = title_lines(page)
-    pieces = [p for li in range(len(page.lines))
-              for p in split_line(page, li, masses[li], st.form_colon_key_max, cut, titles)]
-    if "form_wall_cuts" not in off:
-        pieces = wall_cuts(page, pieces, st)
-    if "form_code_cuts" not in off:
-        pieces = code_cuts(page, pieces)
-    if "form_column_cuts" not in off:
-        pieces = column_cuts(page, pieces, lambda p: p.colon_key or
+    ctx.pieces = [p for li in range(len(page.lines))
+                  for p in split_line(page, li, ctx.masses[li], st.form_colon_key_max, ctx.cut, titles)]
+    run_steps(steps, "form_pieces", ctx)           # cut_at_walls, cut_codes, cut_columns
+    run_steps(steps, "form_masses", ctx)           # learned_roles
+    return Decoder(page, pred, ctx.masses, ctx.pieces, st, off, steps, scorer, ctx.learned)
+
+
+@dataclass
+class FormContext:
+    """What the step rules of this file read and change: a page's masses (the encoder's tags, or the
+    learned roles once `learned`), the learned models the scorer file holds, the cuts used to split its
+    lines (`cut`), its pieces, and after decoding its pairs and signature block."""
+    page: Page
+    st: DecodeSettings
+    masses: list[np.ndarray]
+    cuts: CutModel | None                  # the learned cuts the scorer file holds
+    roles: RoleModel | None                # ... and the learned roles
+    cut: CutModel | None = None            # the cuts split_line uses (learned_cuts)
+    pieces: list[Piece] = field(default_factory=list)
+    learned: bool = False                  # the masses are the learned roles (learned_roles)
+    pairs: list[Pair] = field(default_factory=list)
+    signed: list[Pair] = field(default_factory=list)
+
+
+def run_steps(steps: Steps, stage: str, ctx: FormContext) -> None:
+    """Run the steps of `stage` left on (`form_steps`), in the rules' order, over `ctx`."""
+    for step in steps.get(stage, ()):
+        step(ctx)
+
+
+def learned_cuts(ctx: FormContext) -> None:
+    """form_cuts: a colon-less line read as label and value at once is cut where the learned cuts say."""
+    ctx.cut = ctx.cuts
+
+
+def cut_at_walls(ctx: FormContext) -> None:
+    """form_wall_cuts: a line read across a ruled cell border is cut at the border (form_walls.py)."""
+    ctx.pieces = wall_cuts(ctx.page, ctx.pieces, ctx.st)
+
+
+def cut_codes(ctx: FormContext) -> None:
+    """form_code_cuts: a label read glued to its code (学校代码10347) is cut where the script changes."""
+    ctx.pieces = code_cuts(ctx.page, ctx.pieces)
+
+
+def cut_columns(ctx: FormContext) -> None:
+    """form_column_cuts: a line read as label and value at once is cut where the page's other rows align
+    labels' ends and values' starts (form_glued.column_cuts)."""
+    masses, st = ctx.masses, ctx.st
+    ctx.pieces = column_cuts(ctx.page, ctx.pieces, lambda p: p.colon_key or
                              key_score(p.text, piece_tags(p, masses)) >= st.form_key_min, st)
-    learned = roles is not None and "form_roles" not in off
-    if roles is not None and learned:       # (both: mypy narrows `roles` by the first test only)
-        masses = relabel(page, pieces, masses, roles, st)
-    return Decoder(page, pred, masses, pieces, st, off, scorer, learned)
+
+
+def learned_roles(ctx: FormContext) -> None:
+    """form_roles: each piece's learned role replaces the encoder's tags as the masses (form_roles.py)."""
+    if ctx.roles is not None:
+        ctx.masses = relabel(ctx.page, ctx.pieces, ctx.masses, ctx.roles, ctx.st)
+        ctx.learned = True
+
+
+def sign_apart(ctx: FormContext) -> None:
+    """form_signatures: a signature label's name and its date are a signature block (`signature_block`)."""
+    ctx.signed = signature_block(ctx.pairs)
+
+
+# The forms rules as models/extraction/rules.py lists them (RULES ends with these, in this order). A rule of
+# a step stage is a function the decoder runs at that stage's point, over this file's FormContext (form_lines,
+# form_pieces, form_masses, form_page), form_evidence.Evidence (form_evidence, form_tables) or
+# form_assign.Decoder (form_taken, form_rows, form_values, form_kept); `form_steps` leaves out those switched
+# off. A rule of stage "forms" is still a switch the decoder's code reads by name from `off`.
+FORM_RULES: list[Rule] = [
+    Rule("form_colonless_keys", "forms", decode_form, about="a colon-less line more key-like than its value is a key"),
+    Rule("form_furniture", "form_evidence", furniture_lines,
+         about="on a page the model knows, a line it tags other holds no key or value"),
+    Rule("form_options_row", "forms", decode_form, about="printed options after a question are no answer"),
+    Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
+    Rule("form_ocr_min", "form_kept", ocr_floor, about="no pair from a line OCR read unsurely"),
+    Rule("form_link", "forms", decode_form, about="the link head's score ranks the candidates layout allows"),
+    Rule("form_join_labels", "form_evidence", join_label_lines, about="a label over two lines of one cell is one key"),
+    Rule("form_join_values", "form_values", join_value_lines, about="a value that wraps takes its next lines"),
+    Rule("form_row_values", "form_rows", add_row_values,
+         about="a key followed by several values in its row keeps them all"),
+    Rule("form_label_not_value", "forms", decode_form,
+         about="a label is no value: an empty field does not take the next label"),
+    Rule("form_hints", "forms", decode_form, about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
+    Rule("form_check_groups", "forms", decode_form,
+         about="a box list answers with its ticked option, or not at all; options are no keys"),
+    Rule("form_value_column", "forms", decode_form,
+         about="values far right of their labels, aligned in one column on several rows, are a grid's value cells"),
+    Rule("form_plain_fields", "forms", decode_form,
+         about="a short key with its value right after it is a field even where the model tags the line furniture"),
+    Rule("form_data_tables", "form_tables", data_tables,
+         about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
+    Rule("form_roles", "form_masses", learned_roles,
+         about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
+    Rule("form_bare_first_option", "forms", decode_form,
+         about="a bare option right before boxed ones (是 | □否: the filled box OCR lost) is the ticked one"),
+    Rule("form_far_past_key", "forms", decode_form,
+         about="a far value with another label before it on its row is that label's, not the far one's"),
+    Rule("form_wall_cuts", "form_pieces", cut_at_walls,
+         about="a line OCR read across a ruled cell border is cut at the border (form_walls.py)"),
+    Rule("form_signatures", "form_page", sign_apart,
+         about="a signature label's name and its date are a signature block, not key-value pairs"),
+    Rule("form_cells", "forms", decode_form,
+         about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
+               "and every line of that cell"),
+    Rule("form_column_pairs", "form_taken", add_column_pairs,
+         about="an unpaired label in the page's keys' column pairs with the piece right of it in the values' column"),
+    Rule("form_cuts", "form_lines", learned_cuts,
+         about="a colon-less line read as label and value at once is cut where a learned model says"),
+    Rule("form_code_cuts", "form_pieces", cut_codes,
+         about="a label read glued to its code (学校代码10347) is cut where the script changes"),
+    Rule("form_column_cuts", "form_pieces", cut_columns,
+         about="a line read as label and value at once is cut where other rows align labels' ends and values' starts"),
+]
+FORM_STAGES = ("form_lines", "form_pieces", "form_masses", "form_evidence", "form_tables", *PAIR_STAGES, "form_page")
+
+
+def form_steps(off: frozenset[str]) -> Steps:
+    """The forms decoder's step rules per stage, without those named in `off`: the one place they are left out."""
+    return enabled_steps(FORM_RULES, FORM_STAGES, off)

@@ -1,44 +1,29 @@
 """The decoding rules as one ordered list: `RULES` says what runs, in which order, and can be printed.
 
 A rule is a named function. The "input" rule is consulted by the extractor before the encoder runs
-(models/extractor.py `predict_page`); rules of the stages "spans", "type" and "forms" inside span
-decoding (models/extraction/spans.py), type picking (doctype.py) and form pairing (forms.py); the
-others run one after the other over a `PageContext` (`decode_fields`). A rule marked `core` is the
-decoding itself (no candidate would become a value without it) and is never switched off;
-bench/decode_ablation.py switches each other rule off in turn and measures what it contributes.
+(models/extractor.py `predict_page`); rules of the stages "spans" and "type" inside span decoding
+(models/extraction/spans.py) and type picking (doctype.py); the forms rules (forms.py FORM_RULES, the
+end of this list) inside form pairing, most as steps of the forms decoder's stages (form_pieces,
+form_evidence, form_taken, ...); the others run one after the other over a `PageContext` (`decode_fields`).
+A rule marked `core` is the decoding itself (no candidate would become a value without it) and is never
+switched off; bench/decode_ablation.py switches each other rule off in turn and measures what it contributes.
 
     python -m bench.decode_ablation --list
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from data.document import Document, Page
 from data.labels import ITEM_PREFIX
 from models.extraction import arithmetic, field_rules, items, spans
-from models.extraction.base import PageContext, PagePrediction, level_lines, plausible
+from models.extraction.base import PageContext, PagePrediction, Rule, level_lines, plausible
 from models.extraction.doctype import form_structure, pick_type
-from models.extraction.forms import decode_form, decode_form_page
+from models.extraction.forms import FORM_RULES, decode_form_page
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 from models.extraction.spans import decode_spans
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    stage: str                       # input, spans, type, fields, items, arithmetic, forms
-    fn: Callable                     # the function that implements it
-    core: bool = False               # the decoding itself: never switched off
-    about: str = ""                  # what it does, where `fn` holds several rules
-
-    @property
-    def doc(self) -> str:
-        text = self.about or " ".join((self.fn.__doc__ or "").split()).split(". ")[0].split(": ")[0].rstrip(".")
-        return text if len(text) <= 90 else text[:87] + "..."
-
 
 RULES: list[Rule] = [
     Rule("level_lines", "input", level_lines,
@@ -108,48 +93,7 @@ RULES: list[Rule] = [
     Rule("totals_by_arithmetic", "arithmetic", arithmetic.totals_by_arithmetic),
     Rule("words_by_arithmetic", "arithmetic", arithmetic.words_by_arithmetic),
     Rule("id_number_facts", "arithmetic", arithmetic.id_number_facts),
-    Rule("form_colonless_keys", "forms", decode_form, about="a colon-less line more key-like than its value is a key"),
-    Rule("form_furniture", "forms", decode_form,
-         about="on a page the model knows, a line it tags other holds no key or value"),
-    Rule("form_options_row", "forms", decode_form, about="printed options after a question are no answer"),
-    Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
-    Rule("form_ocr_min", "forms", decode_form, about="no pair from a line OCR read unsurely"),
-    Rule("form_link", "forms", decode_form, about="the link head's score ranks the candidates layout allows"),
-    Rule("form_join_labels", "forms", decode_form, about="a label over two lines of one cell is one key"),
-    Rule("form_join_values", "forms", decode_form, about="a value that wraps takes its next lines"),
-    Rule("form_row_values", "forms", decode_form, about="a key followed by several values in its row keeps them all"),
-    Rule("form_label_not_value", "forms", decode_form,
-         about="a label is no value: an empty field does not take the next label"),
-    Rule("form_hints", "forms", decode_form, about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
-    Rule("form_check_groups", "forms", decode_form,
-         about="a box list answers with its ticked option, or not at all; options are no keys"),
-    Rule("form_value_column", "forms", decode_form,
-         about="values far right of their labels, aligned in one column on several rows, are a grid's value cells"),
-    Rule("form_plain_fields", "forms", decode_form,
-         about="a short key with its value right after it is a field even where the model tags the line furniture"),
-    Rule("form_data_tables", "forms", decode_form,
-         about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
-    Rule("form_roles", "forms", decode_form,
-         about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
-    Rule("form_bare_first_option", "forms", decode_form,
-         about="a bare option right before boxed ones (是 | □否: the filled box OCR lost) is the ticked one"),
-    Rule("form_far_past_key", "forms", decode_form,
-         about="a far value with another label before it on its row is that label's, not the far one's"),
-    Rule("form_wall_cuts", "forms", decode_form,
-         about="a line OCR read across a ruled cell border is cut at the border (form_walls.py)"),
-    Rule("form_signatures", "forms", decode_form,
-         about="a signature label's name and its date are a signature block, not key-value pairs"),
-    Rule("form_cells", "forms", decode_form,
-         about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
-               "and every line of that cell"),
-    Rule("form_column_pairs", "forms", decode_form,
-         about="an unpaired label in the page's keys' column pairs with the piece right of it in the values' column"),
-    Rule("form_cuts", "forms", decode_form,
-         about="a colon-less line read as label and value at once is cut where a learned model says"),
-    Rule("form_code_cuts", "forms", decode_form,
-         about="a label read glued to its code (学校代码10347) is cut where the script changes"),
-    Rule("form_column_cuts", "forms", decode_form,
-         about="a line read as label and value at once is cut where other rows align labels' ends and values' starts"),
+    *FORM_RULES,          # the forms decoder's rules (forms.py: most are steps of its stages)
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 
@@ -171,7 +115,7 @@ def decode_fields(ctx: PageContext, off: frozenset[str] = frozenset()) -> None:
 
 def table() -> str:
     """RULES as printed by `python -m bench.decode_ablation --list`."""
-    rows = [f"{i:>2}. {r.name:<24} {r.stage:<10} {'core ' if r.core else ''}{r.doc}" for i, r in enumerate(RULES, 1)]
+    rows = [f"{i:>2}. {r.name:<24} {r.stage:<13} {'core ' if r.core else ''}{r.doc}" for i, r in enumerate(RULES, 1)]
     return "\n".join(rows)
 
 

@@ -1,0 +1,67 @@
+"""The forms decoder's step rules are data (issue 35): each is a function in RULES with a stage of the decoder,
+the decoder runs a stage's steps in RULES order and leaves out those switched off in one place
+(forms.form_steps), and no forms file reads such a rule's name from `off` itself."""
+import ast
+from pathlib import Path
+
+import models.extraction.forms as forms
+from data.document import Document, Line, Page
+from data.synth.generator import generate, page_seed
+from models.extraction.rules import RULES
+from models.extractor import get_extractor
+
+EXTRACTION = Path(forms.__file__).parent
+STEPS = {"form_cuts", "form_wall_cuts", "form_code_cuts", "form_column_cuts", "form_roles", "form_furniture",
+         "form_join_labels", "form_data_tables", "form_column_pairs", "form_row_values", "form_join_values",
+         "form_ocr_min", "form_signatures"}
+
+
+def _names_tested_against_a_set(path: Path) -> set[str]:
+    """The string constants the file tests with `in` / `not in` ("form_x" not in off, "form_x" in self.off)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and \
+                isinstance(node.left.value, str) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            out.add(node.left.value)
+    return out
+
+
+def test_no_forms_file_checks_a_step_rule_by_name():
+    files = sorted(EXTRACTION.glob("form*.py"))
+    assert len(files) >= 12
+    checked = {f.name: sorted(_names_tested_against_a_set(f) & STEPS) for f in files}
+    assert {f: n for f, n in checked.items() if n} == {}
+    # ... each is a step of a decoder stage instead, its own function, not the whole decoder
+    steps = {r.name: r for r in RULES if r.name in STEPS}
+    assert set(steps) == STEPS
+    assert all(r.stage in forms.FORM_STAGES and r.fn is not forms.decode_form for r in steps.values())
+
+
+def test_form_steps_leave_out_what_is_switched_off_and_keep_the_rules_order():
+    on, off = forms.form_steps(frozenset()), forms.form_steps(frozenset({"form_code_cuts", "form_signatures"}))
+    assert on["form_pieces"] == [forms.cut_at_walls, forms.cut_codes, forms.cut_columns]
+    assert off["form_pieces"] == [forms.cut_at_walls, forms.cut_columns]
+    assert on["form_page"] == [forms.sign_apart] and off["form_page"] == []
+
+
+def _page(i: int) -> Page:
+    _, gt = generate("generic_form", page_seed(991, i), degrade="none")
+    return Page(index=0, width=gt["width"], height=gt["height"],
+                lines=[Line(text=ln["text"], quad=ln["quad"]) for ln in gt["lines"]])
+
+
+def test_a_step_rule_switched_off_through_extract_changes_the_page_it_matters_on():
+    """A generated clinic form: the physician's signature is a signature block and the diagnosis wraps onto a
+    second line; with form_signatures off the signature is one more pair, with form_join_values off the
+    diagnosis stops at its first line."""
+    ex, page = get_extractor(), _page(7)
+
+    def extract(*off: str) -> Document:
+        return ex.extract(Document(source="form.png", pages=[page]), off=frozenset(off))
+    on = extract()
+    assert [(p.key, p.value) for p in on.signatures] == [("医师签名", "万辉宇")]
+    assert ("诊断意见", "轻度脂肪肝，建议控制饮食、加强锻炼") in [(p.key, p.value) for p in on.pairs]
+    unsigned = extract("form_signatures")
+    assert unsigned.signatures == [] and ("医师签名", "万辉宇") in [(p.key, p.value) for p in unsigned.pairs]
+    unwrapped = dict((p.key, p.value) for p in extract("form_join_values").pairs)
+    assert unwrapped["诊断意见"] == "轻度脂肪肝，建议控制饮"
