@@ -136,17 +136,22 @@ def test_openvino_f32_reads_the_same_lines_as_onnxruntime():
 
 
 @pytest.mark.heavy
-def test_openvino_det_and_cls_run_on_the_model_thread_and_rec_batches_side_by_side(monkeypatch):
-    """The same threading as onnxruntime's predictors (tests/test_ocr_v6.py): detection and the classifier on the
-    model thread, recognition batches from the callers' threads, never more at once than `parallel`."""
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_det_and_cls_run_on_the_model_thread_and_rec_batches_side_by_side(runtime, monkeypatch):
+    """Whoever calls, on either runtime, detection and the angle classifier run on the model thread (one
+    mechanism for every backend); the recogniser runs its batches from the callers' threads, never more at
+    once than `parallel` (its cores)."""
     import threading
 
+    import models.ocr.onnx as ocr_onnx
     import models.ocr.openvino as ocr_ov
-    engine = OCREngine(OCRSettings(model="v6", runtime="openvino"))
+    predictor = ocr_ov.OpenVinoPredictor if runtime == "openvino" else ocr_onnx.OnnxPredictor
+    engine = OCREngine(OCRSettings(model="v6", runtime=runtime))
+    assert isinstance(engine.rec, predictor)
     seen: dict[str, set[str]] = {}
     running, most = [0], [0]
     lock = threading.Lock()
-    real = ocr_ov.OpenVinoPredictor._run
+    real = predictor._run
     names = {id(engine.det): "det", id(engine.cls): "cls", id(engine.rec): "rec"}
 
     def spy(self, batch):
@@ -159,15 +164,18 @@ def test_openvino_det_and_cls_run_on_the_model_thread_and_rec_batches_side_by_si
         finally:
             with lock:
                 running[0] -= 1
-    monkeypatch.setattr(ocr_ov.OpenVinoPredictor, "_run", spy)
+    monkeypatch.setattr(predictor, "_run", spy)
     lines = [f"第{i}行：发票号码{12345678 + i}" + "金额" * (i % 7) for i in range(30)]
     worker = threading.Thread(target=lambda: engine.read(_text_page(lines, size=16, width=700)), name="caller")
     worker.start()
     worker.join()
     assert seen["det"] == seen["cls"] == {"models"}
     assert seen["rec"] and not seen["rec"] & {"models"}
-    assert engine.rec.parallel == ocr_ov.allowed_cores() and most[0] <= engine.rec.parallel
-    assert engine.rec.compiled.get_property("NUM_STREAMS") == engine.rec.parallel
+    assert engine.rec.parallel == ocr_onnx.allowed_cores() and most[0] <= engine.rec.parallel
+    if runtime == "openvino":
+        assert engine.rec.compiled.get_property("NUM_STREAMS") == engine.rec.parallel
+    elif engine.rec.parallel > 1:
+        assert any(name.startswith("ocr-rec") for name in seen["rec"])
 
 
 @pytest.mark.heavy

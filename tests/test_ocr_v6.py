@@ -219,39 +219,6 @@ def test_v6_photo_tilted_two_degrees_reads_row_by_row(v6):
 
 
 @pytest.mark.heavy
-def test_v6_det_and_cls_run_on_the_model_thread_and_rec_batches_side_by_side(v6, monkeypatch):
-    """Whoever calls, detection and the angle classifier run on the model thread (one mechanism for every
-    backend); the recogniser, a concurrent session, runs its batches on the caller's or the pool's threads,
-    never more at once than it has cores."""
-    seen: dict[str, set[str]] = {}
-    running, most = [0], [0]
-    lock = threading.Lock()
-    real = ocr_onnx.OnnxPredictor._run
-    names = {id(v6.det): "det", id(v6.cls): "cls", id(v6.rec): "rec"}
-
-    def spy(self, batch):
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        seen.setdefault(names[id(self)], set()).add(threading.current_thread().name)
-        try:
-            return real(self, batch)
-        finally:
-            with lock:
-                running[0] -= 1
-    monkeypatch.setattr(ocr_onnx.OnnxPredictor, "_run", spy)
-    lines = [f"第{i}行：发票号码{12345678 + i}" + "金额" * (i % 7) for i in range(40)]
-    worker = threading.Thread(target=lambda: v6.read(_text_page(lines, size=16, width=700)), name="caller")
-    worker.start()
-    worker.join()
-    assert seen["det"] == seen["cls"] == {"models"}
-    assert seen["rec"] and not seen["rec"] & {"models"}
-    assert v6.rec.parallel == ocr_onnx.allowed_cores() and most[0] <= v6.rec.parallel
-    if v6.rec.parallel > 1:
-        assert any(name.startswith("ocr-rec") for name in seen["rec"])
-
-
-@pytest.mark.heavy
 def test_v6_concurrent_recognition_reads_exactly_like_one_batch_at_a_time(v6):
     """rec_parallel is speed only (it is left out of the settings tag): the same lines, texts and scores."""
     lines = [f"第{i}行：发票号码{12345678 + i}" + "价税合计" * (i % 5) for i in range(30)]
