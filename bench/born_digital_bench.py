@@ -3,6 +3,7 @@ side in one run, and the fields each route finds.
 
     python -m bench.born_digital_bench [--repeat 3] [--json bench/results/born_digital.json] [FILES...]
     python -m bench.born_digital_bench --generated 10 [--json bench/results/born_digital_generated.json]
+    python -m bench.born_digital_bench --batch 10 [--workers 1 2] [--json bench/results/born_digital_batch.json]
 
 FILES default to the born-digital PDF and the three OFD e-invoices in tests/data/born_digital. Each file goes
 through the product's route (reading.route.analyse_file) twice per repeat: once as shipped (a PDF page with a
@@ -11,6 +12,14 @@ drawn and OCR'd, the route before born-digital input). Models are loaded and war
 of the repeats is reported. "read" is the page source alone (decode + text layer, or decode + OCR), "document"
 adds extraction. Target: the text route >= 20x faster per document than the OCR route over all files
 (TARGET_SPEEDUP); the run exits 1 when it is missed.
+
+`--batch K` measures the route the bar names, `python -m app batch` (app.batch.command.run_batch, a fresh
+results file, models loaded before the clock starts): a folder holding K copies of each FILE (each copy's
+bytes made unique, so none is skipped as done) read as shipped, and a folder of max(1, K // 5) copies read with
+PIAOJU_READER=ocr, for each --workers count (1: the default; more: the machine's cores used by more worker
+processes, as a user with a folder of thousands would run it), side by side in one run; documents/s and
+pages/s of each route. Target: the text route >= TARGET_SPEEDUP x the OCR route's documents/s at the best
+worker count of each (exit 1 when missed).
 
 `--generated N` measures the extractor on the two readers instead: N generated pages (born-digital kinds:
 GENERATED_TYPES in turn, no degradation) written as PDFs with a real text layer (data.born_pdf), each read
@@ -117,6 +126,75 @@ def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) 
     return 0 if summary["met"] else 1
 
 
+def _batch_folder(root: Path, files: list[Path], copies: int) -> tuple[Path, int]:
+    """A folder of `copies` copies of each file, every copy's bytes unique (a trailing comment line, which
+    PDF and zip readers ignore), and the number of pages in it."""
+    from data.io import page_count
+    root.mkdir(parents=True)
+    pages = 0
+    for path in files:
+        data = path.read_bytes()
+        n = page_count(str(path))
+        for i in range(copies):
+            (root / f"{path.stem}_{i:04d}{path.suffix}").write_bytes(data + f"\n%copy {i}\n".encode())
+            pages += n
+    return root, pages
+
+
+def batch(files: list[Path], copies: int, workers: list[int], out_json: Path) -> int:
+    """Documents and pages per second through `batch`, text route vs OCR route (module docstring)."""
+    import shutil
+    import tempfile
+
+    from app.batch.command import run_batch
+    from reading.route import warm_up
+    warm_up()
+    saved = os.environ.get("PIAOJU_READER")
+    tmp = Path(tempfile.mkdtemp(prefix="born_batch_"))
+    rows: list[dict[str, Any]] = []
+    try:
+        folders = {"auto": _batch_folder(tmp / "text", files, copies),
+                   "ocr": _batch_folder(tmp / "ocr", files, max(1, copies // 5))}
+        for w in workers:
+            for reader in ("auto", "ocr"):
+                folder, pages = folders[reader]
+                docs = len(list(folder.iterdir()))
+                os.environ["PIAOJU_READER"] = reader
+                out = tmp / f"{reader}_{w}.jsonl"
+                t0 = time.perf_counter()
+                counts = run_batch([str(folder)], str(out), workers=w, progress=False)
+                seconds = time.perf_counter() - t0
+                rows.append({"route": "text" if reader == "auto" else "ocr", "workers": w, "files": docs,
+                             "pages": pages, "seconds": round(seconds, 2),
+                             "files_per_s": round(docs / seconds, 3), "pages_per_s": round(pages / seconds, 3),
+                             "failed": counts.failed})
+                r = rows[-1]
+                print(f"{r['route']:4s} workers {w}: {docs:4d} files {pages:4d} pages in {seconds:7.2f} s  "
+                      f"{r['files_per_s']:7.2f} files/s  {r['pages_per_s']:7.2f} pages/s", flush=True)
+    finally:
+        if saved is None:
+            os.environ.pop("PIAOJU_READER", None)
+        else:
+            os.environ["PIAOJU_READER"] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
+    best = {route: max((r for r in rows if r["route"] == route), key=lambda r: r["files_per_s"])
+            for route in ("text", "ocr")}
+    per_workers = {w: round(next(r["files_per_s"] for r in rows if r["route"] == "text" and r["workers"] == w) /
+                            next(r["files_per_s"] for r in rows if r["route"] == "ocr" and r["workers"] == w), 1)
+                   for w in workers}
+    speedup = best["text"]["files_per_s"] / best["ocr"]["files_per_s"]
+    summary: dict[str, Any] = {"speedup_best": round(speedup, 1), "speedup_by_workers": per_workers,
+               "best_workers": {k: v["workers"] for k, v in best.items()},
+               "target_speedup": TARGET_SPEEDUP, "met": speedup >= TARGET_SPEEDUP, "cpu_count": os.cpu_count(),
+               "files": [p.name for p in files], "copies": copies}
+    print(f"batch, files/s text vs OCR: x{speedup:.1f} at the best worker count of each "
+          f"({', '.join(f'{w} worker(s) x{x}' for w, x in per_workers.items())}); target x{TARGET_SPEEDUP:.0f}: "
+          f"{'met' if summary['met'] else 'MISSED'}")
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps({"summary": summary, "runs": rows}, ensure_ascii=False, indent=1) + "\n")
+    return 0 if summary["met"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
@@ -125,8 +203,13 @@ def main(argv: list[str] | None = None) -> int:
                                                 "born_digital.json, or born_digital_generated.json)")
     ap.add_argument("--generated", type=int, default=0, metavar="N",
                     help="instead: field F1 on N generated pages as text-layer PDFs, text layer vs OCR")
+    ap.add_argument("--batch", type=int, default=0, metavar="K",
+                    help="instead: files/s through `batch` over K copies of each file, text route vs OCR route")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="with --batch: worker counts")
     a = ap.parse_args(argv)
     results = ROOT / "bench" / "results"
+    if a.batch:
+        return batch(list(a.files), a.batch, a.workers, Path(a.json or results / "born_digital_batch.json"))
     if a.generated:
         return generated(a.generated, Path(a.json or results / "born_digital_generated.json"))
     a.json = a.json or str(results / "born_digital.json")
