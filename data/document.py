@@ -71,6 +71,10 @@ class Line:
     quad: Quad
     score: float = 1.0
     label: str | None = None       # optional tag: XFUND-style header/question/answer/other
+    # on a page read as a generic form, what the line is (models/extraction/form_line_roles.py ROLES: label,
+    # value, header, table_cell, hint, check_box, signature, heading, text); None elsewhere, and then left
+    # out of the JSON (an invoice's JSON has no "role")
+    role: str | None = None
 
     @property
     def box(self) -> Box:
@@ -188,7 +192,12 @@ class Document:
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for page in d["pages"]:
+            for line in page["lines"]:
+                if line.get("role") is None:
+                    line.pop("role", None)       # only a form's lines have one: other JSON stays as it was
+        return d
 
     def to_json(self, **kw: Any) -> str:
         """JSON text that always encodes as UTF-8 (undecodable file-name bytes become \\xNN)."""

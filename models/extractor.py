@@ -211,12 +211,14 @@ class Extractor:
         dt = doc.doc_type or ""
         allowed = self._allowed(dt)
         doc.fields, doc.items, doc.pairs, doc.tables, doc.signatures = {}, [], [], [], []
+        _clear_roles(doc)              # a form's line roles from an earlier extraction (decode_page sets them)
         for page, pred in zip(doc.pages, preds):
             decode_page(doc, page, pred, self.schemas.get(dt), self.tag_labels, allowed, dt == GENERIC, settings, off)
         if dt == GENERIC and doc_type is None and "form_needs_structure" not in off and \
                 not form_structure(doc.pairs, [ln.text for ln in doc.lines]):
             doc.doc_type, doc.fields, doc.items, doc.pairs = OTHER_TYPE, {}, [], []   # not a form: text only
             doc.tables, doc.signatures = [], []
+            _clear_roles(doc)
         self._validate(doc)
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc
@@ -228,6 +230,12 @@ class Extractor:
         schema = self.schemas.get(doc.doc_type or "")
         validate(doc, schema)
         calibrate(doc, self.calibration, schema)
+
+
+def _clear_roles(doc: Document) -> None:
+    """No line role (Line.role, set on a generic form's pages only): the document is not read as a form."""
+    for line in doc.lines:
+        line.role = None
 
 
 @functools.lru_cache(maxsize=4)

@@ -484,7 +484,7 @@ def test_a_data_table_comes_out_as_a_table_with_a_record_per_row_and_its_wrapped
     row2 = [("2018.09-2022.06", [186, 603, 317, 624]), ("山东大学", [429, 601, 501, 626])]   # 专业 blank
     tags = ["QQQQ", "QQ", "QQ", "A" * 15, "A" * 8, "AAAA", "AA", "A" * 15, "AAAA"]
     page, pred = _page(heads + row1 + wrap1 + row2, tags)
-    pairs, tables, _ = decode_form_page(page, pred, LABELS)
+    pairs, tables, _, _ = decode_form_page(page, pred, LABELS)
     assert pairs == []
     (table,) = tables
     assert table.columns == ["起止时间", "学校", "专业"]
@@ -499,7 +499,7 @@ def test_a_data_table_comes_out_as_a_table_with_a_record_per_row_and_its_wrapped
     (short_table,) = decode_form_page(short, short_pred, LABELS)[1]
     assert [c.text for c in short_table.rows[1]] == ["2019.09-2023.06", "学院", ""]
     # switched off, the same lines are pairs again and no table comes out
-    pairs, tables, _ = decode_form_page(page, pred, LABELS, off=frozenset({"form_data_tables"}))
+    pairs, tables, _, _ = decode_form_page(page, pred, LABELS, off=frozenset({"form_data_tables"}))
     assert tables == [] and pairs
 
 
@@ -513,7 +513,7 @@ def test_labels_above_values_row_after_row_are_no_table_even_with_a_label_row_lo
              ("工程师", [100, 185, 160, 210]), ("联系电话", [400, 185, 480, 210]), ("2025.03.14", [700, 185, 800, 210])]
     tags = ["QQQQQ", "QQQQ", "QQQ", "A" * 18, "A" * 11, "A" * 13, "AAA", "QQQQ", "A" * 10]
     page, pred = _page(lines, tags)
-    pairs, tables, _ = decode_form_page(page, pred, LABELS)
+    pairs, tables, _, _ = decode_form_page(page, pred, LABELS)
     assert tables == []
     assert ("联系电话", "19252802830") in [(p.key, p.value) for p in pairs]
 
@@ -528,13 +528,13 @@ def test_a_blank_ruled_member_list_is_a_table_of_no_records_and_its_headings_pai
     assert [(p.key, p.value) for p in decode_form_page(page, pred, LABELS)[0]] == \
         [("姓名", "出生年月"), ("专业", "本人签字")]           # no ruled lines: nothing says it is a table
     page.rules = cols + rows
-    pairs, tables, _ = decode_form_page(page, pred, LABELS)
+    pairs, tables, _, _ = decode_form_page(page, pred, LABELS)
     assert pairs == [] and [(t.columns, t.rows) for t in tables] == [(["姓名", "出生年月", "专业", "本人签字"], [])]
     # one person filled in, blank rows under: a table of one record
     person = [("陈浩仪", [100, 150, 160, 175]), ("2001.05", [300, 150, 370, 175]), ("移动互联", [500, 150, 580, 175])]
     page, pred = _page(heads + person, ["QQ", "QQQQ", "QQ", "QQQQ", "AAA", "A" * 7, "AAAA"])
     page.rules = cols + rows
-    pairs, tables, _ = decode_form_page(page, pred, LABELS)
+    pairs, tables, _, _ = decode_form_page(page, pred, LABELS)
     assert pairs == [] and [[c.text for c in r] for r in tables[0].rows] == [["陈浩仪", "2001.05", "移动互联", ""]]
     # a grid of label | value rows is no table: the row under the first is no blank row
     grid = [("姓名", [100, 100, 150, 125]), ("张三", [300, 100, 350, 125]), ("性别", [500, 100, 550, 125]),
@@ -542,7 +542,7 @@ def test_a_blank_ruled_member_list_is_a_table_of_no_records_and_its_headings_pai
             ("籍贯", [500, 150, 550, 175]), ("河南郑州", [700, 150, 780, 175])]
     page, pred = _page(grid, ["QQ", "AA", "QQ", "AA", "QQ", "AA", "QQ", "AAAA"])
     page.rules = cols + rows
-    pairs, tables, _ = decode_form_page(page, pred, LABELS)
+    pairs, tables, _, _ = decode_form_page(page, pred, LABELS)
     assert tables == [] and ("籍贯", "河南郑州") in [(p.key, p.value) for p in pairs]
 
 

@@ -63,6 +63,7 @@ each other; tests/test_form_layers.py reads this table and holds the files to it
     form_evidence   decoder layer 1: what each piece is (Evidence)
     form_proposals  decoder layer 2: the candidates and their features (Proposals, FEATURES)
     form_assign     decoder layer 3: the pairs taken, completed and ordered (Decoder)
+    form_line_roles  a role for every line (label, value, table cell, ...) read off the decoder's decisions
     forms           this file: the page's pieces cut and relabelled, the decoder run, signatures set apart
 """
 from __future__ import annotations
@@ -87,6 +88,7 @@ from models.extraction.form_assign import (
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_evidence import data_tables, furniture_lines, join_label_lines
 from models.extraction.form_glued import code_cuts, column_cuts
+from models.extraction.form_line_roles import line_roles
 from models.extraction.form_pieces import Piece, label_masses, piece_tags, split_line, title_lines
 from models.extraction.form_proposals import FEATURES
 from models.extraction.form_roles import RoleModel, relabel
@@ -120,23 +122,28 @@ def decode_form(page: Page, pred: PagePrediction, tag_labels: list[str], st: Dec
 
 
 class FormPage(NamedTuple):
-    """What a form's page holds: its key-value pairs, its tables and its signature block."""
+    """What a form's page holds: its key-value pairs, its tables and its signature block, and per line its
+    role (form_line_roles.ROLES: label, value, header, table_cell, ...)."""
     pairs: list[Pair]
     tables: list[Table]
     signatures: list[Pair]
+    roles: list[str]
 
 
 def decode_form_page(page: Page, pred: PagePrediction, tag_labels: list[str], st: DecodeSettings = DEFAULT_SETTINGS,
                      off: frozenset[str] = frozenset()) -> FormPage:
     """One page's key-value pairs, its tables (form_tables.py) and its signature block, each top to bottom; no
-    pair holds a table's line, and no pair is a signature (`signature_block`)."""
+    pair holds a table's line, and no pair is a signature (`signature_block`); and each line's role, as those
+    decisions and the pieces' own evidence name it (form_line_roles.py)."""
     scorer = pred.pair_scorer
     dec = _decoder(page, pred, tag_labels, st, off, scorer, scorer.roles if scorer is not None else None,
                    scorer.cuts if scorer is not None else None)
     ctx = FormContext(page, st, [], None, None, pairs=dec.pairs())
     run_steps(dec.steps, "form_page", ctx)         # sign_apart
     kept = {id(p) for p in ctx.signed}      # by identity: two equal pairs are two pairs
-    return FormPage([p for p in ctx.pairs if id(p) not in kept], [t.table(page) for t in dec.tables], ctx.signed)
+    pairs = [p for p in ctx.pairs if id(p) not in kept]
+    return FormPage(pairs, [t.table(page) for t in dec.tables], ctx.signed,
+                    line_roles(dec, pairs, ctx.signed, title_lines(page)))
 
 
 def signature_block(pairs: list[Pair]) -> list[Pair]:

@@ -128,6 +128,8 @@ def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, ta
         doc.pairs += form.pairs
         doc.tables += form.tables
         doc.signatures += form.signatures
+        for line, role in zip(page.lines, form.roles):
+            line.role = role
         return
     specs = {f.key: f for f in schema.fields}
     free_text = {f.key for f in schema.fields if f.type == "text"}
