@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -60,32 +59,11 @@ def sample_images() -> list[Path]:
 
 
 def read_pages(items: list[tuple[str, str]], cache: Path) -> dict[str, list[Page]]:
-    """id -> OCR'd pages of each (id, image path), read once through the reading route and cached in
-    `cache` (any OCR settings)."""
-    done: dict[str, list[Page]] = {}
-    if cache.is_file():
-        for raw in cache.read_text(encoding="utf-8").splitlines():
-            if raw.strip():
-                row = json.loads(raw)
-                done[row["id"]] = Document.from_dict({"pages": row["pages"]}).pages
-    todo = [(i, p) for i, p in items if i not in done]
-    if todo:
-        from reading.route import analyse_file
-        with open(cache, "a", encoding="utf-8") as fh:
-            for n, (rid, path) in enumerate(todo, 1):
-                # the product's reading (reading/route.py: decode, the file's own text or OCR); its
-                # extraction is not kept: predict_all extracts from these pages with each rule set
-                analysis = analyse_file(path)
-                if analysis.document.error:
-                    raise RuntimeError(f"{path} could not be read: {analysis.document.error['message']}")
-                pages = analysis.document.pages
-                done[rid] = pages
-                fh.write(json.dumps({"id": rid, "pages": Document(pages=pages).to_dict()["pages"]},
-                                    ensure_ascii=False) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-                print(f"  OCR {n}/{len(todo)} {rid}", file=sys.stderr, flush=True)
-    return done
+    """id -> the pages of each (id, image path), read once through the reading route and cached in
+    `cache` (reading/cache.py) under any OCR settings (`key=None`): a rerun scores the decoding alone.
+    predict_all extracts from these pages with each rule set."""
+    from reading.cache import read_pages_cached
+    return read_pages_cached(items, cache, key=None, desc="OCR (reading route)")
 
 
 def dev_set(out: Path, model_dir: Path, seed: int, n: int, levels: tuple[str, ...]

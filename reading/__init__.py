@@ -10,7 +10,10 @@ and what a benchmark measures is the same reading.
     extract     per document, from its own pages only (models/extractor: doc type, fields, items, pairs,
                 validation warnings; data/embedded.py: what the file states about its fields)
 
-`reading.route` holds the route (`analyse_file`, `analyse_bytes`, `analyse_pages` -> `Analysis`) and the
-models it loads once per process (`load_extractor`, `warm_up`). It stands between the floors: it imports
-data/ and models/ only; the app (CLI, batch, UI, serve), training/evaluate.py and the benchmarks call it.
+`reading.route` holds the route (`analyse_file`, `analyse_bytes`, `analyse_pages` -> `Analysis`; `PageReader`
+and `read_file_pages`: decode and read without extraction) and the models it loads once per process
+(`load_extractor`, `warm_up`). `reading.cache.read_pages_cached` is the one read cache: each file's pages read
+once by the route and kept in a JSONL file keyed by the reader's settings (OCR settings, reader mode), for
+training, evaluation, retraining and the benchmarks, which extract from them again. It stands between the
+floors: it imports data/ and models/ only; the app (CLI, batch, UI, serve), training and the benchmarks call it.
 """

@@ -290,12 +290,106 @@ def _source_page(item: Any) -> tuple[Any, Page | None, float, list[Any]]:
     return item, None, 0.0, []
 
 
+@dataclass
+class ReadPage:
+    """One page as the route read it: `image` the upright full-size page (`upright`), `page` its lines
+    (OCR or the file's own text, with ruled lines), `timings` seconds per stage for this page (decode,
+    ocr and its parts, or text_layer and rules), `embedded` what the file states about its fields."""
+    image: np.ndarray
+    page: Page
+    timings: dict[str, float]
+    embedded: list[Any]
+
+
+class PageReader:
+    """The route's page reading, one page at a time: each page of a page source (`_open_file`,
+    `_open_bytes`) decoded, then read from the file's own text where it holds one that can be trusted
+    (with its ruled lines found from the image), else OCR'd; pages come out as `ReadPage`s. `analyse_pages`
+    extracts from them; `read_file_pages` (and the read cache, reading/cache.py) keeps the pages only,
+    so a cached reading is the route's reading. `stage` is what it was doing last ("decode", "ocr",
+    "text_layer"): the caller's error message names it when iterating raises. The OCR engine is loaded
+    at the first page that needs OCR: a born-digital file needs none."""
+
+    def __init__(self, pages: Iterable[Any], total: int, on_stage: StageCallback | None = None) -> None:
+        self.pages, self.total, self.on_stage = pages, total, on_stage
+        self.stage = "decode"
+        self.done = 0               # pages handed out
+        self._engine: Any = None
+
+    def __iter__(self) -> Iterator[ReadPage]:
+        from models.ocr.rulings import add_rulings
+        total, on_stage = self.total, self.on_stage
+        page_iter = iter(self.pages)
+        while True:
+            if on_stage and self.done < total:
+                on_stage("decode", self.done + 1, total)
+            self.stage, t0 = "decode", time.perf_counter()
+            image, read, read_s, embedded = _source_page(next(page_iter, None))
+            page_timings = {"decode": time.perf_counter() - t0 - read_s}
+            if image is None:
+                return
+            number = self.done + 1
+            image = _as_bgr(image)
+            if read is not None:     # read from the file itself (a PDF's text layer, an OFD): no OCR
+                self.stage, t0 = "text_layer", time.perf_counter()
+                page = read
+                page.index = self.done
+                add_rulings(page, image)
+                page_timings["rules"] = time.perf_counter() - t0
+                page_timings["text_layer"] = read_s + page_timings["rules"]
+                read = None
+            else:
+                if on_stage:
+                    on_stage("ocr", number, total)
+                self.stage, t0 = "ocr", time.perf_counter()
+                engine = self._engine = self._engine if self._engine is not None else ocr_engine()
+                ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
+                              if on_stage and _takes_stages(engine) else {})
+                page = engine.read(image, page_index=self.done, timings=page_timings, **ocr_stages)
+                page_timings["ocr"] = time.perf_counter() - t0
+            item = ReadPage(upright(image, page.rotation), page, page_timings, embedded)
+            self.done += 1
+            del image               # only `item` holds the page, and the caller drops it before the next decode
+            yield item
+            del item
+
+
+def read_file_pages(path: str, *, reader: str | None = None) -> list[Page]:
+    """Every page of the file at `path` read exactly as `analyse_file` reads it (decode, the file's own
+    text or OCR, ruled lines, rotation), without extraction: what training, evaluation and the benchmarks
+    keep and extract from again (reading/cache.py). `reader`: "auto" / "ocr" (data.textlayer.reader_setting;
+    None: PIAOJU_READER). Raises data.io.InputError for a file (or a page of it) that cannot be decoded, and
+    RuntimeError naming the page when reading one fails otherwise (the route's message: "OCR of page 2 of 3
+    failed: ...", an OCR model that cannot be loaded included)."""
+    from data.io import InputError, iter_source_pages, page_count
+    total = page_count(path)
+    pages = PageReader(iter_source_pages(path, reader=reader), total)
+    out: list[Page] = []
+    try:
+        for item in pages:
+            out.append(item.page)
+            del item                # the page image goes before the next page is decoded
+    except InputError:
+        raise
+    except Exception as exc:
+        raise RuntimeError(_page_failure(pages.stage, pages.done, total, exc)) from exc
+    return out
+
+
+def _page_failure(stage: str, done: int, total: int, exc: BaseException) -> str:
+    """The route's message for a failure at `stage` after `done` pages: names the page it happened on."""
+    what = {"decode": "reading", "ocr": "OCR of", "text_layer": "reading the text of",
+            "extract": "extraction of", "draw": "drawing"}[stage]
+    number = done + (stage in ("decode", "ocr", "text_layer"))
+    return f"{what} page {number} of {total} failed: {exc}"
+
+
 def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str | None = None,
                   doc_type: str | None = None, on_page: PageCallback | None = None,
                   timings: dict[str, float] | None = None, *, preview: int | None = None,
                   on_image: ImageSink | None = None, on_stage: StageCallback | None = None) -> Analysis:
-    """OCR each page and extract the documents of the file, one page at a time: a page is decoded,
-    read, extracted (when it starts a document) and handed to `on_image` before the next page is
+    """Read each page (`PageReader`) and extract the documents of the file, one page at a time: a page is
+    decoded, read, extracted (when it starts a document) and handed to `on_image` before the next page is
     decoded, so one full-size page image is alive at a time whatever the page count. Time spent
     pulling the next page from `pages` counts as decode (data.io decodes lazily). `preview`: keep a
     copy of each upright page with its longest side at most that many pixels in `Analysis.images`."""
@@ -308,41 +402,14 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
     extractor = load_extractor(model_dir) if extractor_available(model_dir) else None
     per_page: list[dict[str, float]] = []
     leading: list[str] = []         # notes about blank pages before the first document
-    stage = "decode"
+    reader = PageReader(pages, total, on_stage)
+    stage: str | None = None        # this loop's own stage; None: the reader's (`reader.stage`)
     try:
-        from models.ocr.rulings import add_rulings
-        engine = None               # loaded at the first page that needs OCR: a born-digital file needs none
-        page_iter = iter(pages)
-        while True:
-            if on_stage and len(doc.pages) < total:
-                on_stage("decode", len(doc.pages) + 1, total)
-            stage, t0 = "decode", time.perf_counter()
-            image, read, read_s, embedded = _source_page(next(page_iter, None))
-            page_timings = {"decode": time.perf_counter() - t0 - read_s}
-            if image is None:
-                break
-            number = len(doc.pages) + 1
-            image = _as_bgr(image)
-            if read is not None:     # read from the file itself (a PDF's text layer, an OFD): no OCR
-                stage, t0 = "text_layer", time.perf_counter()
-                page = read
-                page.index = len(doc.pages)
-                add_rulings(page, image)
-                page_timings["rules"] = time.perf_counter() - t0
-                page_timings["text_layer"] = read_s + page_timings["rules"]
-                read = None
-            else:
-                if on_stage:
-                    on_stage("ocr", number, total)
-                stage, t0 = "ocr", time.perf_counter()
-                engine = engine if engine is not None else ocr_engine()
-                ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
-                              if on_stage and _takes_stages(engine) else {})
-                page = engine.read(image, page_index=len(doc.pages), timings=page_timings, **ocr_stages)
-                page_timings["ocr"] = time.perf_counter() - t0
+        for item in reader:
+            image, page, page_timings, embedded = item.image, item.page, item.timings, item.embedded
+            del item                # `image` alone holds the page now: dropped below, before the next decode
             doc.pages.append(page)
             per_page.append(page_timings)
-            image = upright(image, page.rotation)
             if preview:
                 analysis.images.append(_preview(image, preview))
             stage = "extract"
@@ -361,17 +428,14 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
             if on_image is not None:
                 stage = "draw"
                 on_image(image, page, result)
-            image = None            # drop the page before the next one is decoded
+            del image               # drop the page before the next one is decoded
             _add_timings(timings, {k: v for k, v in page_timings.items()})
             if on_page:
                 on_page(len(doc.pages), total)
+            stage = None
     except Exception as exc:  # one bad page fails the file, not the batch or the UI
-        what = {"decode": "reading", "ocr": "OCR of", "text_layer": "reading the text of",
-                "extract": "extraction of", "draw": "drawing"}[stage]
-        number = len(doc.pages) + (stage in ("decode", "ocr", "text_layer"))
         doc.error = {"type": _error_type(exc),
-                     "message": f"{what} page {number} of {total} "
-                                f"failed: {exc}"}
+                     "message": _page_failure(stage or reader.stage, len(doc.pages), total, exc)}
         analysis.results = []
         return analysis
 

@@ -446,8 +446,8 @@ def test_retrain_with_ocr_train_reads_a_few_replay_pages_into_the_shared_cache(t
     from data.document import Line, Page, box_to_quad
     from training.retrain import REPLAY_OCR_PAGES_PER_TYPE, REPLAY_PAGES_PER_TYPE, retrain
 
-    class Reader:
-        def read(self, image):
+    class Reader:           # read through the reading route, which passes page_index and timings
+        def read(self, image, **kw):
             h, w = image.shape[:2]
             return Page(0, w, h, [Line("停车票", box_to_quad([10, 10, 100, 30]))])
 

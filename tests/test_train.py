@@ -167,8 +167,8 @@ def test_ocr_cache_rows_read_with_other_settings_are_read_again(tmp_path, monkey
                      json.dumps({"id": "p1", "page": page("stale, no settings tag")}) + "\n", encoding="utf-8")
     read = []
 
-    class Engine:
-        def read(self, image):
+    class Engine:           # read through the reading route, which passes page_index and timings
+        def read(self, image, **kw):
             read.append(image.shape)
             return Page(0, 20, 20, [Line("fresh", box_to_quad([0, 0, 9, 9]))])
     monkeypatch.setattr(ocr_mod, "get_engine", lambda: Engine())

@@ -102,45 +102,14 @@ def build_corpus(cfg: TrainConfig, work: Path) -> tuple[list[dict], list[dict]]:
 
 
 def ocr_records(records: list[dict], cache: Path, desc: str = "real OCR") -> dict[str, Page]:
-    """OCR each record's image once; pages cached as JSONL under `cache` ({id, ocr, page}). `ocr` names
-    the engine's settings: a row read with other settings (an older default) is read again."""
-    import cv2
-
-    from data.document import Document
-    from models.ocr import OCRSettings, get_engine
-    from models.ocr.rulings import add_rulings
-    tag = OCRSettings().tag()
-    done: dict[str, Page] = {}
-    unruled: set[str] = set()       # read before pages kept their ruled lines: found again from the image
-    if cache.is_file():
-        for raw in cache.read_text(encoding="utf-8").splitlines():
-            if raw.strip():
-                row = json.loads(raw)
-                if row.get("ocr") == tag:
-                    done[row["id"]] = Document.from_dict({"pages": [row["page"]]}).pages[0]
-                    if "rules" not in row["page"]:
-                        unruled.add(row["id"])
-                    else:
-                        unruled.discard(row["id"])
-    for rec in records:
-        if _rid(rec) in unruled and rec.get("image"):
-            add_rulings(done[_rid(rec)], cv2.imread(rec["image"]))
-    todo = [r for r in records if _rid(r) not in done and r.get("image")]
-    if todo:
-        engine = get_engine()
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        with open(cache, "a", encoding="utf-8") as fh:
-            for rec in tqdm(todo, desc=desc, unit="page"):
-                image = cv2.imread(rec["image"])
-                if image is None:
-                    continue
-                page = engine.read(image)
-                done[_rid(rec)] = page
-                fh.write(json.dumps({"id": _rid(rec), "ocr": tag,
-                                     "page": Document(pages=[page]).to_dict()["pages"][0]},
-                                    ensure_ascii=False) + "\n")
-                fh.flush()
-    return done
+    """Each record's image read once by the reading route, as the product reads it (reading/cache.py:
+    the OCR settings and reader mode are the cache key, a row read with others is read again; pages
+    cached before ruled lines were kept get them from the image). One page per record id: its first.
+    Records with no image, or one that cannot be decoded, are left out."""
+    from reading.cache import read_pages_cached
+    items = [(_rid(r), str(r["image"])) for r in records if r.get("image")]
+    pages = read_pages_cached(items, cache, desc=desc, skip_unreadable=True)
+    return {rid: read[0] for rid, read in pages.items() if read}
 
 
 def _rid(rec: dict) -> str:
