@@ -27,6 +27,28 @@ ITEM_COLOUR = (90, 90, 90)             # line-item cells: one dark grey, thinner
 TABLE_COLOUR = (0, 200, 0)             # a form's tables: vivid green, far from every colour above
 HIGHLIGHT_COLOUR = (255, 0, 0)         # the box the user picked in the UI: thick red over a yellow wash
 HIGHLIGHT_FILL = (255, 230, 0, 90)
+# A generic form's line roles (Line.role, models/extraction/form_line_roles.py ROLES): each role's line is
+# outlined thin in its colour instead of grey, under every box above. Mostly Okabe-Ito's colour-blind-safe hues,
+# none equal to a colour above (tests find them by exact value): a label line is blue and a value line orange
+# like the pairs' key and value boxes, but thinner. Header (a table's column heading) and heading (a title)
+# share a light purple, told apart by the table around a header; a signature is a dark crimson (Okabe-Ito's
+# vermillion was hard to tell from the value boxes' orange); "text" has no colour: such a line stays grey.
+ROLE_COLOURS: dict[str, tuple[int, int, int]] = {
+    "label": (0, 114, 178), "value": (230, 159, 0), "header": (204, 121, 167), "heading": (204, 121, 167),
+    "table_cell": (0, 158, 115), "hint": (175, 175, 175), "check_box": (86, 180, 233),
+    "signature": (170, 20, 90)}
+
+
+def role_legend(roles: list[str | None]) -> dict[str, tuple[int, int, int]]:
+    """{legend name: colour} for the coloured roles among `roles` (a page's Line.role values), in
+    ROLE_COLOURS' order, roles that share a colour under one name ("header/heading"); {} on a page without
+    roles (every page but a generic form's). The overlay's legend strip and the UI's legend both read it."""
+    present = set(roles)
+    by_colour: dict[tuple[int, int, int], list[str]] = {}
+    for role, colour in ROLE_COLOURS.items():
+        if role in present:
+            by_colour.setdefault(colour, []).append(role)
+    return {"/".join(names): colour for colour, names in by_colour.items()}
 
 
 def field_colour(key: str) -> tuple[int, int, int]:
@@ -51,7 +73,8 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
                        pairs: list[Pair] | None = None, show_text: bool = False,
                        legend: bool = True, items: list[dict[str, Field]] | None = None,
                        colours: dict[str, tuple[int, int, int]] | None = None,
-                       highlight: list[Box] | None = None, tables: list[Table] | None = None) -> np.ndarray:
+                       highlight: list[Box] | None = None, tables: list[Table] | None = None,
+                       roles: bool = True) -> np.ndarray:
     """A copy of `image` (BGR uint8, the upright page the quads refer to) with the page's lines (grey
     quads), the fields on this page (boxes in their colour: `colours`, else `field_colours` in the
     order given; a legend strip on the right), line-item cells (`items`, thin dark grey), the key-value
@@ -59,7 +82,10 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
     table thick, its column headings and non-blank cells thin, "表格 n" at its top-left, n its 1-based
     place in `tables` as in the exports and the UI's tab) and the `highlight` boxes (what the user picked,
     thick red over a yellow wash, drawn last so nothing hides them). `show_text` writes each line's OCR
-    text above its quad. Returns BGR uint8, wider than the input when a legend is drawn."""
+    text above its quad. On a generic form's page (its lines carry a `Line.role`) each line is outlined in its
+    role's colour (ROLE_COLOURS) instead of grey, first, so every box above is drawn over it, and the legend
+    names the roles present; `roles=False` draws them grey, as every other page. Returns BGR uint8, wider than
+    the input when a legend is drawn."""
     from PIL import Image, ImageDraw
 
     from data.fonts import pil_font
@@ -74,7 +100,13 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
 
     for line in page.lines:
         pts = [tuple(p) for p in line.quad]
-        draw.polygon(pts, outline=LINE_COLOUR, width=thin)
+        role_colour = ROLE_COLOURS.get(line.role) if roles and line.role else None
+        if role_colour:     # just outside the quad, where a pair's or a cell's box on the line leaves it seen
+            cx, cy = sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts)
+            ring = [(x + thin * float(np.sign(x - cx)), y + thin * float(np.sign(y - cy))) for x, y in pts]
+            draw.polygon(ring, outline=role_colour, width=thin)
+        else:
+            draw.polygon(pts, outline=LINE_COLOUR, width=thin)
         if show_text:
             draw.text((pts[0][0], pts[0][1] - label_font.size - 2), line.text, fill=(200, 0, 0), font=label_font)
 
@@ -136,6 +168,10 @@ def draw_document_page(image: np.ndarray, page: Page, fields: dict[str, Field] |
             pad = 2 * thick
             draw.rectangle([b[0] - pad, b[1] - pad, b[2] + pad, b[3] + pad], outline=HIGHLIGHT_COLOUR,
                            width=2 * thick)
+
+    if roles:       # listed after what is drawn over the lines
+        for name, colour in role_legend([line.role for line in page.lines]).items():
+            shown.setdefault(f"line: {name}", colour)
 
     if legend and shown:
         canvas = _with_legend(canvas, shown, label_font)

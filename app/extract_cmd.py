@@ -104,7 +104,7 @@ class _Drawer:
         from app.ui.view import page_overlay
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{self.stem}_p{page.index + 1}.png"
-        drawn = page_overlay(image, page, result or Document(pages=[page]))
+        drawn = page_overlay(image, page, result or Document(pages=[page]), legend=True)
         write_png(path, drawn)
         self.written[page.index] = path
 

@@ -1,7 +1,8 @@
 """The upload UI: `streamlit run app/ui/main.py` (scripts/run.sh starts it).
 
 Drop photos, scans or PDFs. Each page is shown on the left with its OCR lines, fields (each its own
-colour), line-item cells and form pairs drawn on it; on the right, at full height, tabs hold the
+colour), line-item cells and form pairs drawn on it (a form's lines outlined in their role's colour, a
+行角色 Line roles toggle above to switch that off); on the right, at full height, tabs hold the
 editable field table (a failed check colours its row and says why, in Chinese), the editable line items
 (cells, rows added and deleted), the form's editable key-value pairs, its tables (a tab only where the page
 has one; read-only) and the OCR text. Picking a field, an item row or a pair highlights its box and zooms
@@ -434,14 +435,20 @@ def show_page(view: dict, page_index: int) -> None:
                               format_func=lambda t: targets[t][0] if t else "— 选择字段、明细、键值对或表格 "
                                                                             "pick a field, item, pair or table —")
         label, boxes = targets.get(chosen, ("", []))
+        # a form's lines are outlined in their role's colour (app/draw.py ROLE_COLOURS); a busy page can go grey
+        roles = any(ln.role for ln in page.lines) and st.toggle(
+            "行角色 Line roles", value=True, key=f"roles-{view['key']}-{page.index}",
+            help="按角色给每行文字描边（标签、值、表头、单元格、提示、勾选框、签名、标题），见图下的图例。 "
+                 "Outline each text line in its role's colour (label, value, header, cell, hint, check box, "
+                 "signature, heading); the legend under the page says which is which.")
         if page.index < len(analysis.images):
-            image = page_overlay(analysis.image(page.index), page, doc, highlight=boxes)
+            image = page_overlay(analysis.image(page.index), page, doc, highlight=boxes, roles=roles)
             crop = zoom_crop(image, page, boxes)
             if crop is not None:
                 st.image(crop, channels="BGR", caption=f"放大 Zoom: {label}", width="stretch")
             st.image(image, channels="BGR", caption=f"{doc.source} — 第 {page.index + 1} 页 page {page.index + 1}: "
                                                     f"{len(page.lines)} 行文字 text lines", width="stretch")
-        st.markdown(legend_html(doc, page.index, label), unsafe_allow_html=True)
+        st.markdown(legend_html(doc, page.index, label, roles=roles), unsafe_allow_html=True)
     with right:
         n_fields = sum(1 for f in doc.fields.values() if f.page == page.index)
         n_items = len(items_frame(doc, page.index))

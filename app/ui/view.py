@@ -21,6 +21,7 @@ from app.draw import (
     VALUE_COLOUR,
     document_colours,
     draw_document,
+    role_legend,
 )
 from data.document import Box, Document, Field, Page
 
@@ -49,17 +50,19 @@ def _scaled(page: Page, doc: Document, kx: float, ky: float) -> tuple[Page, Docu
 
 
 def page_overlay(image: np.ndarray, page: Page, doc: Document, legend: bool = False,
-                 highlight: list[Box] | None = None) -> np.ndarray:
-    """The page (BGR) with OCR lines in grey, each field's box in its colour, item cells, pairs, tables and
-    the `highlight` boxes (page coordinates). `image` may be the full page or a preview of it (smaller,
-    same proportions): boxes are scaled to the image."""
+                 highlight: list[Box] | None = None, roles: bool = True) -> np.ndarray:
+    """The page (BGR) with OCR lines in grey (on a form's page: in their role's colour, unless `roles` is
+    False), each field's box in its colour, item cells, pairs, tables and the `highlight` boxes (page
+    coordinates). `image` may be the full page or a preview of it (smaller, same proportions): boxes are
+    scaled to the image."""
     h, w = image.shape[:2]
     colours = document_colours(doc, page.index)
     if page.width and page.height and (w, h) != (page.width, page.height):
         kx, ky = w / page.width, h / page.height
         highlight = [[b[0] * kx, b[1] * ky, b[2] * kx, b[3] * ky] for b in highlight or []]
         page, doc = _scaled(page, doc, kx, ky)
-    return draw_document(image, doc, page=page.index, legend=legend, colours=colours, highlight=highlight)
+    return draw_document(image, doc, page=page.index, legend=legend, colours=colours, highlight=highlight,
+                         roles=roles)
 
 
 def zoom_crop(image: np.ndarray, page: Page, boxes: list[Box], margin: float = 0.6) -> np.ndarray | None:
@@ -90,9 +93,10 @@ def _chip(colour: tuple[int, int, int], label: str, filled: bool = True, thick: 
             f'vertical-align:middle;box-sizing:border-box"></span>{html.escape(label)}</span>')
 
 
-def legend_html(doc: Document, page_index: int, highlighted: str = "") -> str:
+def legend_html(doc: Document, page_index: int, highlighted: str = "", roles: bool = True) -> str:
     """Every kind of box drawn on this page, explained: each field's own colour (its printed name),
-    item cells, form keys and values, form tables, OCR lines and the picked box."""
+    item cells, form keys and values, form tables, OCR lines (on a form's page with `roles`, the line roles
+    present: "行 line: label" and so on, as in the JSON's "role") and the picked box."""
     colours = document_colours(doc, page_index)
     chips = [_chip(colours[k], doc.fields[k].label or k) for k in colours]
     if any(f.page == page_index and f.box for row in doc.items for f in row.values()):
@@ -103,6 +107,10 @@ def legend_html(doc: Document, page_index: int, highlighted: str = "") -> str:
     if any(t.page == page_index for t in doc.tables):
         chips.append(_chip(TABLE_COLOUR, "表格 form table", filled=False, thick=3))
     chips.append(_chip(LINE_COLOUR, "OCR 文本行 text line", filled=False, thick=1))
+    page = next((p for p in doc.pages if p.index == page_index), None)
+    if roles and page is not None:
+        chips += [_chip(colour, f"行 line: {name}", filled=False, thick=2)
+                  for name, colour in role_legend([ln.role for ln in page.lines]).items()]
     if highlighted:
         chips.append(_chip(HIGHLIGHT_COLOUR, f"选中 selected: {highlighted}", filled=False, thick=3))
     return '<div style="font-size:0.85rem;line-height:1.7">' + "".join(chips) + "</div>"
