@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from app.batch.csv_out import csv_table
-from app.ui.words import NOT_FOUND, check_words, error_words
+from app.ui.words import NOT_FOUND, check_words, error_words, load_schema_or_none
 from data.document import Cell, Document, Field, Page, Pair, Table
 
 COL_KEY, COL_LABEL, COL_VALUE, COL_NORM, COL_SCORE, COL_CHECK, COL_PAGE = (
@@ -31,18 +31,6 @@ ITEM_HEADERS = {"name": "名称 Name", "spec": "规格型号 Spec", "unit": "单
                 "unit_price": "单价 Price", "amount": "金额 Amount", "tax_rate": "税率 Rate", "tax": "税额 Tax"}
 COL_ROW, COL_ITEM_CHECK = "行 Row", "校验 Check"
 PAIR_COLUMNS = ["#", "键 Key", "值 Value", "置信度 Confidence", "页 Page"]
-
-
-def load_schema_or_none(doc_type: str | None, model_dir: str | None = None) -> Any:
-    """The schema of `doc_type` as the model that read the document carries it (models/model_dir.py
-    `model_schema`: MODEL/schemas/, else the repo's), None when there is none."""
-    if not doc_type:
-        return None
-    try:
-        from models.model_dir import model_schema
-        return model_schema(model_dir, doc_type)
-    except Exception:   # a type without a readable schema: show fields as they are, nothing to check
-        return None
 
 
 def schema_label(doc_type: str | None) -> str:

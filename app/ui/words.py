@@ -45,8 +45,19 @@ PASSED, NO_RULE, NOT_FOUND = "✓ 通过 passed", "— 无校验 no rule", "— 
 REVIEW = "⚠ 请核对 low confidence, check it"     # Field.review without a failed check (data/validate.py)
 
 
+def load_schema_or_none(doc_type: str | None, model_dir: str | None = None) -> Any:
+    """The schema of `doc_type` as the model that read the document carries it (models/model_dir.py
+    `model_schema`: MODEL/schemas/, else the repo's), None when there is none."""
+    if not doc_type:
+        return None
+    try:
+        from models.model_dir import model_schema
+        return model_schema(model_dir, doc_type)
+    except Exception:   # a type without a readable schema: show fields as they are, nothing to check
+        return None
+
+
 def _schema(doc_type: str | None) -> Any:
-    from app.ui.fields import load_schema_or_none
     return load_schema_or_none(doc_type)
 
 
