@@ -735,3 +735,15 @@ def test_the_colon_of_a_web_address_is_no_key_colon():
     # a colon that ends a key still does, and a time's stays inside its value
     assert _pairs([("会议时间：14:30", [100, 100, 300, 130])]) == [("会议时间", "14:30")]
 
+
+
+def test_two_labels_each_beside_its_own_value_stay_two_rows_where_no_border_was_found_between_them():
+    # a photographed grid whose border between 注册资本 and 联系人 was not found: the ruled lines put both in one
+    # cell, but each reads as a whole label with a value of its own on its row (as OCR read a generated photo)
+    lines = [("注册资本", [178, 290, 254, 325]), ("壹拾万元整", [330, 292, 440, 324]),
+             ("联系人", [172, 322, 250, 360]), ("王玲飞", [330, 326, 400, 358])]
+    tags = ["QQQQ", "AAAAA", "QQQ", "AAA"]
+    grid = _row_grid([150, 300, 900], 280, 370)
+    got = _ruled(lines, grid, tags)
+    assert ("注册资本", "壹拾万元整") in got and ("联系人", "王玲飞") in got
+    assert not any(k == "注册资本联系人" for k, _ in got)

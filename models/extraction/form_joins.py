@@ -78,6 +78,14 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
         celled = key_like is not None and not b.colon_key and not is_hint(b.text) and key_like(a) and key_like(b) \
             and geo.same_cell(a, b) and \
             (key_word(whole) or whole.endswith(KEY_ENDINGS) or geo.cell_right(a) is geo.cell_right(b) is not None)
+        if celled and (a.text.endswith(KEY_ENDINGS) or qualified_label(a.text)) and b.text[0] not in CONTINUES:
+            # two rows of a grid whose border between them was not found (a photo): the first reads as a whole
+            # label with a value of its own on its row, and so does the second, or it reads as a whole label too
+            # (注册资本 | 壹拾万元整 over 联系人 | 王玲飞; 联系人 | 王玲飞 over 工作经历 | far right)
+            ra, rb = geo.right_of(a), geo.right_of(b)
+            own_a = ra is not None and is_value(ra) and ra is not rb
+            celled = not (own_a and ((rb is not None and is_value(rb)) or b.text.endswith(KEY_ENDINGS) or
+                                     qualified_label(b.text)))
         if not part and not celled:
             continue
         # a label everybody knows over a line that neither goes on from it nor makes a known label with it is
