@@ -45,6 +45,15 @@ GENERATED_TYPES = ("e_invoice", "vat_invoice", "train_ticket", "receipt", "busin
 GENERATED_SEED = 4100
 
 
+
+def restore_reader(saved: str | None) -> None:
+    """PIAOJU_READER back to what it was (`saved`: its value before, None when unset)."""
+    if saved is None:
+        os.environ.pop("PIAOJU_READER", None)
+    else:
+        os.environ["PIAOJU_READER"] = saved
+
+
 def _run(path: Path, reader: str) -> tuple[float, float, list[str], dict[str, str], str | None]:
     """(seconds for the document, seconds reading its pages, readers per page, fields, error)."""
     from reading.route import analyse_file
@@ -110,10 +119,7 @@ def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) 
             print(f"{path.name:26s} wrong: text layer {len(row['text_layer']):2d}  ocr {len(row['ocr']):2d}  "
                   f"gt lines {len(row['gt_lines']):2d}", flush=True)
     finally:
-        if saved is None:
-            os.environ.pop("PIAOJU_READER", None)
-        else:
-            os.environ["PIAOJU_READER"] = saved
+        restore_reader(saved)
     summary: dict[str, Any] = {route: {"field_f1": round(r.overall().f1, 4), "f1_by_type": r.headline()}
                                for route, r in reports.items()}
     summary["pages"] = n
@@ -172,10 +178,7 @@ def batch(files: list[Path], copies: int, workers: list[int], out_json: Path) ->
                 print(f"{r['route']:4s} workers {w}: {docs:4d} files {pages:4d} pages in {seconds:7.2f} s  "
                       f"{r['files_per_s']:7.2f} files/s  {r['pages_per_s']:7.2f} pages/s", flush=True)
     finally:
-        if saved is None:
-            os.environ.pop("PIAOJU_READER", None)
-        else:
-            os.environ["PIAOJU_READER"] = saved
+        restore_reader(saved)
         shutil.rmtree(tmp, ignore_errors=True)
     best = {route: max((r for r in rows if r["route"] == route), key=lambda r: r["files_per_s"])
             for route in ("text", "ocr")}
@@ -246,10 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"(reading x{r['read_speedup']:.0f})  fields text {len(tf)} ocr {len(of)}, {len(differ)} differ",
                   flush=True)
     finally:
-        if saved is None:
-            os.environ.pop("PIAOJU_READER", None)
-        else:
-            os.environ["PIAOJU_READER"] = saved
+        restore_reader(saved)
     text_total = sum(r["text_s"] for r in rows)
     ocr_total = sum(r["ocr_s"] for r in rows)
     pages = sum(r["pages"] for r in rows)

@@ -8,13 +8,12 @@ import sys
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
 
 import models.ocr.engine as engine_mod
-from data.fonts import pil_font
 from models.ocr import OCREngine, OCRSettings
 from models.ocr.onnx import OnnxOptions, OnnxPredictor, bundled_onnx_files, embedded_charset
 from models.ocr.openvino import OpenVinoPredictor, cache_dir
+from tests.test_ocr_v6 import _text_page  # the same drawn test page
 
 
 @pytest.fixture(autouse=True)
@@ -110,14 +109,6 @@ def test_compiles_in_f32_by_default_caches_it_and_runs_without_a_cache(tmp_path,
 
 # --- the reader (real models) -------------------------------------------------------------------------------
 
-def _text_page(lines: list[str], size: int = 22, width: int = 760) -> np.ndarray:
-    img = Image.new("RGB", (width, 60 + len(lines) * size * 2), "white")
-    draw = ImageDraw.Draw(img)
-    for i, text in enumerate(lines):
-        draw.text((40, 40 + i * size * 2), text, fill="black", font=pil_font("song", size))
-    return np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
-
-
 @pytest.mark.heavy
 def test_openvino_f32_reads_the_same_lines_as_onnxruntime():
     ov = OCREngine(OCRSettings(model="v6", runtime="openvino"))
@@ -128,7 +119,7 @@ def test_openvino_f32_reads_the_same_lines_as_onnxruntime():
     lines = ["电子发票（普通发票）", "发票号码：24312000000012345678", "开票日期：2026年12月07日",
              "购买方名称：上海某某科技有限公司", "统一社会信用代码：91310115MA1K4XYZ2B",
              "价税合计（大写）壹仟贰佰叁拾肆圆伍角陆分", "（小写）¥1234.56", "备注：项目编号 A-0098"]
-    page = _text_page(lines)
+    page = _text_page(lines, size=22, width=760)
     got_ov, got_ort = ov.read(page), ort.read(page)
     assert len(got_ort.lines) >= len(lines) - 1
     assert [ln.text for ln in got_ov.lines] == [ln.text for ln in got_ort.lines]
