@@ -326,17 +326,6 @@ def test_a_name_takes_its_bracketed_branch_from_the_next_ocr_line(model_dir):
         assert doc.fields["seller_name"].value == "智融生活超市(朝阳区店)"
 
 
-def test_a_title_cut_short_is_completed_from_the_schema_titles():
-    from models.extraction.doctype import snap_title
-    einv = ["电子发票（增值税专用发票）", "电子发票（普通发票）"]
-    assert snap_title("电子发票(增值)", einv) == "电子发票(增值税专用发票)"
-    assert snap_title("电子发票(普通发", einv) == "电子发票(普通发票)"
-    vat = ["增值税专用发票", "增值税普通发票", "增值税电子普通发票", "增值税电子专用发票"]
-    assert snap_title("福建增值税电子普通", vat) == "福建增值税电子普通发票"     # the province stays
-    assert snap_title("福建增值税", vat) == "福建增值税"                       # four titles fit: no guess
-    assert snap_title("某地增值税电子普通发票", vat) == "某地增值税电子普通发票"
-
-
 def test_a_key_misread_in_one_character_is_still_not_a_value():
     from models.extraction import Span
     from models.extraction.fields import is_key_text
@@ -498,28 +487,6 @@ def test_a_remark_that_is_itself_label_and_content_runs_through_its_colon():
     assert remark("项目：餐饮管理服务", 0, 3, [[5, 9]]) == "项目："
     assert remark("甲项目：餐饮管理服务", 1, 4) == "项目："
     assert remark("项目：a：b", 0, 3) == "项目："
-
-def test_a_title_tagged_in_part_becomes_the_printed_title_it_belongs_to():
-    from data.document import Field
-    from models.extraction.doctype import complete_title
-    phrases = load_schema("e_invoice").title_phrases
-
-    def title(rows, line, start, end):
-        page = _lines_page(rows)
-        offset = sum(len(t) + 1 for t, _ in rows[:line])
-        f = Field("title", rows[line][0][start:end], rows[line][0][start:end], span=[offset + start, offset + end])
-        complete_title(f, page, phrases)
-        return f.value
-    row = [("发票号码：123", [890, 28, 1146, 45]), ("电子发票", [467, 33, 585, 61]),
-           ("（增值税专用发票）", [571, 34, 819, 61])]
-    assert title(row, 1, 0, 3) == "电子发票(增值税专用发票)"                  # OCR's two lines on one row
-    stacked = [("电子发票", [560, 20, 690, 50]), ("（普通发票）", [540, 55, 710, 85])]
-    assert title(stacked, 0, 0, 3) == "电子发票(普通发票)"
-    # lines far apart are not one title, and a page without a known title keeps what was tagged
-    apart = [("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [571, 400, 819, 428])]
-    assert title(apart, 0, 0, 3) == "电子发"
-    assert title([("电子发单", [467, 33, 585, 61])], 0, 0, 3) == "电子发"
-
 
 def test_a_name_alone_on_its_line_is_the_whole_line():
     from models.extraction import Span

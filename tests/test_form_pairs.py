@@ -408,9 +408,6 @@ def test_values_aligned_in_a_far_column_of_a_grid_pair_with_their_labels():
     assert _pairs(lines, tags) == rows
     # one label with one piece far out on its row is no grid: nothing says that piece answers it
     assert _pairs(lines[2:4], tags[2:4]) == []
-    # the column rule switched off by name: the far values are out of reach again
-    page, pred = _page(lines, tags)
-    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=frozenset({"form_value_column"}))] == []
 
 
 def test_a_known_word_opening_a_longer_label_read_with_its_value_cuts_where_the_label_ends():
@@ -426,9 +423,6 @@ def test_a_short_label_with_its_value_beside_it_is_a_field_though_the_model_call
              ("部门：", [600, 200, 660, 224]), ("财务部", [680, 200, 740, 224])]
     known = ["QQQQ", "OOOOO", "QQQ", "AA", "QQQ", "AAA"]
     assert ("学校代码", "10279") in _pairs(lines, known)
-    page, pred = _page(lines, known)
-    off = frozenset({"form_plain_fields"})
-    assert ("学校代码", "10279") not in [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)]
 
 
 def test_a_value_of_two_lines_centred_on_its_label_takes_its_first_line_too():
@@ -592,10 +586,6 @@ def test_the_grid_value_column_outweighs_the_model_calling_a_row_furniture():
     # the model knows the page (most lines question/answer) and calls the first two rows furniture
     tags = ["O" * len(t) if i < 4 else ("Q" if i % 2 == 0 else "A") * len(t) for i, (t, _) in enumerate(lines)]
     assert _pairs(lines, tags) == rows
-    page, pred = _page(lines, tags)
-    # without the column the furniture tags win: only the rows the model reads as fields pair
-    off = frozenset({"form_value_column"})
-    assert [(p.key, p.value) for p in decode_form(page, pred, LABELS, off=off)] == rows[2:]
 
 
 def test_a_title_in_large_type_opens_no_label_though_a_known_word_is_inside_it():

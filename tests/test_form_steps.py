@@ -11,9 +11,8 @@ from models.extraction.rules import RULES
 from models.extractor import get_extractor
 
 EXTRACTION = Path(forms.__file__).parent
-STEPS = {"form_cuts", "form_wall_cuts", "form_code_cuts", "form_column_cuts", "form_roles", "form_furniture",
-         "form_join_labels", "form_data_tables", "form_column_pairs", "form_row_values", "form_join_values",
-         "form_ocr_min", "form_signatures"}
+STEPS = {"form_cuts", "form_column_cuts", "form_roles", "form_furniture", "form_join_labels", "form_data_tables",
+         "form_row_values", "form_join_values", "form_ocr_min", "form_signatures"}
 
 
 def _names_tested_against_a_set(path: Path) -> set[str]:
@@ -38,9 +37,10 @@ def test_no_forms_file_checks_a_step_rule_by_name():
 
 
 def test_form_steps_leave_out_what_is_switched_off_and_keep_the_rules_order():
-    on, off = forms.form_steps(frozenset()), forms.form_steps(frozenset({"form_code_cuts", "form_signatures"}))
-    assert on["form_pieces"] == [forms.cut_at_walls, forms.cut_codes, forms.cut_columns]
-    assert off["form_pieces"] == [forms.cut_at_walls, forms.cut_columns]
+    on, off = forms.form_steps(frozenset()), forms.form_steps(frozenset({"form_furniture", "form_signatures"}))
+    assert on["form_evidence"] == [forms.furniture_lines, forms.join_label_lines]
+    assert off["form_evidence"] == [forms.join_label_lines]
+    assert on["form_pieces"] == off["form_pieces"] == [forms.cut_columns]
     assert on["form_page"] == [forms.sign_apart] and off["form_page"] == []
 
 

@@ -124,7 +124,6 @@ def test_type_rules_follow_the_printed_title():
     lean_form = np.array([0.1, 0.2, 0.7])
     page = ["电子发票（增值税专用发票）", "号4：19822"]
     assert types[pick_type(lean_form, types, schemas, page)] == "e_invoice"
-    assert types[pick_type(lean_form, types, schemas, page, off=frozenset(["type_by_title_line"]))] == "generic_form"
     form = ["个人信息登记表", "姓名：张三", "现住址：北京市"]
     lean_vat = np.array([0.6, 0.1, 0.3])
     assert types[pick_type(lean_vat, types, schemas, form)] == "generic_form"
@@ -193,15 +192,6 @@ def test_text_through_colon():
     rows = [("备", [50, 440, 70, 460]), ("项目：餐饮管理服务", [92, 460, 243, 477])]
     on, off = _on_off("text_through_colon", "vat_invoice", rows, [Span("remarks", 1, 0, 3, 0.9)])
     assert on.fields["remarks"].raw == "项目：餐饮管理服务" and off.fields["remarks"].raw == "项目"
-
-
-def test_title_from_line_and_title_snap():
-    # the title's second line a line height below and off centre: too far for a name's bracketed part
-    rows = [("电子发票", [467, 33, 585, 61]), ("（增值税专用发票）", [700, 89, 950, 117])]
-    on, off = _on_off("title_from_line", "e_invoice", rows, [Span("title", 0, 0, 3, 0.9)])
-    assert _value(on, "title") == "电子发票(增值税专用发票)" and _value(off, "title") == "电子发票"
-    on, off = _on_off("title_snap", "e_invoice", [("电子发票(增值", [467, 33, 585, 61])], [Span("title", 0, 0, 7, 0.9)])
-    assert _value(on, "title") == "电子发票(增值税专用发票)" and off.fields["title"].raw == "电子发票(增值"
 
 
 def _goods(name: str = "运输服务*国内货物运输服务") -> tuple[list, list[Span]]:
@@ -284,17 +274,16 @@ def test_drop_total_row():
     assert len(_fields("receipt", rows, spans, frozenset(["drop_total_row"])).items) == 3
 
 
-def test_figure_from_words():
+def test_totals_by_arithmetic_moves_a_total_the_model_gave_to_a_term():
+    # the model tagged the 小写 figure of 价税合计 as 合计金额: 273682.62 + 35578.74 = 309261.36, and the 大写
+    # line spells 309261.36, so that figure is the sum and the free 273682.62 the term
     rows = [("￥273682.62", [700, 400, 820, 420]), ("￥35578.74", [1050, 400, 1160, 420]),
             ("叁拾万玖仟贰佰陆拾壹圆叁角陆分", [300, 440, 600, 460]), ("（小写）￥309261.36", [800, 440, 1000, 460])]
     spans = [Span("total_amount", 3, 4, 14, 0.9), Span("total_tax", 1, 0, 9, 0.9),
              Span("total_with_tax_in_words", 2, 0, 15, 0.9)]
-    on, off = _on_off("figure_from_words", "vat_invoice", rows, spans)
+    on, off = _on_off("totals_by_arithmetic", "vat_invoice", rows, spans)
     assert _value(on, "total_with_tax") == "309261.36" and _value(on, "total_amount") == "273682.62"
-    # totals_by_arithmetic comes to the same figures (273682.62 + 35578.74 = 309261.36, and the 大写 line)
-    assert _value(off, "total_amount") == "273682.62"
-    both = _fields("vat_invoice", rows, spans, frozenset(["figure_from_words", "totals_by_arithmetic"]))
-    assert _value(both, "total_amount") == "309261.36"
+    assert _value(off, "total_amount") == "309261.36"
 
 
 def test_totals_by_arithmetic_with_a_printed_zero():
@@ -374,7 +363,6 @@ def test_form_rules():
     assert ("编号", "80247952") in _pairs(furniture, known, off=frozenset(["form_furniture"]))
     options = [("领取方式：", [100, 100, 200, 124]), ("自取", [220, 100, 260, 124]), ("邮寄", [280, 100, 320, 124])]
     assert _pairs(options, ["QQQQQ", "AA", "AA"]) == []
-    assert {k for k, _ in _pairs(options, ["QQQQQ", "AA", "AA"], off=frozenset(["form_options_row"]))} == {"领取方式"}
     unsure = [("部门：", [100, 160, 160, 184]), ("采购部", [180, 160, 240, 184])]
     assert _pairs(unsure, scores={1: 0.5}) == []
     assert _pairs(unsure, scores={1: 0.5}, off=frozenset(["form_ocr_min"])) == [("部门", "采购部")]
@@ -408,22 +396,6 @@ def test_every_rule_that_can_be_switched_off_has_a_test_here():
     assert [r.name for r in RULES if not r.core and f'"{r.name}"' not in here] == []
 
 
-def test_a_line_read_across_a_ruled_cell_border_is_cut_at_the_border():
-    # OCR read the phone number and the next cell's label as one line: the value stops at the border
-    lines = [("电话：15195851025有效签证有□无", [100, 100, 560, 130]), ("姓名", [100, 150, 160, 180]),
-             ("张三", [220, 150, 300, 180])]
-    page, pred = _form_page(lines)
-    grid = [[90, 90, 90, 200], [205, 90, 205, 200], [360, 90, 360, 200], [600, 90, 600, 200],
-            [90, 90, 600, 90], [90, 140, 600, 140], [90, 200, 600, 200]]
-    assert ("电话", "15195851025有效签证有□无") in [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS)]
-    page.rules = grid
-    pairs = decode_form(page, pred, FORM_TAGS)
-    assert [(p.key, p.value) for p in pairs] == [("电话", "15195851025"), ("姓名", "张三")]
-    assert pairs[0].value_box[2] <= 365                       # its box ends at the border too
-    assert ("电话", "15195851025有效签证有□无") in \
-        [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=frozenset({"form_wall_cuts"}))]
-
-
 def test_a_signature_and_its_date_are_a_signature_block_not_pairs():
     from models.extraction.forms import decode_form_page
     lines = [("姓名：张三", [100, 100, 300, 125]), ("负责人签名：李四", [100, 300, 330, 325]),
@@ -447,7 +419,7 @@ def test_type_unsure_is_generic():
     assert types[pick_type(sure, types, schemas, ["好又多超市", "合计：12.50"], generic=2)] == "receipt"
 
 
-def test_type_keys_read_fuzzily():
+def test_keys_read_in_traditional_script_or_misread_still_count_as_printed():
     # a traditional-script e-invoice photographed with the tax bureau's seal over its title: the keys are
     # printed, but as 開票日期 and 發票號码, not the schema's 开票日期 / 发票号码
     types = ["e_invoice", "generic_form"]
@@ -457,8 +429,6 @@ def test_type_keys_read_fuzzily():
              "合計", "價税合計（大寫）", "備註", "開票人：王霞艳"]
     leaning = np.array([0.999, 0.001])
     assert types[pick_type(leaning, types, schemas, lines, generic=1)] == "e_invoice"
-    assert types[pick_type(leaning, types, schemas, lines, off=frozenset(["type_keys_read_fuzzily"]),
-                           generic=1)] == "generic_form"
     # a form that shares two words with an invoice is still no invoice
     form = ["个人信息登记表", "姓名", "张三", "出生日期", "1990年01月01日", "联系电话", "13800000000", "备注"]
     assert types[pick_type(leaning, types, schemas, form, generic=1)] == "generic_form"
@@ -489,12 +459,10 @@ def test_form_layout_rules():
             for i, t in enumerate(["学号", "2023283597", "院系", "经济管理系", "班级", "机械2002班"])]
     grid_tags = ["QQ", "AAAAAAAAAA", "QQ", "AAAAA", "QQ", "AAAAAAA"]
     assert _pairs(grid, grid_tags) == [("学号", "2023283597"), ("院系", "经济管理系"), ("班级", "机械2002班")]
-    assert _pairs(grid, grid_tags, off=frozenset(["form_value_column"])) == []
     corner = [("学校代码", [690, 74, 770, 98]), ("10279", [778, 76, 826, 94]), ("姓名：", [100, 200, 160, 224]),
               ("张三", [180, 200, 230, 224])]
     corner_tags = ["QQQQ", "OOOOO", "QQQ", "AA"]       # the model knows the page and calls 10279 furniture
     assert ("学校代码", "10279") in _pairs(corner, corner_tags)
-    assert ("学校代码", "10279") not in _pairs(corner, corner_tags, off=frozenset(["form_plain_fields"]))
     table = [("姓名", [100, 300, 148, 324]), ("关系", [300, 300, 348, 324]), ("单位", [500, 300, 548, 324]),
              ("李明", [100, 340, 150, 364]), ("父子", [300, 340, 348, 364]), ("华为", [500, 340, 548, 364]),
              ("王芳", [100, 380, 150, 404]), ("母子", [300, 380, 348, 404]), ("腾讯", [500, 380, 548, 404])]
@@ -522,40 +490,6 @@ def test_form_layout_rules():
         [("负责人", "王五")]
 
 
-def test_form_column_pairs_pair_a_label_nobody_knows_by_the_pages_columns():
-    # a cover: two known labels flush right at x ~515 with their values from x ~540; 研究方向, a label no list
-    # knows and the model calls other, stands in that column with 计算机视觉 in the values' column
-    cover = [("所在学院", [397, 588, 517, 613]), ("外国语学院", [541, 588, 667, 613]),
-             ("论文提交日期", [349, 653, 513, 676]), ("2018年11月6日", [539, 653, 698, 676]),
-             ("研究方向", [421, 716, 517, 742]), ("计算机视觉", [541, 716, 670, 742])]
-    tags = ["QQQQ", "AAAAA", "QQQQQQ", "A" * 11, "OOOO", "AAAAA"]
-    pairs = _pairs(cover, tags)
-    assert pairs[:2] == [("所在学院", "外国语学院"), ("论文提交日期", "2018年11月6日")]
-    assert ("研究方向", "计算机视觉") in pairs
-    assert ("研究方向", "计算机视觉") not in _pairs(cover, tags, off=frozenset(["form_column_pairs"]))
-    # out of the labels' column (its right edge a line height and more away): nothing says it is a label
-    moved = cover[:4] + [("研究方向", [380, 716, 476, 742]), ("计算机视觉", [541, 716, 670, 742])]
-    assert ("研究方向", "计算机视觉") not in _pairs(moved, tags)
-    # a value not in the values' column, and one followed by another short piece (options whose boxes OCR
-    # lost: 性别 | 口男 口女) are no such pair
-    far = cover[:5] + [("计算机视觉", [620, 716, 750, 742])]
-    assert ("研究方向", "计算机视觉") not in _pairs(far, tags)
-    sex = cover[:4] + [("性别", [469, 716, 517, 742]), ("口男", [541, 716, 590, 742]), ("口女", [610, 716, 659, 742])]
-    assert [k for k, _ in _pairs(sex, tags[:4] + ["OO", "OO", "OO"])] == ["所在学院", "论文提交日期"]
-    # one pair on the page is no column
-    assert ("研究方向", "计算机视觉") not in _pairs(cover[2:], tags[2:])
-
-
-def test_form_code_cuts_cut_a_label_glued_to_its_code_where_the_script_changes():
-    # a cover's corners: labels no list knows, each read glued to its code; the model calls it all other
-    corner = [("学校代码10347", [67, 41, 205, 65]), ("分类号D922", [765, 77, 875, 100])]
-    assert _pairs(corner) == [("学校代码", "10347"), ("分类号", "D922")]
-    assert _pairs(corner, off=frozenset(["form_code_cuts"])) == []
-    # no label ending before the code, no digit in it, or no code at all after the Chinese: left whole
-    for text in ("北京市海淀区中关村大街1号", "有限公司2023", "研究方向ABC", "学校代码"):
-        assert _pairs([(text, [67, 41, 250, 65])]) == []
-
-
 def test_type_unsure_is_generic_covers_a_registration_form_the_classifier_calls_a_receipt():
     """A registration form (many key-colon lines, no title, no receipt wording) that the classifier
     calls a VAT invoice, then a receipt at 0.001: not a receipt with receipt fields, a generic form."""
@@ -566,12 +500,10 @@ def test_type_unsure_is_generic_covers_a_registration_form_the_classifier_calls_
     probs = np.array([0.996, 0.002, 0.001, 0.001])
     assert types[pick_type(probs, types, schemas, form, generic=3)] == "generic_form"
     assert types[pick_type(probs, types, schemas, form, off=frozenset(["type_unsure_is_generic"]),
-                           generic=3)] == "generic_form"           # type_needs_evidence catches it too
-    assert types[pick_type(probs, types, schemas, form, off=frozenset(["type_unsure_is_generic",
-                                                                      "type_needs_evidence"]), generic=3)] == "receipt"
+                           generic=3)] == "generic_form"           # form_without_evidence catches it too
 
 
-def test_type_needs_evidence():
+def test_key_colon_lines_without_receipt_wording_are_no_receipt():
     """The classifier fairly sure of a receipt (0.8) on a page of key-colon lines with no receipt wording:
     a form. A receipt prints its sums, and stays a receipt at the same score."""
     types = ["vat_invoice", "receipt", "generic_form"]
@@ -580,8 +512,6 @@ def test_type_needs_evidence():
     form = ["出国人员登记表", "姓名：李明", "性别：男", "出生日期：2001年3月2日", "护照号码：E12345678",
             "联系电话：13800001111", "家庭住址：湖南省长沙市"]
     assert types[pick_type(leaning, types, schemas, form, generic=2)] == "generic_form"
-    assert types[pick_type(leaning, types, schemas, form, off=frozenset(["type_needs_evidence"]),
-                           generic=2)] == "receipt"
     till = ["好又多超市", "单号：20240512001", "日期：2024-05-12", "收银员：王芳", "电话：0731-8888", "合计：12.50"]
     assert types[pick_type(leaning, types, schemas, till, generic=2)] == "receipt"
 
@@ -790,18 +720,15 @@ def test_text_through_colon_when_the_label_ends_untagged():
     assert _fields("vat_invoice", rows, [Span("remarks", 1, 0, 2, 0.9)]).fields["remarks"].raw == "合同"
 
 
-def test_label_is_no_name_and_lone_cells():
-    # the model tagged 价税合计（大写） as a goods name and the ⓧ before the 大写 line (read 8) as its quantity
+def test_lone_cells():
+    # the model tagged the ⓧ before the 大写 line (read 8) as a quantity: a row of that one cell is no goods
     rows, spans = _goods()
     rows += [("价税合计（大写）", [80, 440, 250, 460]), ("8", [270, 440, 285, 460])]
-    spans += [Span("items.name", 9, 0, 8, 0.9), Span("items.quantity", 10, 0, 1, 0.9)]
+    spans += [Span("items.quantity", 10, 0, 1, 0.9)]
     on = _fields("vat_invoice", rows, spans)
     assert len(on.items) == 1 and on.items[0]["name"].value == "*运输服务*国内货物运输服务"
-    no_label = _fields("vat_invoice", rows, spans, frozenset(["label_is_no_name"]))
-    assert any(r.get("name") and r["name"].value == "价税合计(大写)" for r in no_label.items)
-    assert len(_fields("vat_invoice", rows, spans, frozenset(["label_is_no_name", "lone_cells"])).items) == 2
-    # a row of one quantity is dropped; a row of one amount is kept (the name may be what the model missed)
-    assert len(_fields("vat_invoice", rows, spans, frozenset(["lone_cells"])).items) == 2
+    off = _fields("vat_invoice", rows, spans, frozenset(["lone_cells"]))
+    assert len(off.items) == 2 and {k: f.value for k, f in off.items[1].items()} == {"quantity": "8"}
 
 
 def test_item_arithmetic():
@@ -912,10 +839,10 @@ def test_star_name_reads_a_quote_before_the_category_as_its_star():
     assert _fields("vat_invoice", rows, spans).items[0]["name"].value == "*餐饮服务*餐饮服务"
 
 
-def test_type_by_key_phrases_keeps_an_invoice_whose_title_is_lost_under_its_seal():
+def test_key_phrases_keep_an_invoice_whose_title_is_lost_under_its_seal():
     """A VAT invoice whose title the seal hid (OCR read only the seal's 甘肃税务局) still prints its keys
     (发票代码, 开票日期, 校验码, 机器编号, 纳税人识别号 ...): it stays a VAT invoice. A form the classifier
-    leaned the same way prints none of them and stays a form; with the rule off the invoice is a form too."""
+    leaned the same way prints none of them and stays a form (doctype.key_evidence)."""
     types = ["vat_invoice", "e_invoice", "generic_form"]
     schemas = {t: load_schema(t) for t in types}
     lean_vat = np.array([0.8, 0.1, 0.1])
@@ -924,8 +851,6 @@ def test_type_by_key_phrases_keeps_an_invoice_whose_title_is_lost_under_its_seal
               "纳税人识别号：91130102XU27316159", "地址、电话：上海市浦东新区天府大道104号", "开户行及账号：中信银行",
               "价税合计（大写）", "（小写）¥23570.06", "收款人：江远勇", "复核：王芳", "开票人：钟伟"]
     assert types[pick_type(lean_vat, types, schemas, sealed)] == "vat_invoice"
-    assert types[pick_type(lean_vat, types, schemas, sealed, off=frozenset(["type_by_key_phrases"]))] \
-        == "generic_form"
     form = ["个人信息登记表", "姓名：张三", "现住址：北京市", "联系电话：13800001111", "填表日期：2024年5月1日"]
     assert types[pick_type(lean_vat, types, schemas, form)] == "generic_form"
     # three keys are not yet an invoice's: a form asking for a tax ID, a name and a date stays a form
@@ -1032,9 +957,6 @@ def test_a_far_value_with_another_label_before_it_on_its_row_is_that_labels():
     at("工业园2609室", 697, 360, 120, "A")
     got = _form_pairs(lines, tags)
     assert ("通讯地址", "南宁市青秀区湖滨路260号工业园2609室") in got and not any(k == "申请日期" for k, _ in got)
-    page, pred = _form_page(lines, tags)
-    off = [(p.key, p.value) for p in decode_form(page, pred, FORM_TAGS, off=frozenset({"form_far_past_key"}))]
-    assert ("申请日期", "南宁市青秀区湖滨路260号") in off and ("通讯地址", "工业园2609室") in off
 
 
 def test_form_needs_structure():

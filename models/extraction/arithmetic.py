@@ -66,23 +66,6 @@ def money_figures(ctx: PageContext) -> None:
                 ctx.figures.append((value, li, m.start(), m.end()))
 
 
-def figure_from_words(ctx: PageContext) -> None:
-    """The 小写 figure given to a term of the sum: when it equals the 大写 words and the figure they
-    match is missing, it is that figure (the term is then found by the sum)."""
-    doc, specs = ctx.doc, ctx.specs
-    for rule in _rules(ctx, "words_match"):
-        if rule.figure and rule.figure not in doc.fields and rule.words:
-            words = _value_of(ctx, rule.words)
-            sums = [r for r in ctx.schema.rules if r.check == "sum" and r.equals == rule.figure]
-            for term in (k for r in sums for k in r.fields):
-                if words is not None and _value_of(ctx, term) == words and specs.get(term) and \
-                        specs[term].type == "amount":
-                    f = doc.fields.pop(term)
-                    doc.fields[rule.figure] = Field(**{**f.__dict__, "key": rule.figure,
-                                                       "label": specs[rule.figure].label})
-                    break
-
-
 def fill_by_arithmetic(ctx: PageContext) -> None:
     """A total the model did not tag at all: the figure of 价税合计 equals its 大写 words; a missing
     term of 合计金额 + 合计税额 = 价税合计 is their difference; a missing 合计金额/税额 is the sum of the

@@ -1,8 +1,7 @@
 """The document type, and the title field: what the page prints as its title.
 
-`pick_type` takes the classifier's probabilities and the page's printed title (rules type_by_title_line,
-type_needs_title); `complete_title` and `snap_title` complete a title the model
-or OCR cut short.
+`pick_type` takes the classifier's probabilities and the page's printed title (rules type_needs_title,
+type_unsure_is_generic); `nearest_title` mends a title OCR misread.
 """
 from __future__ import annotations
 
@@ -12,12 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from data.document import Field, Line, Page
-from data.geometry import same_row
 from data.labels import COLONS
 from data.normalize import to_halfwidth
 from data.text_distance import lcs_length
-from models.extraction.base import line_of, line_starts, shared_chars
+from models.extraction.base import shared_chars
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
@@ -82,7 +79,7 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     joined = lines + [a + b for a, b in zip(lines, lines[1:])]
     titled = {i: title_line(schemas[t].title_phrases, joined, st.title_extra, st.title_line_edits)
               for i, t in enumerate(types)
-              if schemas.get(t) is not None and schemas[t].title_required and "type_by_title_line" not in off}
+              if schemas.get(t) is not None and schemas[t].title_required}
     longest = max(titled.values(), default=0)
     if longest:
         return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
@@ -92,13 +89,12 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
                 probs[i] < st.unsure_type and "type_unsure_is_generic" not in off:
             return generic
         if schema is not None and not schema.title_required and generic is not None and i != generic and \
-                "type_needs_evidence" not in off and form_without_evidence(schema, lines, st):
+                form_without_evidence(schema, lines, st):
             return generic
         if schema is None or not schema.title_required or "type_needs_title" in off or \
                 title_evidence(schema.title_phrases, lines, st.title_evidence_extra,
                                st.title_min_chars) >= st.title_evidence or \
-                ("type_by_key_phrases" not in off and
-                 key_evidence(schema, lines, fuzzy="type_keys_read_fuzzily" not in off) >= st.type_key_evidence):
+                key_evidence(schema, lines) >= st.type_key_evidence:
             return int(i)
     return int(probs.argmax())
 
@@ -107,13 +103,13 @@ KEY_READ_SHARE = 0.75   # key_evidence: a key of 4+ characters counts when a lin
 KEY_LINE_LONGER = 3     # ... and that line is at most this many times as long as the key
 
 
-def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int = 3, fuzzy: bool = True) -> float:
+def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int = 3) -> float:
     """Share of a schema's fields whose own printed key (a key phrase of `min_len` characters or more: 发票代码,
     开票日期, 纳税人识别号; not 名称) the page prints somewhere. A title under a seal or torn off leaves an invoice
     with most of its keys, while a form or a letter that the classifier leaned towards an invoice prints few of
     them: a type whose title is not shown is still kept on this evidence (`type_key_evidence`). Fewer than
-    `min_found` keys shown is no evidence: a form asking for 公民身份号码 is no ID card. With `fuzzy`, a key
-    of four characters or more also counts when one line holds KEY_READ_SHARE of its characters in order:
+    `min_found` keys shown is no evidence: a form asking for 公民身份号码 is no ID card. A key of four
+    characters or more also counts when one line holds KEY_READ_SHARE of its characters in order:
     開票日期 (traditional script), 纳税人阈别号 (OCR), as `title_evidence` reads titles."""
     text = "".join(lines)
     keyed = [[ph for ph in (re.sub(r"\s+", "", to_halfwidth(k)) for k in f.key_phrases) if len(ph) >= min_len]
@@ -122,12 +118,12 @@ def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int
     if not keyed:
         return 0.0
 
-    counts = [(ln, Counter(ln)) for ln in lines] if fuzzy else []    # each line's characters, counted once
+    counts = [(ln, Counter(ln)) for ln in lines]    # each line's characters, counted once
 
     def shown(ph: str) -> bool:
         if ph in text:
             return True
-        if not fuzzy or len(ph) < 4:
+        if len(ph) < 4:
             return False
         need = KEY_READ_SHARE * len(ph)
         mine = Counter(ph).items()
@@ -184,24 +180,6 @@ def form_structure(pairs: list[Any], lines: list[str]) -> bool:
     return len(keys) >= FORM_MIN_KEYS and len(keys) >= FORM_KEY_DENSITY * max(1, len(lines))
 
 
-def snap_title(value: str, phrases: list[str]) -> str:
-    """A title OCR cut short (电子发票(增值 / 福建增值税电子普通) completed from the schema's titles: the
-    longest tail of the value (at least 4 characters) that begins exactly one known title is replaced by
-    that title; what stands before it (a province) stays. A complete or unknown title is kept."""
-    titles = {to_halfwidth(t) for t in phrases}
-    if not value or any(value.endswith(t) for t in titles):
-        return value
-    v = value[:-1] if value.endswith(")") and value.count("(") == value.count(")") else value
-    for i in range(len(v) - 3):
-        tail = v[i:]
-        fits = {t for t in titles if t.startswith(tail) and t != tail}
-        if len(fits) == 1:
-            return v[:i] + fits.pop()
-        if fits:
-            return value
-    return value
-
-
 def _fit(title: str, value: str) -> tuple[int, int, int]:
     """The fewest edits that turn some piece of `value` into `title` (semi-global alignment: what stands
     before or after the piece is free), with where that piece starts and ends in `value`."""
@@ -241,34 +219,3 @@ def nearest_title(value: str, phrases: list[str], st: DecodeSettings = DEFAULT_S
 
 def _unbracket(text: str) -> str:
     return re.sub(r"[()\[\]]", "", text)
-
-
-def complete_title(f: Field, page: Page, phrases: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> None:
-    """A title the model tagged only in part (电子发 of 电子发票 | （增值税专用发票）, OCR's two lines on one
-    row or stacked) is the printed title it belongs to: its line, alone or joined to the line before or
-    after it, holds a known title exactly, with at most four characters more before it (a province)."""
-    if f.span is None:
-        return
-    titles = sorted({re.sub(r"\s+", "", to_halfwidth(t)) for t in phrases}, key=len, reverse=True)
-    cur = re.sub(r"\s+", "", to_halfwidth(f.value or ""))
-    if not cur or any(cur.endswith(t) for t in titles):
-        return
-    offsets = line_starts(page)
-    li = line_of(offsets, f.span[0])
-
-    def close(a: Line, b: Line) -> bool:         # on one row, or b stacked right under a
-        h = max(1.0, a.box[3] - a.box[1], b.box[3] - b.box[1])
-        return same_row(a.box, b.box, line_height=h) or -st.join_overlap * h <= b.box[1] - a.box[3] < st.title_stack * h
-    for lo, hi in ((li, li), (li, li + 1), (li - 1, li)):
-        if lo < 0 or hi >= len(page.lines) or (hi > lo and not close(page.lines[lo], page.lines[hi])):
-            continue
-        joined = "".join(re.sub(r"\s+", "", to_halfwidth(page.lines[k].text)) for k in range(lo, hi + 1))
-        for t in titles:
-            k = joined.find(t)
-            if 0 <= k <= 4 and cur in joined[:k + len(t)]:
-                f.value = f.raw = joined[:k + len(t)]
-                boxes = [page.lines[i].box for i in range(lo, hi + 1)]
-                f.box = [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
-                         max(b[3] for b in boxes)]
-                f.span = [int(offsets[lo]), int(offsets[hi] + len(page.lines[hi].text))]
-                return

@@ -21,7 +21,7 @@ from models.extraction.base import (
     line_starts,
     plausible,
 )
-from models.extraction.doctype import complete_title, nearest_title, snap_title
+from models.extraction.doctype import nearest_title
 from models.extraction.fields import (
     credit_code_repair,
     grow_to_run,
@@ -346,19 +346,6 @@ def text_through_colon(ctx: PageContext) -> None:
     here = ctx.here()
     for f in _text_fields(ctx):
         through_colon(f, ctx.page, [g.span for g in here.values() if g is not f and g.span], ctx.settings)
-
-
-def title_from_line(ctx: PageContext) -> None:
-    """A title the model tagged only in part is the printed title its line (or two lines) holds."""
-    if "title" in ctx.here() and getattr(ctx.schema, "title_phrases", None):
-        complete_title(ctx.doc.fields["title"], ctx.page, ctx.schema.title_phrases, ctx.settings)
-
-
-def title_snap(ctx: PageContext) -> None:
-    """A title OCR cut short is completed from the schema's titles."""
-    if "title" in ctx.here() and getattr(ctx.schema, "title_phrases", None):
-        f = ctx.doc.fields["title"]
-        f.value = snap_title(f.value, ctx.schema.title_phrases)
 
 
 def title_nearest(ctx: PageContext) -> None:

@@ -1,14 +1,13 @@
 """Generic forms, decoder layer 3: candidates -> pairs (`Decoder`), and the pairs completed and ordered.
 
 The best candidates are taken first (by the learned scorer where the model directory has one, else by
-hand weights), one value per key and one key per value; then the page's own columns pair what the
-evidence did not (`column_pairs`), a key followed by several values in its row keeps them all
-(`row_values`), and a value that wraps takes its other lines (`lead_line`, `wrap`). `make_pair` turns a
-key and value into a Pair with its confidence, `reading_order` sorts them as they are read. The layers
-below are form_proposals.Proposals (the candidates) and form_evidence.Evidence (what each piece is).
+hand weights), one value per key and one key per value; then a key followed by several values in its
+row keeps them all (`row_values`), and a value that wraps takes its other lines (`lead_line`, `wrap`).
+`make_pair` turns a key and value into a Pair with its confidence, `reading_order` sorts them as they are
+read. The layers below are form_proposals.Proposals (the candidates) and form_evidence.Evidence (what each piece is).
 Step rules here (run by `Decoder.pairs` over `Decoder.taken` where on, see forms.py FORM_RULES):
-form_column_pairs (stage form_taken), form_row_values (form_rows), form_join_values (form_values),
-form_ocr_min (form_kept). Rules still switched off by name here: form_cells, form_far_past_key.
+form_row_values (stage form_rows), form_join_values (form_values), form_ocr_min (form_kept). Rule still
+switched off by name here: form_cells.
 """
 from __future__ import annotations
 
@@ -17,12 +16,10 @@ import numpy as np
 from data import geometry
 from data.document import Pair
 from models.extraction.form_layout import continues_value
-from models.extraction.form_pieces import Piece, is_header, piece_tags
+from models.extraction.form_pieces import Piece, piece_tags
 from models.extraction.form_proposals import Proposals
 from models.extraction.form_text import (
-    SECTION,
     bracketed_note,
-    cjk,
     is_hint,
     key_word,
     options,
@@ -31,11 +28,8 @@ from models.extraction.form_text import (
     ticked,
 )
 
-COLUMN_SUPPORT = 2       # form_column_pairs: keys (values) of this page's pairs sharing the label's (value's) edge
-COLUMN_EDGE = 0.7        # ... within this many line heights
-COLUMN_LABEL_MAX = 8     # ... a label of at most this many characters, all Chinese
 # the stages of step rules `Decoder.pairs` runs over the pairs taken, in this order (forms.py FORM_RULES)
-PAIR_STAGES = ("form_taken", "form_rows", "form_values", "form_kept")
+PAIR_STAGES = ("form_rows", "form_values", "form_kept")
 
 
 class Decoder(Proposals):
@@ -69,38 +63,10 @@ class Decoder(Proposals):
             if (id(k), id(v)) in self.prob:
                 self.key_prob[id(k)] = self.prob[(id(k), id(v))]
             self.taken.append(c)
-        for stage in PAIR_STAGES:     # more pairs, more values, whole values, the unsure ones dropped
+        for stage in PAIR_STAGES:     # more values, whole values, the unsure ones dropped
             self.run(stage)
         pairs = [p for p in (self.make_pair(s, k, v) for s, k, v, _ in self.taken if not k.absorbed) if p is not None]
         return reading_order(pairs, self.geo.slope)
-
-    def column_pairs(self, taken: list[tuple[float, Piece, Piece, str]]) -> list[tuple[float, Piece, Piece, str]]:
-        """Rows the page's own columns pair where the evidence on the pieces did not: an unpaired piece that
-        ends (or starts) where at least COLUMN_SUPPORT keys of this page's pairs end (or start), with an
-        unpaired piece right of it on its row that starts where at least COLUMN_SUPPORT of their values start.
-        A label no list or model knows (研究方向 | 结构工程 on a cover whose other labels are known) stands in
-        the labels' column with its value in the values' column; the layout says what its text cannot."""
-        side = [(k, v) for _, k, v, where in taken if where == "right" and not k.more and not v.more]
-        if len(side) < COLUMN_SUPPORT:
-            return []
-        out: list[tuple[float, Piece, Piece, str]] = []
-        for k in self.pieces:
-            if k.used or k.absorbed or k.colon_key or not 2 <= len(k.text) <= COLUMN_LABEL_MAX or \
-                    not cjk(k.text) or id(k) in self.table or \
-                    SECTION.match(k.text) or is_header(k, self.masses[k.line]) or options(k.text):
-                continue
-            v = self.geo.right_of(k)
-            if v is None or v.used or v.absorbed or v.colon_key or not self.is_value(v, k) or self.is_label(v) or \
-                    options(v.text) or self.options_row(v) or self.ks(v) >= self.ks(k):
-                continue
-            h = self.geo.line_height(k)
-            keys = sum(abs(a.box[2] - k.box[2]) <= COLUMN_EDGE * h or abs(a.box[0] - k.box[0]) <= COLUMN_EDGE * h
-                       for a, _ in side)
-            values = sum(abs(b.box[0] - v.box[0]) <= COLUMN_EDGE * h for _, b in side)
-            if keys >= COLUMN_SUPPORT and values >= COLUMN_SUPPORT:
-                k.used = v.used = True
-                out.append((0.5, k, v, "right"))
-        return out
 
     def row_values(self, k: Piece, v: Piece) -> list[Piece]:
         """Further values of `k` along its row (a label followed by several values in a table row, each up to
@@ -146,7 +112,7 @@ class Decoder(Proposals):
                     u.box[3] <= k.box[1] or u.box[1] >= v.box[1]:
                 continue
             left = self.geo.left_of(u)
-            rival = left is not None and left is not k and (left.box[0] > k.box[0] or "form_far_past_key" in self.off)
+            rival = left is not None and left is not k and left.box[0] > k.box[0]
             if rival or not continues_value(self.geo, u, v, None) or not self.is_value(u, k) or \
                     self.is_label(u) or options(u.text) or self.ks(u) >= self.st.form_key_min:
                 continue
@@ -206,11 +172,6 @@ class Decoder(Proposals):
 
 
 # --- the step rules of this layer (forms.py FORM_RULES), each over the Decoder's pairs taken ------------
-def add_column_pairs(dec: Decoder) -> None:
-    """form_column_pairs: the page's own columns pair what the evidence did not (`Decoder.column_pairs`)."""
-    dec.taken += dec.column_pairs(dec.taken)
-
-
 def add_row_values(dec: Decoder) -> None:
     """form_row_values: a key followed by several values in its row keeps them all, one pair each, each
     right after the key's first (`Decoder.row_values`)."""

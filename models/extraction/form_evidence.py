@@ -9,8 +9,8 @@ form_proposals.Proposals adds the candidates and their features; form_assign.Dec
 candidates and completes them into pairs. Each reads only the files below it (forms.py's docstring).
 Step rules here (run by `Evidence.run` where on, see forms.py FORM_RULES): form_furniture and
 form_join_labels (stage form_evidence), form_data_tables (stage form_tables). Rules still switched off by
-name here: form_link, form_bare_first_option, form_cells, form_hints, form_plain_fields,
-form_label_not_value, form_check_groups, form_options_row, form_colonless_keys.
+name here: form_link, form_bare_first_option, form_cells, form_hints, form_label_not_value,
+form_check_groups, form_colonless_keys.
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ class Evidence:
             return False
         if key_word(k.text):
             return True
-        if "form_plain_fields" in self.off or SENTENCE.search(v.text) or len(k.text) > 8 or k.colon_key:
+        if SENTENCE.search(v.text) or len(k.text) > 8 or k.colon_key:
             return False
         return self.own.get(id(k), 0.0) >= self.st.form_key_min + self.st.form_key_margin
 
@@ -151,7 +151,7 @@ class Evidence:
     def options_row(self, v: Piece) -> bool:
         """Printed choices after a question (□自取 □邮寄 with the boxes lost): another short piece
         that is no key follows the value closely on its row."""
-        if TICKED.search(v.text) or "form_options_row" in self.off:
+        if TICKED.search(v.text):
             return False
         nxt = self.geo.right_of(v)
         if nxt is not None and options(nxt.text) and not options(v.text):

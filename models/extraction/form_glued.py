@@ -1,21 +1,19 @@
 """Generic forms, layer 5: a colon-less line OCR read as label and value at once, cut by what the page shows.
 
-Two cuts that need no model: where the page's other label/value rows align their boundary (`column_cuts`,
-rule form_column_cuts: 研究方向计算机视觉 on a cover), and where a label's Chinese gives way to the code it
-labels (`code_cuts`, rule form_code_cuts: 学校代码10347). The learned cuts (form_cuts.py) and the known
-labels (form_pieces.inline_label) cut while the line is split; these run on the pieces after it, beside
-the ruled-line cuts of form_walls.py, and read only the layers below (form_layout, form_pieces, form_text).
+A cut that needs no model: where the page's other label/value rows align their boundary (`column_cuts`,
+rule form_column_cuts: 研究方向计算机视觉 on a cover). The learned cuts (form_cuts.py) and the known
+labels (form_pieces.inline_label) cut while the line is split; this runs on the pieces after it, and reads
+only the layers below (form_layout, form_pieces, form_text).
 """
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from data import geometry
 from data.document import Page
 from models.extraction.form_layout import Layout, continues_value
 from models.extraction.form_pieces import Piece, glued_key
-from models.extraction.form_text import KEY_ENDINGS, SENTENCE, cjk, key_word
+from models.extraction.form_text import SENTENCE, cjk
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 COLUMN_CUT_ROWS = 2     # label/value boundaries aligned on this many rows make a column a glued line is cut at
@@ -93,26 +91,3 @@ def _column_cut(page: Page, q: Piece, columns: list[tuple[float, float, float, f
                 rest[0] not in "（(：:的之及和或与、，,。.-—/":
             return best
     return None
-
-
-CODE_LINE = re.compile(r"^\s*([\u4e00-\u9fff]{2,8})\s*([A-Za-z0-9][A-Za-z0-9./-]{2,})\s*$")
-
-
-def code_cuts(page: Page, pieces: list[Piece]) -> list[Piece]:
-    """A label read glued to the code it labels (学校代码10347, 分类号D922, 学号2020534096 in a cover's corner):
-    a line of 2-8 Chinese characters that end as labels end (or make a known label), then nothing but a code
-    of three or more letters and digits with a digit among them, is cut where the script changes. Neither the
-    known labels nor the learned cuts (which lean on them) know 学校代码 or 分类号; the change of script and the
-    label's last character say where it ends. A line already cut, a colon's key or value and a label joined
-    over two lines are left as they are."""
-    out: list[Piece] = []
-    for q in pieces:
-        line = page.lines[q.line]
-        m = None if q.colon_key or q.value is not None or q.more else CODE_LINE.match(line.text[q.start:q.end])
-        if m is None or not (m.group(1).endswith(KEY_ENDINGS) or key_word(m.group(1))) or \
-                not any(ch.isdigit() for ch in m.group(2)):
-            out.append(q)
-            continue
-        out.append(glued_key(line, q.line, (q.start, q.start + m.end(1), m.group(1)),
-                             (q.start + m.start(2), q.end, m.group(2))))
-    return out

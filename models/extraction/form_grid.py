@@ -80,12 +80,6 @@ class Grid:
         y, level = (p.box[1] + p.box[3]) / 2, self.centre(p)
         return sorted(_x_at(seg, y) for seg in self.vrules if self._crosses(seg, level, h))
 
-    def walls_inside(self, p: Piece) -> list[float]:
-        """x of the page's vertical ruled lines that cross `p`'s row inside its box, at least half a line height
-        from either end (a line OCR read across a cell border), left to right."""
-        h = self.line_height(p)
-        return [x for x in self.walls_across(p) if p.box[0] + h / 2 < x < p.box[2] - h / 2]
-
     def rules_across(self, x0: float, x1: float, slack: float = 0.0) -> list[float]:
         """y (at the middle of x0..x1) of the page's horizontal ruled lines that run from x0 to x1 (within `slack`),
         top to bottom: the borders between the rows of a table that spans x0..x1. Pieces of one line at one

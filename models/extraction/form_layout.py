@@ -7,8 +7,8 @@ an unticked option list or a header is vetoed. Which candidate a key takes is de
 the page's ruled lines) with the queries along rows and columns: right of, left of, under, stacked,
 a value column; beside it the option groups of a row (□男 ☑女) and a value's next line. What is built on
 these queries, the layer above, lives in its own files: labels joined over two lines (form_joins.py),
-glued lines cut by the page's columns (form_glued.py), by its ruled lines (form_walls.py), data tables
-(form_tables.py) and the learned piece roles (form_roles.py). No rule switch is read here: the decoder
+glued lines cut by the page's columns (form_glued.py), data tables (form_tables.py) and the learned piece
+roles (form_roles.py). No rule switch is read here: the decoder
 (form_evidence.py and the layers above it) decides which of these queries a rule uses.
 """
 from __future__ import annotations
@@ -58,13 +58,13 @@ class Layout(Grid):
         return any(p is not k and p is not v and p.box[0] >= k.box[2] - h / 2 and p.box[2] <= v.box[0] + h / 2
                    and geometry.same_row(p.box, v.box, self.slope, PAST_KEY_ROW) for p in keys)
 
-    def column_values(self, keys: list[Piece], past_keys: bool = False) -> dict[int, Piece]:
+    def column_values(self, keys: list[Piece]) -> dict[int, Piece]:
         """id(key) -> its value across a wide gap, where the gap is the page's table structure: keys that
         start their rows with nothing within form_right_gap, whose nearest pieces further right stand in one
         column (same centre or same left edge within a line height) on at least COLUMN_ROWS rows. A grid
         with wide value cells (label | ......张三......) leaves every value far from its label; a lone far
-        piece on one row says nothing. Unless `past_keys`, a value with another of `keys` before it on its
-        row is not `k`'s (`past_a_key`), though it counts towards the column."""
+        piece on one row says nothing. A value with another of `keys` before it on its row is not `k`'s
+        (`past_a_key`), though it counts towards the column."""
         far: list[tuple[Piece, Piece]] = []
         for k in keys:
             if not self.first_in_row(k) or self.right_of(k) is not None:
@@ -78,7 +78,7 @@ class Layout(Grid):
             h = self.line_height(k)
             mid = (v.box[0] + v.box[2]) / 2
             rows = sum(abs((w.box[0] + w.box[2]) / 2 - mid) <= h or abs(w.box[0] - v.box[0]) <= h for _, w in far)
-            if rows >= COLUMN_ROWS and (past_keys or not self.past_a_key(k, v, keys)):
+            if rows >= COLUMN_ROWS and not self.past_a_key(k, v, keys):
                 out[id(k)] = v
         return out
 

@@ -5,8 +5,8 @@ its underline, in the next ruled cell, in the page's value column), the line und
 of an option group; the evidence (form_evidence.Evidence, the layer below) vetoes the impossible ones.
 Each candidate carries a hand-weighted score (layout prior + key score margin + link logit) and, for a
 learned scorer (pair_scorer.py), the features `FEATURES` names. Which candidates become pairs is the
-layer above (form_assign.Decoder). Rules switched off by name here: form_far_past_key, form_value_column,
-form_cells, form_below, form_check_groups, form_hints.
+layer above (form_assign.Decoder). Rules switched off by name here: form_cells, form_below,
+form_check_groups, form_hints.
 """
 from __future__ import annotations
 
@@ -71,11 +71,8 @@ class Proposals(Evidence):
 
     def _candidates(self, key_min: float, margin_min: float) -> list[Cand]:
         out: list[Cand] = []
-        self.column = {}
         keyish = [k for k in self.pieces if self.can_key(k, key_min, grid=True)]
-        past = "form_far_past_key" in self.off
-        if "form_value_column" not in self.off:
-            self.column = self.geo.column_values(keyish, past_keys=past)
+        self.column = self.geo.column_values(keyish)
         for k in self.pieces:
             if not self.can_key(k, key_min):
                 continue
@@ -87,13 +84,13 @@ class Proposals(Evidence):
             far = False
             if right is None and (k.colon_key or qualified_label(k.text)) and self.geo.first_in_row(k):
                 right = self.geo.right_of(k, far=True)            # a cover's value far out on its underline
-                if right is not None and not past and self.geo.past_a_key(k, right, keyish):
+                if right is not None and self.geo.past_a_key(k, right, keyish):
                     right = None                                  # another label's value
                 far = right is not None
             if right is None and "form_cells" not in self.off:
                 right = self.geo.cell_right(k)                    # the next cell of a ruled grid, however wide
                 far = right is not None
-            if right is None and "form_value_column" not in self.off:
+            if right is None:
                 right = self.column.get(id(k))                    # a wide value cell of the page's grid
                 far = right is not None
             looks: list[tuple[str, Piece | None]] = [("right", right)]

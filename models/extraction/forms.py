@@ -36,14 +36,13 @@ and the model's evidence ranks what layout allows:
 Rules (`FORM_RULES` below, the end of models/extraction/rules.py RULES; each can be switched off by name
 in `off`). Most are steps: functions the decoder runs at their stage's point in the rules' order, those
 switched off left out in one place (`form_steps`): form_cuts (stage form_lines: the learned line cuts of
-form_cuts.py, where the scorer file has them), form_wall_cuts (form_walls.py), form_code_cuts and
-form_column_cuts (form_pieces), form_roles (form_masses: the learned piece roles of form_roles.py),
-form_furniture and form_join_labels (form_evidence), form_data_tables (form_tables), form_column_pairs
-(form_taken), form_row_values (form_rows), form_join_values (form_values), form_ocr_min (form_kept),
-form_signatures (form_page). The others are still read by name inside the decoder: form_colonless_keys,
-form_options_row, form_label_not_value, form_hints, form_check_groups, form_plain_fields (vetoes),
-form_below, form_value_column (candidate sources), form_link, form_bare_first_option, form_far_past_key,
-form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
+form_cuts.py, where the scorer file has them), form_column_cuts (form_pieces), form_roles (form_masses:
+the learned piece roles of form_roles.py), form_furniture and form_join_labels (form_evidence),
+form_data_tables (form_tables), form_row_values (form_rows), form_join_values (form_values), form_ocr_min
+(form_kept), form_signatures (form_page). The others are still read by name inside the decoder:
+form_colonless_keys, form_label_not_value, form_hints, form_check_groups (vetoes), form_below (a candidate
+source), form_link, form_bare_first_option, form_cells (a ruled grid's next cell: Page.rules,
+models/ocr/rulings.py).
 Thresholds: DecodeSettings.form_*.
 
 The forms files import each other in one direction, each only from the layers before it (settings.py and
@@ -55,9 +54,9 @@ each other; tests/test_form_layers.py reads this table and holds the files to it
     form_cuts       the learned cuts of colon-less lines (CutModel)
     form_grid       a piece's line height and centre, the page's ruled lines and cells (Grid)
     form_layout     rows, columns, stacked lines, option groups (Layout, a Grid)
-    form_joins, form_glued, form_walls, form_tables, form_roles
-                    built on the layout: joined labels, glued-line cuts, ruled-line cuts, data tables,
-                    the learned piece roles (RoleModel)
+    form_joins, form_glued, form_tables, form_roles
+                    built on the layout: joined labels, glued-line cuts, data tables, the learned piece
+                    roles (RoleModel)
     pair_scorer     the learned pair scorer, holding the roles and cuts it was fitted with
     base            PagePrediction (it carries a PairScorer), shared by every extraction stage
     form_evidence   decoder layer 1: what each piece is (Evidence)
@@ -80,20 +79,18 @@ from models.extraction.base import PagePrediction, Rule, Steps, enabled_steps
 from models.extraction.form_assign import (
     PAIR_STAGES,
     Decoder,
-    add_column_pairs,
     add_row_values,
     join_value_lines,
     ocr_floor,
 )
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_evidence import data_tables, furniture_lines, join_label_lines
-from models.extraction.form_glued import code_cuts, column_cuts
+from models.extraction.form_glued import column_cuts
 from models.extraction.form_line_roles import line_roles
 from models.extraction.form_pieces import Piece, label_masses, piece_tags, split_line, title_lines
 from models.extraction.form_proposals import FEATURES
 from models.extraction.form_roles import RoleModel, relabel
 from models.extraction.form_text import key_score, strip_key_hint, ticked
-from models.extraction.form_walls import wall_cuts
 from models.extraction.pair_scorer import PairScorer
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
@@ -187,7 +184,7 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     titles = title_lines(page)
     ctx.pieces = [p for li in range(len(page.lines))
                   for p in split_line(page, li, ctx.masses[li], st.form_colon_key_max, ctx.cut, titles)]
-    run_steps(steps, "form_pieces", ctx)           # cut_at_walls, cut_codes, cut_columns
+    run_steps(steps, "form_pieces", ctx)           # cut_columns
     run_steps(steps, "form_masses", ctx)           # learned_roles
     return Decoder(page, pred, ctx.masses, ctx.pieces, st, off, steps, scorer, ctx.learned)
 
@@ -220,16 +217,6 @@ def learned_cuts(ctx: FormContext) -> None:
     ctx.cut = ctx.cuts
 
 
-def cut_at_walls(ctx: FormContext) -> None:
-    """form_wall_cuts: a line read across a ruled cell border is cut at the border (form_walls.py)."""
-    ctx.pieces = wall_cuts(ctx.page, ctx.pieces, ctx.st)
-
-
-def cut_codes(ctx: FormContext) -> None:
-    """form_code_cuts: a label read glued to its code (学校代码10347) is cut where the script changes."""
-    ctx.pieces = code_cuts(ctx.page, ctx.pieces)
-
-
 def cut_columns(ctx: FormContext) -> None:
     """form_column_cuts: a line read as label and value at once is cut where the page's other rows align
     labels' ends and values' starts (form_glued.column_cuts)."""
@@ -253,13 +240,12 @@ def sign_apart(ctx: FormContext) -> None:
 # The forms rules as models/extraction/rules.py lists them (RULES ends with these, in this order). A rule of
 # a step stage is a function the decoder runs at that stage's point, over this file's FormContext (form_lines,
 # form_pieces, form_masses, form_page), form_evidence.Evidence (form_evidence, form_tables) or
-# form_assign.Decoder (form_taken, form_rows, form_values, form_kept); `form_steps` leaves out those switched
+# form_assign.Decoder (form_rows, form_values, form_kept); `form_steps` leaves out those switched
 # off. A rule of stage "forms" is still a switch the decoder's code reads by name from `off`.
 FORM_RULES: list[Rule] = [
     Rule("form_colonless_keys", "forms", decode_form, about="a colon-less line more key-like than its value is a key"),
     Rule("form_furniture", "form_evidence", furniture_lines,
          about="on a page the model knows, a line it tags other holds no key or value"),
-    Rule("form_options_row", "forms", decode_form, about="printed options after a question are no answer"),
     Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
     Rule("form_ocr_min", "form_kept", ocr_floor, about="no pair from a line OCR read unsurely"),
     Rule("form_link", "forms", decode_form, about="the link head's score ranks the candidates layout allows"),
@@ -272,31 +258,19 @@ FORM_RULES: list[Rule] = [
     Rule("form_hints", "forms", decode_form, about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
     Rule("form_check_groups", "forms", decode_form,
          about="a box list answers with its ticked option, or not at all; options are no keys"),
-    Rule("form_value_column", "forms", decode_form,
-         about="values far right of their labels, aligned in one column on several rows, are a grid's value cells"),
-    Rule("form_plain_fields", "forms", decode_form,
-         about="a short key with its value right after it is a field even where the model tags the line furniture"),
     Rule("form_data_tables", "form_tables", data_tables,
          about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
     Rule("form_roles", "form_masses", learned_roles,
          about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
     Rule("form_bare_first_option", "forms", decode_form,
          about="a bare option right before boxed ones (是 | □否: the filled box OCR lost) is the ticked one"),
-    Rule("form_far_past_key", "forms", decode_form,
-         about="a far value with another label before it on its row is that label's, not the far one's"),
-    Rule("form_wall_cuts", "form_pieces", cut_at_walls,
-         about="a line OCR read across a ruled cell border is cut at the border (form_walls.py)"),
     Rule("form_signatures", "form_page", sign_apart,
          about="a signature label's name and its date are a signature block, not key-value pairs"),
     Rule("form_cells", "forms", decode_form,
          about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
                "and every line of that cell"),
-    Rule("form_column_pairs", "form_taken", add_column_pairs,
-         about="an unpaired label in the page's keys' column pairs with the piece right of it in the values' column"),
     Rule("form_cuts", "form_lines", learned_cuts,
          about="a colon-less line read as label and value at once is cut where a learned model says"),
-    Rule("form_code_cuts", "form_pieces", cut_codes,
-         about="a label read glued to its code (学校代码10347) is cut where the script changes"),
     Rule("form_column_cuts", "form_pieces", cut_columns,
          about="a line read as label and value at once is cut where other rows align labels' ends and values' starts"),
 ]

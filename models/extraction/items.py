@@ -230,17 +230,6 @@ def star_name(ctx: PageContext) -> None:
         f.value = value
 
 
-def label_is_no_name(ctx: PageContext) -> None:
-    """A goods name that reads as one of the schema's key phrases (合计, 价税合计（大写）) is the label the
-    model tagged beside the table, not goods: that cell is dropped."""
-    phrases = {_fold(ph) for f in list(ctx.schema.fields) + list(ctx.schema.item_fields) for ph in f.key_phrases}
-    ctx.cells = [(k, f) for k, f in ctx.cells if k != "name" or _fold(f.raw) not in phrases]
-
-
-def _fold(text: str) -> str:
-    return re.sub(r"[\s()（）:：]+", "", text or "")
-
-
 def lone_cells(ctx: PageContext) -> None:
     """A row of one cell that is neither a name nor an amount (a 8 read off the ⓧ before the 大写 line,
     taken for a quantity) is no goods row."""

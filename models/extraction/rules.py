@@ -4,7 +4,7 @@ A rule is a named function. The "input" rule is consulted by the extractor befor
 (models/extractor.py `predict_page`); rules of the stages "spans" and "type" inside span decoding
 (models/extraction/spans.py) and type picking (doctype.py); the forms rules (forms.py FORM_RULES, the
 end of this list) inside form pairing, most as steps of the forms decoder's stages (form_pieces,
-form_evidence, form_taken, ...); the others run one after the other over a `PageContext` (`decode_fields`).
+form_evidence, form_rows, ...); the others run one after the other over a `PageContext` (`decode_fields`).
 A rule marked `core` is the decoding itself (no candidate would become a value without it) and is never
 switched off; bench/decode_ablation.py switches each other rule off in turn and measures what it contributes.
 
@@ -36,17 +36,10 @@ RULES: list[Rule] = [
          about="a span grows left over characters still giving its field mass, up to a colon"),
     Rule("items_below_heads", "spans", items.above_item_heads,
          about="no goods above the item table's column heads: lines there take no item field"),
-    Rule("type_by_title_line", "type", pick_type, about="a page printing a type's title as a line is that type"),
     Rule("type_unsure_is_generic", "type", pick_type,
          about="a title-less type the classifier is unsure of is a generic page (no schema fields)"),
-    Rule("type_needs_evidence", "type", pick_type,
-         about="key-colon lines and no money wording of a title-less type (receipt): a generic form"),
     Rule("type_needs_title", "type", pick_type,
          about="a type whose pages all print a title is passed over when the page shows too little of it"),
-    Rule("type_by_key_phrases", "type", pick_type,
-         about="a titled type whose title is not shown is kept when the page prints most of its fields' keys"),
-    Rule("type_keys_read_fuzzily", "type", pick_type,
-         about="a key of 4+ characters read in traditional script or misread (開票日期) still counts as printed"),
     Rule("form_needs_structure", "type", form_structure,
          about="a page taken for a form with too few label-like key-value pairs for its lines is `other`"),
     Rule("field_candidates", "fields", field_rules.field_candidates, core=True),
@@ -71,8 +64,6 @@ RULES: list[Rule] = [
     Rule("close_bracket", "fields", field_rules.close_bracket),
     Rule("text_to_word_end", "fields", field_rules.text_to_word_end),
     Rule("text_through_colon", "fields", field_rules.text_through_colon),
-    Rule("title_from_line", "fields", field_rules.title_from_line),
-    Rule("title_snap", "fields", field_rules.title_snap),
     Rule("title_nearest", "fields", field_rules.title_nearest),
     Rule("item_candidates", "items", items.item_candidates, core=True),
     Rule("join_cell_pieces", "items", items.join_cell_pieces),
@@ -80,7 +71,6 @@ RULES: list[Rule] = [
     Rule("item_cells", "items", items.item_cells, core=True),
     Rule("split_column_cells", "items", items.split_column_cells),
     Rule("star_name", "items", items.star_name),
-    Rule("label_is_no_name", "items", items.label_is_no_name),
     Rule("cluster_item_rows", "items", items.cluster_item_rows, core=True),
     Rule("lone_cells", "items", items.lone_cells),
     Rule("goods_rows_only", "items", items.goods_rows_only),
@@ -88,7 +78,6 @@ RULES: list[Rule] = [
     Rule("complete_item_row", "items", items.complete_item_row),
     Rule("item_arithmetic", "items", items.item_arithmetic),
     Rule("money_figures", "arithmetic", arithmetic.money_figures, core=True),
-    Rule("figure_from_words", "arithmetic", arithmetic.figure_from_words),
     Rule("fill_by_arithmetic", "arithmetic", arithmetic.fill_by_arithmetic),
     Rule("totals_by_arithmetic", "arithmetic", arithmetic.totals_by_arithmetic),
     Rule("words_by_arithmetic", "arithmetic", arithmetic.words_by_arithmetic),

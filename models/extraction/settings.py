@@ -52,7 +52,6 @@ class DecodeSettings:
     join_centre: float = 0.3           # stacked parts: centres within this x the wider (or head's) width
     join_stack: float = 1.0            # a title's head stacked above its bracketed part: within this many lines
     colon_gap: int = 2                 # "label：content" free text whose label ends in up to this many untagged chars
-    title_stack: float = 1.5           # two stacked lines of one title: at most this many line heights apart
     piece_share: float = 0.5           # a free-text candidate under this share of its colon segment is a piece of
                                        # it: it gives way to a candidate of its field that fills its segment
     title_edits: int = 1               # a title read with this many edits per `title_edit_chars` characters (at
