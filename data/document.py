@@ -10,12 +10,42 @@ Geometry conventions:
 """
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 Box = list[float]          # [x0, y0, x1, y1]
 Quad = list[list[float]]   # [[x, y]] * 4, clockwise from top-left
+
+
+_ATOMS = (str, int, float, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def plain(obj: Any) -> Any:
+    """dataclasses.asdict, value for value (dataclasses as dicts, lists, tuples and dicts copied, any other
+    leaf deep-copied), without deep-copying the strings and numbers that are nearly every leaf of a Document:
+    asdict took several ms a page of a few hundred lines, a tenth of reading the page from its text layer."""
+    kind = type(obj)
+    if kind in _ATOMS:
+        return obj
+    if kind is list:
+        return [plain(v) for v in obj]
+    if kind is dict:
+        return {plain(k): plain(v) for k, v in obj.items()}
+    names = _FIELD_NAMES.get(kind)
+    if names is None and is_dataclass(obj) and not isinstance(obj, type):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(obj))
+    if names is not None:
+        return {name: plain(getattr(obj, name)) for name in names}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):      # a named tuple
+        return kind(*[plain(v) for v in obj])
+    if isinstance(obj, (list, tuple)):
+        return kind(plain(v) for v in obj)
+    if isinstance(obj, dict):
+        return kind((plain(k), plain(v)) for k, v in obj.items())
+    return copy.deepcopy(obj)
 
 
 def display_name(text: str) -> str:
@@ -192,7 +222,7 @@ class Document:
 
     # --- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = plain(self)
         for page in d["pages"]:
             for line in page["lines"]:
                 if line.get("role") is None:

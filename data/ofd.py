@@ -414,34 +414,50 @@ def _tags(ar: OfdArchive, doc: ET.Element, doc_member: str, objects: dict[str, s
     return out, pages
 
 
-def draw_page(page: OfdPage, k: float) -> np.ndarray:
-    """The approximate page image (module docstring), BGR uint8."""
+_GLYPHS: dict[tuple[int, str], tuple[Any, int, int]] = {}   # (size, character) -> (mask, left, top), all pages
+GLYPH_CACHE = 4096      # masks kept between pages and files (a few MB): e-invoices repeat the same few hundred
+
+
+def _glyph(size: int, ch: str) -> tuple[Any, int, int]:
+    """Character `ch` in the song font at `size` px as an "L" mask, with its offset from the baseline origin:
+    drawn once and stamped wherever it stands, on this page and the next (a list page of 3,000 glyphs holds
+    a few hundred distinct ones, and a batch of invoices the same ones again)."""
     from PIL import Image, ImageDraw
 
     from data.fonts import pil_font
+    drawn = _GLYPHS.get((size, ch))
+    if drawn is None:
+        font = pil_font("song", size)
+        left, top, right, bottom = font.getbbox(ch, anchor="ls")
+        mask = Image.new("L", (max(1, right - left), max(1, bottom - top)), 0)
+        ImageDraw.Draw(mask).text((-left, -top), ch, font=font, fill=255, anchor="ls")
+        if len(_GLYPHS) >= GLYPH_CACHE:
+            _GLYPHS.clear()
+        drawn = _GLYPHS[(size, ch)] = (mask, left, top)
+    return drawn
+
+
+def draw_page(page: OfdPage, k: float) -> np.ndarray:
+    """The approximate page image (module docstring), BGR uint8. PIL draws straight into the array handed
+    back (an RGBX image over a 4-channel buffer, the 4th channel dropped at the end): converting a drawn
+    RGB image to an array cost as much as the drawing."""
+    import cv2
+    from PIL import Image, ImageDraw
     w, h = max(1, round(page.width_mm * k)), max(1, round(page.height_mm * k))
-    img = Image.new("RGB", (w, h), (255, 255, 255))
+    buf = np.full((h, w, 4), 255, np.uint8)
+    img = Image.frombuffer("RGBX", (w, h), buf, "raw", "RGBX", 0, 1)
+    img.readonly = 0        # draw into `buf` itself (frombuffer shares it but marks the image read-only)
     draw = ImageDraw.Draw(img)
     for x0, y0, x1, y1, width in page.segments:
         draw.line([(x0, y0), (x1, y1)], fill=(60, 60, 60), width=max(1, round(width)))
-    glyphs: dict[tuple[int, str], tuple[Any, int, int]] = {}    # (size, character) -> (mask, left, top)
     for text in page.texts:
         size = max(6, round(text.size_px))
-        font = pil_font("song", size)
         bgr = tuple(text.colour[::-1])
         for g in text.glyphs:
-            # each character is drawn once per size and stamped where it stands (a page repeats its
-            # characters: a list page of 3,000 glyphs holds a few hundred distinct ones)
-            drawn = glyphs.get((size, g.text))
-            if drawn is None:
-                left, top, right, bottom = font.getbbox(g.text, anchor="ls")
-                mask = Image.new("L", (max(1, right - left), max(1, bottom - top)), 0)
-                ImageDraw.Draw(mask).text((-left, -top), g.text, font=font, fill=255, anchor="ls")
-                drawn = glyphs[(size, g.text)] = (mask, left, top)
-            mask, left, top = drawn
+            mask, left, top = _glyph(size, g.text)
             baseline = g.box[3] - DESCENT * (g.box[3] - g.box[1])
             img.paste(bgr, (round(g.box[0]) + left, round(baseline) + top), mask)
-    return np.array(img)      # drawn in BGR order already: no channel swap of a page-sized array
+    return cv2.cvtColor(buf, cv2.COLOR_BGRA2BGR)   # drawn in BGR order already: the channels stay where they are
 
 
 def ofd_page(p: OfdPage, k: float, mode: str, read_s: float, embedded: list[Any] | None = None) -> Any:

@@ -107,3 +107,26 @@ def test_the_meaning_is_in_the_help_of_both_commands(capsys, command):
         main([command, "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert " ".join(JSON_HELP.split()) in shown and "JSON Lines" in shown
+
+
+def test_a_documents_dict_is_dataclasses_asdict_value_for_value():
+    """Document.to_dict builds its dict without dataclasses.asdict (data.document.plain): every page, line,
+    field, item, pair, table and signature comes out as asdict gives it, the role-less line's role dropped."""
+    from dataclasses import asdict
+
+    from data.document import Cell, Field, Line, Pair, Table, plain
+    line = Line(text="发票号码：123", quad=[[0.0, 0.0], [9.0, 0.0], [9.0, 3.0], [0.0, 3.0]], score=0.5)
+    page = Page(index=0, width=10, height=20, lines=[line], rules=[[0.0, 1.0, 9.0, 1.0]], reader="text_layer")
+    doc = Document(source="a.pdf", pages=[page], doc_type="vat_invoice", doc_type_score=0.9,
+                   fields={"invoice_number": Field(key="invoice_number", value="123", score=0.8,
+                                                   box=[1.0, 2.0, 3.0, 4.0])},
+                   items=[{"name": Field(key="name", value="纸")}], pairs=[Pair(key="姓名", value="张三", score=0.7)],
+                   signatures=[Pair(key="签名", value="李四")], warnings=["w"], timings={"total": 1.5},
+                   error={"type": "E", "message": "m"})
+    doc.tables = [Table(columns=["a", "b"], rows=[[Cell(text="1"), Cell(text="")]],
+                        column_boxes=[None, [0.0, 0.0, 1.0, 1.0]])]
+    assert plain(doc) == asdict(doc)
+    assert plain(doc)["items"][0]["name"]["value"] == "纸" and plain(doc)["tables"][0]["rows"][0][1]["text"] == ""
+    d = doc.to_dict()
+    assert "role" not in d["pages"][0]["lines"][0] and d["tables"] == asdict(doc)["tables"]
+    assert Document.from_dict(d).to_dict() == d

@@ -83,3 +83,25 @@ def test_the_ocr_engine_gives_a_ruled_form_its_lines():
     assert sum(map(is_vertical, page.rules)) >= 3 and sum(not is_vertical(r) for r in page.rules) >= 3
     for r in page.rules:                                    # in page pixels
         assert -5 <= min(r[0], r[2]) and max(r[0], r[2]) <= page.width + 5
+
+
+@pytest.mark.parametrize("across", [True, False])
+def test_closing_only_the_rows_that_hold_a_run_is_closing_the_whole_page(across):
+    """_close_lines closes only the rows (columns) holding a run: the same pixels as cv2's closing of the
+    whole page, gaps, page edges and empty pages included."""
+    from models.ocr.rulings import _close_lines
+    rng = np.random.default_rng(7)
+    for trial in range(6):
+        runs = np.zeros((int(rng.integers(40, 300)), int(rng.integers(40, 300))), np.uint8)
+        for _ in range(trial * 4):      # trial 0: an empty page
+            y, x, n = int(rng.integers(0, runs.shape[0])), int(rng.integers(0, runs.shape[1])), int(rng.integers(2, 60))
+            if across:
+                runs[y:y + 3, x:x + n] = 255
+                runs[y:y + 3, x + n + int(rng.integers(1, 20)):x + 2 * n] = 255     # a gap, closed or not
+            else:
+                runs[y:y + n, x:x + 3] = 255
+                runs[y + n + int(rng.integers(1, 20)):y + 2 * n, x:x + 3] = 255
+        kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (25, 1) if across else (1, 25))
+        whole = cv2.morphologyEx(runs, cv2.MORPH_CLOSE, kernel)
+        _close_lines(runs, 25, across)
+        assert np.array_equal(runs, whole)

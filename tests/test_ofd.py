@@ -166,3 +166,44 @@ def test_the_drawn_page_shows_each_character_in_its_colour():
         assert len(inked) > 40                                      # the character is drawn in its box
         assert (inked[:, 0] < inked[:, 2]).mean() > 0.9             # red ink: B < R in a BGR image
     assert (img[:, 150:] == 255).all()                              # nothing right of the text
+
+
+def _plain_pil_drawing(page, k: float):
+    """The page drawn the plain way: an RGB PIL image, each glyph rendered for this page, then an array."""
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    from data.fonts import pil_font
+    from data.ofd import DESCENT
+    w, h = max(1, round(page.width_mm * k)), max(1, round(page.height_mm * k))
+    img = Image.new("RGB", (w, h), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    for x0, y0, x1, y1, width in page.segments:
+        draw.line([(x0, y0), (x1, y1)], fill=(60, 60, 60), width=max(1, round(width)))
+    for text in page.texts:
+        font = pil_font("song", max(6, round(text.size_px)))
+        for g in text.glyphs:
+            left, top, right, bottom = font.getbbox(g.text, anchor="ls")
+            mask = Image.new("L", (max(1, right - left), max(1, bottom - top)), 0)
+            ImageDraw.Draw(mask).text((-left, -top), g.text, font=font, fill=255, anchor="ls")
+            baseline = g.box[3] - DESCENT * (g.box[3] - g.box[1])
+            img.paste(tuple(text.colour[::-1]), (round(g.box[0]) + left, round(baseline) + top), mask)
+    return np.array(img)
+
+
+@pytest.mark.parametrize("name", ["ofdrw_999.ofd", "ofdrw_keyword2.ofd"])
+def test_the_drawn_page_is_the_plain_pil_drawing_pixel_for_pixel(name):
+    """draw_page draws into its own array and keeps glyphs between pages: the image (and so the ruled lines
+    found on it) is exactly the plain PIL drawing's, on the first page and on every page drawn from the
+    glyphs kept, drawn again too."""
+    import numpy as np
+
+    from data import ofd
+    doc = read_ofd((BORN / name).read_bytes(), name, 200)
+    k = 200 / ofd.MM_PER_INCH
+    ofd._GLYPHS.clear()
+    for page in doc.pages + doc.pages[:1]:
+        img = ofd.draw_page(page, k)
+        assert img.dtype == np.uint8 and img.flags.c_contiguous and img.flags.writeable
+        assert np.array_equal(img, _plain_pil_drawing(page, k))
+    assert ofd._GLYPHS, "the glyphs are kept for the next page"

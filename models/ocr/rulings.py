@@ -89,8 +89,7 @@ def _find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
         runs = cv2.morphologyEx(ink, cv2.MORPH_OPEN, kernel)
         runs = cv2.dilate(runs, np.ones((3, 3), np.uint8))       # a tilted border's steps become one run
         bridge = max(3, int(round(BRIDGE * th)))                  # a border broken where text was blanked
-        runs = cv2.morphologyEx(runs, cv2.MORPH_CLOSE, cv2.getStructuringElement(
-            cv2.MORPH_RECT, (bridge, 1) if across else (1, bridge)))
+        _close_lines(runs, bridge, across)
         # components at half the resolution (every run is 3 px thick or more now): a quarter of the pixels
         half = cv2.resize(runs, (runs.shape[1] // 2, runs.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
         n, labels, stats, _ = cv2.connectedComponentsWithStats(half, connectivity=8)
@@ -113,6 +112,21 @@ def _find_rulings(image: np.ndarray, quads: Sequence) -> list[list[float]]:
                 seg = [a * y0 + b, y0, a * y1 + b, y1]
             out.append([round(float(v), 1) for v in seg])
     return out
+
+
+def _close_lines(runs: np.ndarray, length: int, across: bool) -> None:
+    """Close gaps up to `length` px along rows (`across`) or columns of `runs`, in place. A 1-pixel-thick
+    kernel works on each row (column) alone and leaves an empty one empty, so only the rows (columns)
+    holding a run are closed, gathered into one array: the same pixels as closing the whole page, for the
+    1-3% of a page's rows (columns) that hold one."""
+    held = np.flatnonzero(runs.any(1 if across else 0))
+    if not len(held):
+        return
+    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1) if across else (1, length))
+    if across:
+        runs[held] = cv2.morphologyEx(runs[held], cv2.MORPH_CLOSE, kernel)
+    else:
+        runs[:, held] = cv2.morphologyEx(runs[:, held], cv2.MORPH_CLOSE, kernel)
 
 
 def add_rulings(page: Page, image: np.ndarray | None) -> None:
