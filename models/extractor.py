@@ -223,6 +223,12 @@ class Extractor:
         doc.timings["extract"] = doc.timings.get("extract", 0.0) + time.perf_counter() - t0
         return doc
 
+    def revalidate(self, doc: Document) -> Document:
+        """Validate and calibrate `doc` again as `extract` does (in place; also returned): for a document whose
+        rows changed after extraction, e.g. an invoice the route joined to its goods-list pages."""
+        self._validate(doc)
+        return doc
+
     def _validate(self, doc: Document) -> None:
         """data/validate.py `validate` with this model's schema (a generic form's has no fields: pairs only),
         then each field's confidence calibrated (models/calibration.py: whether its check passed is part of

@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from data.document import Document, Page, display_name
+from reading.continuation import InvoiceKey, continues, invoice_key, invoice_titles, join
 
 PageCallback = Callable[[int, int], None]   # (pages done, pages in the document)
 StageCallback = Callable[[str, int, int], None]
@@ -194,14 +195,21 @@ def page_image(data: bytes, filename: str, index: int, rotation: int = 0) -> np.
 # --- documents in a file ----------------------------------------------------------------------------------
 #
 # Which pages make one document (the rule the README states): every page with text is a document of its
-# own, extracted from that page alone; pages with no or almost no text (`is_blank`: the back of a sheet,
-# a separator, an empty scan) start no document and are skipped with a note in the result before them
-# (in the first result when they come first). Two invoices scanned into one PDF give two results; a
-# 3-page TIFF of three receipts gives three. A file with no page of text at all gives one result holding
-# all its pages, with the "almost no text" warnings, so an upload never comes back with nothing to show.
-# A document printed over several pages (an invoice with a goods-list page, a two-page form) therefore
-# comes out as one result per page: merging pages would need evidence that they belong together, and
-# guessing wrong mixes two documents' values, which is worse than a split the user can see.
+# own, extracted from that page alone, unless it continues the invoice before it (below); pages with no or
+# almost no text (`is_blank`: the back of a sheet, a separator, an empty scan) start no document and are
+# skipped with a note in the result before them (in the first result when they come first). Two invoices
+# scanned into one PDF give two results; a 3-page TIFF of three receipts gives three. A file with no page
+# of text at all gives one result holding all its pages, with the "almost no text" warnings, so an upload
+# never comes back with nothing to show.
+# Continuation, on evidence only (reading/continuation.py): after a result of an invoice-like type with an
+# invoice number, a following page that prints that number (and the invoice's code, where it has one) and no
+# invoice title, 价税合计 or other invoice's number of its own (a goods list, 销货清单) joins that result: it
+# is decided on the page's raw text before extraction, the page is extracted once with the invoice's type for
+# its item rows, which follow the invoice's rows in page order and replace its (详见销货清单) row, and the
+# joined document is validated again (its rows against its 合计). Blank pages between keep the invoice open.
+# Any other multi-page document (a two-page form, an invoice list that does not print the number) still
+# comes out as one result per page: guessing wrong mixes two documents' values, which is worse than a
+# split the user can see.
 
 def is_blank(page: Page) -> bool:
     """No or almost no text: fewer than three lines of two or more characters (where
@@ -269,6 +277,35 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
                                "models/default), so only the OCR text is shown")
     timings["total"] = sum(timings.get(k, 0.0) for k in ("decode", "ocr", "text_layer", "extract"))
     return result
+
+
+def _invoice_titles(extractor: Any) -> list[str]:
+    """The invoice titles a continuation page must not print: of the model's schemas, or of data/schemas
+    for a stand-in extractor that has none."""
+    schemas = getattr(extractor, "schemas", None)
+    if not isinstance(schemas, dict):
+        from data.schemas import list_schemas, load_schema
+        schemas = {name: load_schema(name) for name in list_schemas()}
+    return invoice_titles(schemas.values())
+
+
+def _continue(result: Document, page: Page, page_timings: dict[str, float], source: str, extractor: Any
+              ) -> float:
+    """Join `page`, which continues the invoice `result` (reading/continuation.py), to it: the page extracted
+    alone with the invoice's type for its item rows, then the joined document validated again (the
+    extractor's own validation and calibration; a stand-in extractor without `revalidate` is not). Returns
+    the seconds extraction took."""
+    part = _extract([page], [page_timings], source, extractor, result.doc_type)
+    join(result, part)
+    t0 = time.perf_counter()
+    revalidate = getattr(extractor, "revalidate", None)
+    if revalidate is not None and result.error is None:
+        revalidate(result)
+    seconds = part.timings.get("extract", 0.0) + time.perf_counter() - t0
+    _add_timings(result.timings, {k: v for k, v in part.timings.items() if k not in ("extract", "total")})
+    _add_timings(result.timings, {"extract": seconds})
+    result.timings["total"] = sum(result.timings.get(k, 0.0) for k in ("decode", "ocr", "text_layer", "extract"))
+    return seconds
 
 
 def extract_pages(pages: list[Page], source: str, model_dir: str | None = None,
@@ -404,6 +441,8 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
     leading: list[str] = []         # notes about blank pages before the first document
     reader = PageReader(pages, total, on_stage)
     stage: str | None = None        # this loop's own stage; None: the reader's (`reader.stage`)
+    open_invoice: InvoiceKey | None = None      # the last result's, while the pages after it may continue it
+    titles = functools.cache(functools.partial(_invoice_titles, extractor))
     try:
         for item in reader:
             image, page, page_timings, embedded = item.image, item.page, item.timings, item.embedded
@@ -420,11 +459,17 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
             else:
                 if on_stage:
                     on_stage("extract", len(doc.pages), total)
-                result = _extract([page], [page_timings], source, extractor, doc_type, embedded)
-                result.warnings[:0] = leading
-                leading = []
-                analysis.results.append(result)
-                _add_timings(timings, {"extract": result.timings.get("extract", 0.0)})
+                if open_invoice is not None and continues(page, open_invoice, titles()):
+                    result = analysis.results[-1]
+                    seconds = _continue(result, page, page_timings, source, extractor)
+                else:
+                    result = _extract([page], [page_timings], source, extractor, doc_type, embedded)
+                    result.warnings[:0] = leading
+                    leading = []
+                    analysis.results.append(result)
+                    open_invoice = invoice_key(result)
+                    seconds = result.timings.get("extract", 0.0)
+                _add_timings(timings, {"extract": seconds})
             if on_image is not None:
                 stage = "draw"
                 on_image(image, page, result)
@@ -455,7 +500,7 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
     elif analysis.results:
         listed = ", ".join(f"{r.part}: page {', '.join(map(str, r.page_numbers()))}" for r in analysis.results)
         doc.warnings.insert(0, f"the file holds {len(analysis.results)} documents, each extracted from its own "
-                               f"page ({listed})")
+                               f"page(s) ({listed})")
     return analysis
 
 

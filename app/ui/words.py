@@ -130,7 +130,7 @@ _PIPELINE = [
      lambda m, s: "未安装字段抽取模型，只显示OCR文字 / no extraction model is installed: only the OCR text is shown"),
     (re.compile(r"^the file holds (\d+) documents"),
      lambda m, s: f"该文件包含{m[1]}份文档，每份从自己的页面识别 / the file holds {m[1]} documents, each read "
-                  "from its own page"),
+                  "from its own page(s)"),
     (re.compile(r"^(.+?) \((\w+)\) read as (.*): taken as the words for (\w+) (\S+), which differ from it in "
                 r"(\d+) character"),
      lambda m, s: f"{m[1]}识别为“{m[3]}”，与{_label(s, m[4])} {m[5]} 相差{m[6]}个字，已按其改正 / {m[1]} was read "
