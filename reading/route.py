@@ -242,6 +242,11 @@ def _add_timings(into: dict[str, float], more: dict[str, float]) -> None:
         into[key] = into.get(key, 0.0) + secs
 
 
+def _total(timings: dict[str, float]) -> float:
+    """A document's total seconds: its pages' decoding, reading (OCR or text layer) and its extraction."""
+    return sum(timings.get(k, 0.0) for k in ("decode", "ocr", "text_layer", "extract"))
+
+
 def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: str, extractor: Any,
              doc_type: str | None, embedded: list[Any] | None = None) -> Document:
     """One result: a Document of `pages` only, extracted from them alone. `embedded`: what the file states
@@ -275,7 +280,7 @@ def _extract(pages: list[Page], page_timings: list[dict[str, float]], source: st
         result.doc_type = doc_type
         result.warnings.append("no extraction model is installed (models/extractor.py with a model in "
                                "models/default), so only the OCR text is shown")
-    timings["total"] = sum(timings.get(k, 0.0) for k in ("decode", "ocr", "text_layer", "extract"))
+    timings["total"] = _total(timings)
     return result
 
 
@@ -304,7 +309,7 @@ def _continue(result: Document, page: Page, page_timings: dict[str, float], sour
     seconds = part.timings.get("extract", 0.0) + time.perf_counter() - t0
     _add_timings(result.timings, {k: v for k, v in part.timings.items() if k not in ("extract", "total")})
     _add_timings(result.timings, {"extract": seconds})
-    result.timings["total"] = sum(result.timings.get(k, 0.0) for k in ("decode", "ocr", "text_layer", "extract"))
+    result.timings["total"] = _total(result.timings)
     return seconds
 
 
