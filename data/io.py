@@ -15,7 +15,9 @@ handed over (a 300-page PDF is never all in memory, and a caller that drops each
 from __future__ import annotations
 
 import errno
+import functools
 import io
+import math
 import os
 import stat
 import warnings
@@ -372,6 +374,27 @@ def _pdf_scale(w_pt: float, h_pt: float, dpi: int, max_pixels: int) -> float:
     return scale
 
 
+def _render_size(pdf, i: int, dpi: int, max_pixels: int) -> tuple[int, int]:
+    """(width, height) in pixels of page `i` as `_render_pdf_page` renders it (pypdfium2 rounds up)."""
+    w_pt, h_pt = pdf.get_page_size(i)
+    scale = _pdf_scale(w_pt, h_pt, dpi, max_pixels)
+    return math.ceil(w_pt * scale), math.ceil(h_pt * scale)
+
+
+def _render_later(pdf, source: str | bytes, password: str | None, i: int, name: str, dpi: int,
+                  max_pixels: int) -> np.ndarray:
+    """Page `i` rendered when someone asks for the picture of a page read from its text
+    (SourcePage.render): from the open `pdf` while the page source is on it, else (the source was run to
+    its end and closed the file) from the file opened again."""
+    if pdf.raw is not None:
+        return _render_pdf_page(pdf, i, name, dpi, max_pixels)
+    again = _open_pdf(name, source, password)
+    try:
+        return _render_pdf_page(again, i, name, dpi, max_pixels)
+    finally:
+        again.close()
+
+
 def _render_pdf_page(pdf, i: int, name: str, dpi: int, max_pixels: int) -> np.ndarray:
     """Page `i` rendered as BGR. A function of its own so that no local of the page generator (the
     pdfium bitmap, the array) still holds a page after it was yielded."""
@@ -429,10 +452,13 @@ def _iter_pdf(name: str, source: str | bytes, dpi: int, max_pages: int, max_pixe
             attached = pdf_attachments(pdf, name) if text else []   # an XML invoice inside: its first page's
             for i in pages:
                 if text:
-                    source = read_pdf_page(pdf, i, name, _render_pdf_page(pdf, i, name, dpi, max_pixels))
+                    page = read_pdf_page(pdf, i, name, _render_size(pdf, i, dpi, max_pixels),
+                                         functools.partial(_render_later, pdf, source, password, i, name, dpi,
+                                                           max_pixels))
                     if i == 0:
-                        source.embedded = attached
-                    yield source
+                        page.embedded = attached
+                    yield page
+                    del page
                 else:
                     yield _render_pdf_page(pdf, i, name, dpi, max_pixels)
         finally:

@@ -27,6 +27,7 @@ fetched. Every failure is a data.io.InputError that says what is wrong.
 """
 from __future__ import annotations
 
+import functools
 import io
 import posixpath
 import re
@@ -469,15 +470,15 @@ def ofd_page(p: OfdPage, k: float, mode: str, read_s: float, embedded: list[Any]
     from data.document import Page
     from data.source_page import SourcePage
     from data.textlayer import group_lines
-    image = draw_page(p, k)
     if mode == "image":
-        return image
+        return draw_page(p, k)
     if mode == "ocr":
-        return SourcePage(image)
+        return SourcePage(draw_page(p, k))
     t0 = time.perf_counter()
-    page = Page(index=0, width=image.shape[1], height=image.shape[0], reader="ofd",
+    page = Page(index=0, width=max(1, round(p.width_mm * k)), height=max(1, round(p.height_mm * k)), reader="ofd",
                 lines=group_lines([g for t in p.texts for g in t.glyphs]))
-    return SourcePage(image, page, read_s + time.perf_counter() - t0, list(embedded or []))
+    return SourcePage(None, page, read_s + time.perf_counter() - t0, list(embedded or []),
+                      render=functools.partial(draw_page, p, k), segments=p.segments)
 
 
 def count_pages(data: bytes, name: str) -> int:

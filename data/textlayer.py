@@ -2,8 +2,8 @@
 
 A PDF written by a program (an e-invoice, an exported form) carries every character with its Unicode
 value and its box; OCR of the rendered page can only get some of them back, and takes seconds where
-this takes milliseconds. Such a page is still rendered (the UI draws on it, the ruled-line finder reads
-it), but its text comes from the file.
+this takes milliseconds. Such a page is rendered only when someone looks at it (the UI, --draw): its
+text comes from the file and its ruled lines from the strokes the file draws (data.pdf_paths).
 
 A text layer is used only when it can be trusted (`layer_problem`):
 - its characters map to real Unicode: a CID font without a ToUnicode map gives codes pdfium cannot
@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,23 +270,33 @@ def read_text_layer(page: Any, width: int, height: int, index: int) -> tuple[Pag
     return Page(index=index, width=width, height=height, lines=group_lines(glyphs), reader="text_layer"), None
 
 
-def read_pdf_page(pdf: Any, i: int, name: str, image: np.ndarray) -> SourcePage:
-    """Page `i` of an open PDF, with `image` its rendering (for the overlay and the ruled lines; data.io
-    renders it), read from its text layer where that can be trusted; otherwise a SourcePage for OCR.
-    `index` of the Page is set by the caller."""
+def read_pdf_page(pdf: Any, i: int, name: str, size: tuple[int, int],
+                  render: Callable[[], np.ndarray]) -> SourcePage:
+    """Page `i` of an open PDF, read from its text layer where that can be trusted, with the strokes it
+    draws (data.pdf_paths, for its ruled lines); `size` (width, height) is the pixel size of its
+    rendering and `render` draws it (data.io), called here only when the page is to be OCR'd: a page
+    read from its text is drawn only if someone looks at it (SourcePage.picture). `index` of the Page
+    is set by the caller."""
     import pypdfium2 as pdfium
 
     from data.input_error import InputError
+    from data.pdf_paths import page_segments
     t0 = time.perf_counter()
+    segments = None
     try:
         page = pdf[i]
         try:
-            read, _ = read_text_layer(page, image.shape[1], image.shape[0], 0)
+            read, _ = read_text_layer(page, size[0], size[1], 0)
+            if read is not None:
+                segments = page_segments(page, _page_to_pixels(page.raw, size[0], size[1]))
         finally:
             page.close()
     except pdfium.PdfiumError as exc:
         raise InputError(name, f"cannot read the text of page {i + 1} ({exc})") from None
-    return SourcePage(image, read, time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    if read is None:
+        return SourcePage(render(), None, seconds)
+    return SourcePage(None, read, seconds, render=render, segments=segments)
 
 
 def pdf_attachments(pdf: Any, name: str) -> list[Any]:

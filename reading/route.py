@@ -322,35 +322,44 @@ def extract_pages(pages: list[Page], source: str, model_dir: str | None = None,
     return _extract(list(pages), [], source, extractor, doc_type)
 
 
-def _source_page(item: Any) -> tuple[Any, Page | None, float, list[Any]]:
-    """(image, page read from the file or None, seconds that reading took, what the file states about
-    its fields) of what a page source yields: a data.textlayer.SourcePage, or a bare image (for OCR).
-    None when the source is done."""
-    from data.textlayer import SourcePage
-    if isinstance(item, SourcePage):
-        return item.image, item.page, item.seconds, item.embedded
-    return item, None, 0.0, []
+def _as_source(item: Any) -> Any:
+    """What a page source yields as a data.source_page.SourcePage (a bare image is one for OCR); None when
+    the source is done."""
+    from data.source_page import SourcePage
+    return item if item is None or isinstance(item, SourcePage) else SourcePage(item)
 
 
-@dataclass
 class ReadPage:
-    """One page as the route read it: `image` the upright full-size page (`upright`), `page` its lines
-    (OCR or the file's own text, with ruled lines), `timings` seconds per stage for this page (decode,
-    ocr and its parts, or text_layer and rules), `embedded` what the file states about its fields."""
-    image: np.ndarray
-    page: Page
-    timings: dict[str, float]
-    embedded: list[Any]
+    """One page as the route read it: `page` its lines (OCR or the file's own text, with ruled lines),
+    `timings` seconds per stage for this page (decode, ocr and its parts, or text_layer and rules),
+    `embedded` what the file states about its fields, and `image` the upright full-size page. A page read
+    from the file's own text is drawn only when `image` is first asked for (its time counts as decode),
+    and only while the page source is on this page: before the reader is asked for the next one."""
+
+    def __init__(self, source: Any, page: Page, timings: dict[str, float]) -> None:
+        self.page, self.timings, self.embedded = page, timings, source.embedded
+        self._source: Any = source
+        self._image: np.ndarray | None = None
+
+    @property
+    def image(self) -> np.ndarray:
+        if self._image is None:
+            t0 = time.perf_counter()
+            self._image = upright(_as_bgr(self._source.picture()), self.page.rotation)
+            self._source = None
+            self.timings["decode"] = self.timings.get("decode", 0.0) + time.perf_counter() - t0
+        return self._image
 
 
 class PageReader:
     """The route's page reading, one page at a time: each page of a page source (`_open_file`,
     `_open_bytes`) decoded, then read from the file's own text where it holds one that can be trusted
-    (with its ruled lines found from the image), else OCR'd; pages come out as `ReadPage`s. `analyse_pages`
-    extracts from them; `read_file_pages` (and the read cache, reading/cache.py) keeps the pages only,
-    so a cached reading is the route's reading. `stage` is what it was doing last ("decode", "ocr",
-    "text_layer"): the caller's error message names it when iterating raises. The OCR engine is loaded
-    at the first page that needs OCR: a born-digital file needs none."""
+    (with its ruled lines from the strokes the file draws, or found in the image where those are not the
+    whole picture), else OCR'd; pages come out as `ReadPage`s. `analyse_pages` extracts from them;
+    `read_file_pages` (and the read cache, reading/cache.py) keeps the pages only, so a cached reading is
+    the route's reading. `stage` is what it was doing last ("decode", "ocr", "text_layer"): the caller's
+    error message names it when iterating raises. The OCR engine is loaded at the first page that needs
+    OCR: a born-digital file needs none, and none of its pages is drawn unless someone looks at it."""
 
     def __init__(self, pages: Iterable[Any], total: int, on_stage: StageCallback | None = None) -> None:
         self.pages, self.total, self.on_stage = pages, total, on_stage
@@ -359,27 +368,29 @@ class PageReader:
         self._engine: Any = None
 
     def __iter__(self) -> Iterator[ReadPage]:
-        from models.ocr.rulings import add_rulings
+        from models.ocr.rulings import add_rulings, rulings_from_segments
         total, on_stage = self.total, self.on_stage
         page_iter = iter(self.pages)
         while True:
             if on_stage and self.done < total:
                 on_stage("decode", self.done + 1, total)
             self.stage, t0 = "decode", time.perf_counter()
-            image, read, read_s, embedded = _source_page(next(page_iter, None))
-            page_timings = {"decode": time.perf_counter() - t0 - read_s}
-            if image is None:
+            source = _as_source(next(page_iter, None))
+            if source is None:
                 return
+            read_s = source.seconds
+            page_timings = {"decode": time.perf_counter() - t0 - read_s}
             number = self.done + 1
-            image = _as_bgr(image)
-            if read is not None:     # read from the file itself (a PDF's text layer, an OFD): no OCR
+            if source.page is not None:     # read from the file itself (a PDF's text layer, an OFD): no OCR
                 self.stage, t0 = "text_layer", time.perf_counter()
-                page = read
+                page = source.page
                 page.index = self.done
-                add_rulings(page, image)
+                if source.segments is not None:
+                    page.rules = rulings_from_segments(source.segments, [ln.quad for ln in page.lines])
+                else:
+                    add_rulings(page, _as_bgr(source.picture()))
                 page_timings["rules"] = time.perf_counter() - t0
                 page_timings["text_layer"] = read_s + page_timings["rules"]
-                read = None
             else:
                 if on_stage:
                     on_stage("ocr", number, total)
@@ -387,11 +398,12 @@ class PageReader:
                 engine = self._engine = self._engine if self._engine is not None else ocr_engine()
                 ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
                               if on_stage and _takes_stages(engine) else {})
-                page = engine.read(image, page_index=self.done, timings=page_timings, **ocr_stages)
+                page = engine.read(_as_bgr(source.picture()), page_index=self.done, timings=page_timings,
+                                   **ocr_stages)
                 page_timings["ocr"] = time.perf_counter() - t0
-            item = ReadPage(upright(image, page.rotation), page, page_timings, embedded)
+            item = ReadPage(source, page, page_timings)
             self.done += 1
-            del image               # only `item` holds the page, and the caller drops it before the next decode
+            del source              # only `item` holds the page, and the caller drops it before the next decode
             yield item
             del item
 
@@ -450,12 +462,11 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
     titles = functools.cache(functools.partial(_invoice_titles, extractor))
     try:
         for item in reader:
-            image, page, page_timings, embedded = item.image, item.page, item.timings, item.embedded
-            del item                # `image` alone holds the page now: dropped below, before the next decode
+            page, page_timings, embedded = item.page, item.timings, item.embedded
             doc.pages.append(page)
             per_page.append(page_timings)
             if preview:
-                analysis.images.append(_preview(image, preview))
+                analysis.images.append(_preview(item.image, preview))
             stage = "extract"
             result = None
             if is_blank(page):
@@ -477,8 +488,8 @@ def analyse_pages(pages: Iterable[Any], total: int, source: str, model_dir: str 
                 _add_timings(timings, {"extract": seconds})
             if on_image is not None:
                 stage = "draw"
-                on_image(image, page, result)
-            del image               # drop the page before the next one is decoded
+                on_image(item.image, page, result)
+            del item                # drop the page (and its image, if drawn) before the next one is decoded
             _add_timings(timings, {k: v for k, v in page_timings.items()})
             if on_page:
                 on_page(len(doc.pages), total)

@@ -233,7 +233,8 @@ def test_a_generated_page_written_as_a_text_layer_pdf_reads_back_as_its_ground_t
     _, gt = generate("vat_invoice", 7, degrade="none")
     [source] = list(iter_source_bytes(write_pdf(gt), "g.pdf"))
     assert source.page is not None and source.page.reader == "text_layer", "a real, trusted text layer"
-    assert abs(source.image.shape[1] - gt["width"]) <= 1 and abs(source.image.shape[0] - gt["height"]) <= 1
+    picture = source.picture()
+    assert abs(picture.shape[1] - gt["width"]) <= 1 and abs(picture.shape[0] - gt["height"]) <= 1
     read = source.page.lines
 
     assert sorted("".join("".join(t.split()) for t in (ln["text"] for ln in gt["lines"]))) == \

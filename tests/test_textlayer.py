@@ -80,7 +80,8 @@ def _only(data: bytes, **kw):
 def test_a_pdf_with_a_visible_text_layer_is_read_from_it_in_page_pixels():
     src = _only(_text_pdf([("Invoice No 12345", 20, 150), ("Total 99.50", 20, 120), ("Total 99.50", 250, 120)]))
     assert src.page is not None and src.page.reader == "text_layer"
-    assert src.image.shape[:2] == (src.page.height, src.page.width)
+    assert src.image is None, "a page read from its text is not rendered unless someone looks at it"
+    assert src.picture().shape[:2] == (src.page.height, src.page.width)
     assert [ln.text for ln in src.page.lines] == ["Invoice No 12345", "Total 99.50", "Total 99.50"], \
         "typed spaces kept, two texts far apart on one row are two lines"
     x0, y0, x1, y1 = src.page.lines[0].box
@@ -166,7 +167,7 @@ def test_the_born_digital_invoice_reads_its_exact_text_as_ocr_cuts_it():
         assert expected in texts, expected
     assert "购" in texts and "名" in texts, "a vertical label and the field beside it are separate lines, as in OCR"
     [image] = list(iter_pages(INVOICE_PDF))
-    assert np.array_equal(image, src.image), "the same image as the OCR route renders"
+    assert np.array_equal(image, src.picture()), "the same image as the OCR route renders (drawn after the file was closed)"
 
 
 # --- the pipeline ------------------------------------------------------------------------------------------------

@@ -138,3 +138,68 @@ def add_rulings(page: Page, image: np.ndarray | None) -> None:
 
 def is_vertical(seg: Sequence[float]) -> bool:
     return abs(seg[3] - seg[1]) > abs(seg[2] - seg[0])
+
+
+SLOPE = 0.02          # a drawn stroke is across (down) when it rises (leans) at most this much per unit length
+ROW_SNAP = 0.15       # x median text height: strokes across whose heights differ by less are on one line
+
+
+def _join(spans: list[tuple[float, float, float]], bridge: float, least: float) -> list[tuple[float, float, float]]:
+    """(position, start, end) strokes on one line joined where they touch or overlap, or leave a gap of at
+    most `bridge`; the joined ones at least `least` long."""
+    out: list[tuple[float, float, float]] = []
+    spans = sorted(spans, key=lambda s: s[1])
+    pos, lo, hi = spans[0]
+    weight = hi - lo
+    for p, a, b in spans[1:]:
+        if a <= hi + bridge:
+            w = b - a
+            pos = (pos * weight + p * w) / max(1e-6, weight + w) if weight + w > 0 else pos
+            weight += w
+            hi = max(hi, b)
+            continue
+        out.append((pos, lo, hi))
+        pos, lo, hi, weight = p, a, b, b - a
+    out.append((pos, lo, hi))
+    return [s for s in out if s[2] - s[1] >= least]
+
+
+def rulings_from_segments(segments: Sequence[Sequence[float]], quads: Sequence) -> list[list[float]]:
+    """The ruled lines of a page from the strokes its file draws (data.pdf_paths, data.ofd: (x0, y0, x1,
+    y1, width) in page pixels) under the picture finder's rules (`find_rulings`): a stroke is straight
+    across or down (within SLOPE), thinner than THICK_MAX x the text height; strokes on one line (within
+    ROW_SNAP) that touch or stand at most BRIDGE apart are one ruling; a ruling across is at least
+    ACROSS_MIN long, one down DOWN_MIN. Same order as `find_rulings`: across ones top to bottom, then
+    down ones, each [x0, y0, x1, y1] rounded to 0.1 px."""
+    th = max(8.0, _text_height(quads))
+    across: list[tuple[float, float, float]] = []
+    down: list[tuple[float, float, float]] = []
+    for x0, y0, x1, y1, width in segments:
+        if width > THICK_MAX * th:
+            continue
+        dx, dy = abs(x1 - x0), abs(y1 - y0)
+        if dy <= SLOPE * dx:
+            across.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
+        elif dx <= SLOPE * dy:
+            down.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
+    out: list[list[float]] = []
+    for spans, least, is_across in ((across, ACROSS_MIN * th, True), (down, DOWN_MIN * th, False)):
+        found: list[tuple[float, float, float]] = []
+        spans.sort()
+        group: list[tuple[float, float, float]] = []
+        for s in spans:
+            if group and s[0] - group[-1][0] > ROW_SNAP * th:
+                found += _join(group, BRIDGE * th, least)
+                group = []
+            group.append(s)
+        if group:
+            found += _join(group, BRIDGE * th, least)
+        if len(found) > MAX_RULINGS:
+            continue
+        if is_across:
+            found.sort(key=lambda s: (s[0], s[1]))
+            out += [[round(a, 1), round(p, 1), round(b, 1), round(p, 1)] for p, a, b in found]
+        else:
+            found.sort(key=lambda s: (s[1], s[0]))
+            out += [[round(p, 1), round(a, 1), round(p, 1), round(b, 1)] for p, a, b in found]
+    return out
