@@ -9,13 +9,20 @@ that the line's ink fills its box: the font size from the ink height of the line
 horizontal scale so that its ink is as wide as the box (the generator's fonts and letter spacing differ
 from the embedded font's). Rendered at `dpi`, the PDF's page has the generated page's pixel size, so the
 ground truth's boxes hold for both the text layer and OCR of the rendering. The generator's decorations
-(rules, stamps, backgrounds) are not drawn: the page is text only, which both readers see alike.
+(stamps, backgrounds) are not drawn; its straight rules are when given (`strokes`, from
+data.synth.generator.generate_ruled): each one a stroked path, a box one closed path, in its colour and
+width, as a form-filling program writes its table borders, so the ruled-line reading from a file's
+vector strokes (data.pdf_paths) is measured on them. Without `strokes` the page is text only.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from data.synth.canvas import Stroke
 
 DEFAULT_DPI = 200
 _REF = 100    # pixel size at which the font's ink is measured
@@ -41,8 +48,27 @@ def _ink(font: Any, text: str) -> tuple[float, float, float, float]:
     return float(bb[0]), float(bb[1]), float(bb[2]), float(bb[3])
 
 
-def write_pdf(gt: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
-    """A one-page PDF whose text layer is the ground truth's lines at their boxes (module docstring)."""
+def _draw_strokes(page: Any, strokes: Sequence[Stroke], k: float, height_pt: float) -> None:
+    """Each stroke as a stroked path object (pixels -> pt, y up), under the text inserted after it."""
+    import pypdfium2.raw as pdfium_c
+    for st in strokes:
+        (x, y), rest = st.points[0], st.points[1:]
+        obj = pdfium_c.FPDFPageObj_CreateNewPath(x * k, height_pt - y * k)
+        for x, y in rest:
+            pdfium_c.FPDFPath_LineTo(obj, x * k, height_pt - y * k)
+        if st.closed:
+            pdfium_c.FPDFPath_Close(obj)
+        pdfium_c.FPDFPageObj_SetStrokeWidth(obj, st.width * k)
+        pdfium_c.FPDFPageObj_SetStrokeColor(obj, *st.color, 255)
+        pdfium_c.FPDFPageObj_SetLineCap(obj, pdfium_c.FPDF_LINECAP_BUTT)
+        pdfium_c.FPDFPageObj_SetLineJoin(obj, pdfium_c.FPDF_LINEJOIN_MITER)
+        pdfium_c.FPDFPath_SetDrawMode(obj, pdfium_c.FPDF_FILLMODE_NONE, True)
+        pdfium_c.FPDFPage_InsertObject(page.raw, obj)
+
+
+def write_pdf(gt: dict[str, Any], dpi: int = DEFAULT_DPI, strokes: Sequence[Stroke] = ()) -> bytes:
+    """A one-page PDF whose text layer is the ground truth's lines at their boxes, over the given straight
+    rules drawn as vector paths (module docstring)."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
     from PIL import ImageFont
@@ -60,6 +86,7 @@ def write_pdf(gt: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
         if not font:
             raise RuntimeError(f"pdfium could not load the font {path}")
         try:
+            _draw_strokes(page, strokes, k, height_pt)
             for line in gt["lines"]:
                 text = line["text"]
                 x0, y0, x1, y1 = (float(v) for v in line["box"])

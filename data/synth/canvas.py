@@ -3,7 +3,9 @@
 Layouts call `text()` for each printed line and `field()` to say which characters of a line are a
 field's value. Character positions come from the font's advances (`getlength` of each prefix), so a
 field's box covers exactly its characters, not the whole line. Decorations (rules, boxes, stamps,
-backgrounds) draw on the same image but leave no ground-truth lines.
+backgrounds) draw on the same image but leave no ground-truth lines. The straight rules and box outlines
+(`hline`, `vline`, `rect`) are also kept as `strokes`, the shapes a born-digital file would draw as vector
+paths (data.born_pdf writes them): not in the ground truth, whose keys and bytes stay as they were.
 """
 from __future__ import annotations
 
@@ -52,6 +54,22 @@ class FieldMark:
     box: list[float]
 
 
+@dataclass(frozen=True)
+class Stroke:
+    """A straight rule or box outline as drawn: the centre line through `points` (pixels of the page, a
+    pixel [i, i + 1) wide, so a 1 px rule on row y has its centre at y + 0.5), closed for a box; `width` in
+    pixels; `color` RGB. The ink it covers is the ink PIL drew (butt ends, mitred corners)."""
+    points: tuple[tuple[float, float], ...]
+    closed: bool
+    width: float
+    color: Color
+
+
+def _centre(v: float, width: int) -> float:
+    """Centre of a PIL line of `width` px drawn at pixel `v` (rows v - (width - 1) // 2 .. v + width // 2)."""
+    return v - (width - 1) // 2 + width / 2
+
+
 @dataclass
 class Canvas:
     width: int
@@ -67,6 +85,7 @@ class Canvas:
     pairs: list[dict] = field(default_factory=list)
     tables: list[dict] = field(default_factory=list)    # {"columns", "column_lines", "rows", "cell_lines"}
     decorations: bool = True       # False: text only (tests check ink against boxes)
+    strokes: list[Stroke] = field(default_factory=list)    # the straight rules drawn (module docstring)
 
     def __post_init__(self) -> None:
         self.image = Image.new("RGB", (self.width, self.height), self.background)
@@ -169,12 +188,24 @@ class Canvas:
     # --- decorations (no ground truth) --------------------------------------------------------------
     def rect(self, box: list[float], color: Color, width: int = 1, fill: Color | None = None) -> None:
         if self.decorations:
-            self.draw.rectangle([round(v) for v in box], outline=color, width=width, fill=fill)
+            x0, y0, x1, y1 = (round(v) for v in box)
+            self.draw.rectangle([x0, y0, x1, y1], outline=color, width=width, fill=fill)
+            # the outline is `width` px inside the box's pixels [x0, x1 + 1) x [y0, y1 + 1)
+            if x1 >= x0 and y1 >= y0:
+                h = width / 2
+                self.strokes.append(Stroke(((x0 + h, y0 + h), (x1 + 1 - h, y0 + h), (x1 + 1 - h, y1 + 1 - h),
+                                            (x0 + h, y1 + 1 - h)), True, float(width), color))
 
     def hline(self, x0: float, x1: float, y: float, color: Color, width: int = 1) -> None:
         if self.decorations:
-            self.draw.line([(round(x0), round(y)), (round(x1), round(y))], fill=color, width=width)
+            a, b, r = round(x0), round(x1), round(y)
+            self.draw.line([(a, r), (b, r)], fill=color, width=width)
+            yc = _centre(r, width)
+            self.strokes.append(Stroke(((min(a, b), yc), (max(a, b) + 1, yc)), False, float(width), color))
 
     def vline(self, x: float, y0: float, y1: float, color: Color, width: int = 1) -> None:
         if self.decorations:
-            self.draw.line([(round(x), round(y0)), (round(x), round(y1))], fill=color, width=width)
+            r, a, b = round(x), round(y0), round(y1)
+            self.draw.line([(r, a), (r, b)], fill=color, width=width)
+            xc = _centre(r, width)
+            self.strokes.append(Stroke(((xc, min(a, b)), (xc, max(a, b) + 1)), False, float(width), color))

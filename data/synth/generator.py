@@ -15,6 +15,10 @@ Generic forms' pairs also list every line of a multi-line key or value ("key_lin
 and a check-box group's "options" (data/synth/form.py says how).
 Geometry is in the final (degraded) image's pixels. A page is a pure function of (doc_type, seed,
 layout, degrade): the same arguments give byte-identical images and JSON.
+
+The straight rules a clean page draws (table borders, cell rules, boxes) are not part of that contract:
+`generate_ruled` hands them back beside it (data.synth.canvas.Stroke), for data.born_pdf to draw as
+vector paths, so corpora and benches written from the ground truth stay byte for byte as they were.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from PIL import Image
 
 from data.document import box_to_quad, quad_to_box
 from data.labels import SIGNATURE_KEY
-from data.synth.canvas import Canvas, FieldMark
+from data.synth.canvas import Canvas, FieldMark, Stroke
 from data.synth.degrade import LEVELS, Degradation
 from data.synth.degrade import degrade as apply_degradation
 
@@ -116,6 +120,38 @@ def generate(doc_type: str, seed: int, layout: str | None = None, degrade: str =
              decorations: bool = True, image_name: str | None = None) -> tuple[Image.Image, dict[str, Any]]:
     """One page: (RGB image, ground-truth dict). `decorations=False` draws text only (no rules,
     stamps or backgrounds), which tests use to compare ink against boxes."""
+    _, image, gt = _generate(doc_type, seed, layout, degrade, decorations, image_name)
+    return image, gt
+
+
+def generate_ruled(doc_type: str, seed: int, layout: str | None = None,
+                   image_name: str | None = None) -> tuple[Image.Image, dict[str, Any], list[Stroke]]:
+    """`generate(doc_type, seed, layout)` (a clean page: the same image and ground truth) and the straight
+    rules it draws, in the page's pixels, cut off where the page ends (Canvas.crop_height)."""
+    canvas, image, gt = _generate(doc_type, seed, layout, "none", True, image_name)
+    return image, gt, _clip_strokes(canvas.strokes, gt["width"], gt["height"])
+
+
+def _clip_strokes(strokes: list[Stroke], w: int, h: int) -> list[Stroke]:
+    """The strokes within the page [0, w] x [0, h]: a box reaching beyond it becomes its sides, and each
+    straight piece is cut to the page (the rules are across or down, so a cut is a clamp)."""
+    out: list[Stroke] = []
+    for st in strokes:
+        if all(0 <= x <= w and 0 <= y <= h for x, y in st.points):
+            out.append(st)
+            continue
+        pts = list(st.points) + ([st.points[0]] if st.closed else [])
+        for (ax, ay), (bx, by) in zip(pts, pts[1:]):
+            if max(ax, bx) < 0 or min(ax, bx) > w or max(ay, by) < 0 or min(ay, by) > h:
+                continue
+            piece = ((min(max(ax, 0.0), w), min(max(ay, 0.0), h)), (min(max(bx, 0.0), w), min(max(by, 0.0), h)))
+            if piece[0] != piece[1]:
+                out.append(Stroke(piece, False, st.width, st.color))
+    return out
+
+
+def _generate(doc_type: str, seed: int, layout: str | None, degrade: str, decorations: bool,
+              image_name: str | None) -> tuple[Canvas, Image.Image, dict[str, Any]]:
     dt = _doc_type(doc_type)
     if degrade not in LEVELS:
         raise ValueError(f"degrade must be one of {', '.join(LEVELS)}, got {degrade!r}")
@@ -127,7 +163,7 @@ def generate(doc_type: str, seed: int, layout: str | None = None, degrade: str =
     canvas = dt.render(rng, layout, decorations)
     image, geo = apply_degradation(canvas.image, random.Random(f"degrade:{doc_type}:{seed}"), degrade)
     name = image_name or f"{doc_type}_{seed}.jpg"
-    return image, ground_truth(canvas, geo, doc_type, layout, seed, name)
+    return canvas, image, ground_truth(canvas, geo, doc_type, layout, seed, name)
 
 
 # --- many pages ------------------------------------------------------------------------------------
