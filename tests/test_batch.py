@@ -186,6 +186,9 @@ def test_two_workers_give_the_same_rows_as_one(tmp_path):
     assert strip(one) == strip(two)
     pids = {r[0]["worker_pid"] for r in rows_by_file(two).values()}
     assert os.getpid() not in pids, "with --workers 2 the documents are processed in worker processes"
+    # the workers' start (spawned, models loaded) is measured and reported apart from the documents' rate
+    assert 0 < summary.startup < summary.wall
+    assert "s of it starting the workers" in summary.report() and "pages/s after)" in summary.report()
 
 
 def test_csv_gives_a_form_one_row_with_its_pairs_as_json(tmp_path):

@@ -193,6 +193,7 @@ class Summary:
     pages: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     wall: float = 0.0
+    startup: float = 0.0     # seconds from the start until every worker had its models loaded (0: in-process)
     pool: str = ""           # where the documents ran, when not here or in local workers (Ray)
     overhead_per_document: float = 0.0   # Ray: seconds per document outside the actors' own work
     duplicates: list[str] = field(default_factory=list)   # "file p.N = other p.M" (app/register.py)
@@ -241,6 +242,10 @@ class Summary:
                  + (f"; {self.retried} failed earlier and retried" if self.retried else ""),
                  f"this run: {self.documents} documents (rows) from {self.done + self.failed} files, "
                  f"{self.pages} pages in {self.wall:.1f} s = {rate:.2f} files/s, {page_rate:.2f} pages/s"]
+        if self.startup > 0 and self.wall > self.startup:
+            ready = self.wall - self.startup
+            lines[-1] += (f" ({self.startup:.1f} s of it starting the workers; "
+                          f"{(self.done + self.failed) / ready:.2f} files/s, {self.pages / ready:.2f} pages/s after)")
         if self.stage_seconds:
             parts = [f"{s} {self.stage_seconds[s]:.1f} s" for s in STAGES
                      if self.stage_seconds.get(s) or (s in self.stage_seconds and s not in ("ocr", "text_layer"))]
@@ -354,7 +359,11 @@ def run_in_pool(tasks: list[Task], options: WorkerOptions, workers: int, results
     """Spawned workers, one document each at a time; a dead worker costs only its own document
     (tried once more, then a WorkerCrashed row). See app/batch/pool.py."""
     pool = WorkerPool(options, workers, lambda task, rows: _record(task, rows, results, summary, bar, started))
-    pool.run(tasks)
+    try:
+        pool.run(tasks)
+    finally:
+        if pool.ready_at:
+            summary.startup = max(0.0, max(pool.ready_at) - started)
 
 
 def connect_ray(options: WorkerOptions, workers: int | None, settings: "RaySettings") -> "RayPool":

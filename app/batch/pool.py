@@ -166,6 +166,7 @@ class WorkerPool(CrashPolicy):
         self.workers: list[Worker] = []
         self.startup_failures = 0
         self.retried: dict[Task, str] = {}    # task -> why its first attempt ended
+        self.ready_at: list[float] = []       # perf_counter() when each worker first said it was ready
 
     def _start(self, slot: int) -> Worker:
         parent_conn, child_conn = self.context.Pipe(duplex=True)
@@ -213,6 +214,8 @@ class WorkerPool(CrashPolicy):
                 return False
             if message[0] == "ready":
                 worker.ready = True
+                if len(self.ready_at) < self.size:
+                    self.ready_at.append(time.perf_counter())
             elif message[0] == "rows":
                 task = worker.task
                 worker.task = None
