@@ -12,12 +12,19 @@ XObjects, each object's matrix composed with its containers') and hands back eve
 
 None instead of a list when the strokes are not the whole picture: an image covering `IMAGE_SHARE` of
 the page or more may hold a table of its own (a pasted scan, a picture of a form), so the caller looks
-at the rendered page instead.
+at the rendered page instead. Such an image may hold text the text layer does not (a scanned receipt
+pasted under a typed caption, an invoice whose printed form is a background picture): `page_drawing`
+hands each one back as a `Picture`, its box in page pixels and its own pixels on demand, for OCR.
 """
 from __future__ import annotations
 
 import ctypes
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 THIN_FILL_PT = 3.0    # a filled path no thicker than this (pt) is a drawn line, not an area
 LIGHT = 224           # a stroke or fill this light (luminance 0-255) or transparent is not seen on white paper
@@ -90,9 +97,56 @@ def _stroked(points: list[tuple[int, float, float, bool]], m: Matrix) -> list[tu
     return out
 
 
+@dataclass
+class Picture:
+    """An image drawn on a page: `box` [x0, y0, x1, y1] in page pixels and `pixels()` its own pixels (BGR
+    uint8, upright as drawn), read from the file when asked (while the file is open on this page)."""
+    box: list[float]
+    pixels: Callable[[], np.ndarray]
+
+
+@dataclass
+class Drawing:
+    """What a page draws besides its text: straight strokes (None when pictures may hold rulings too)
+    and the pictures large enough to hold text (`IMAGE_SHARE` of the page or more)."""
+    segments: list[Segment] | None
+    pictures: list[Picture] = field(default_factory=list)
+
+
+def _image_pixels(pdf: Any, page_index: int, object_index: int, flip_x: bool, flip_y: bool) -> np.ndarray:
+    """Image object `object_index` (in page.get_objects order) of page `page_index`, at its own resolution,
+    BGR, turned the way the page draws it."""
+    page = pdf[page_index]
+    try:
+        obj = next(o for i, o in enumerate(page.get_objects(max_depth=8)) if i == object_index)
+        bitmap = obj.get_bitmap(render=False)
+        arr, mode = bitmap.to_numpy(), bitmap.mode
+    finally:
+        page.close()
+    if arr.ndim == 2 or mode == "L":
+        arr = np.repeat(arr.reshape(arr.shape[0], arr.shape[1], 1), 3, axis=2)
+    elif mode in ("BGRA", "BGRX", "BGR"):
+        arr = arr[:, :, :3]
+    else:
+        arr = arr[:, :, 2::-1]
+    if flip_x:
+        arr = arr[:, ::-1]
+    if flip_y:
+        arr = arr[::-1]
+    return np.ascontiguousarray(arr)
+
+
 def page_segments(page: Any, to_pixels: tuple[float, float, float, float, float, float]) -> list[Segment] | None:
-    """The page's straight strokes in pixels (module docstring), or None when an image may hold rulings.
-    `to_pixels` (a, b, c, d, e, f): px = a x + b y + e, py = c x + d y + f from PDF user space."""
+    """The page's straight strokes in pixels (module docstring), or None when an image may hold rulings."""
+    return page_drawing(page, to_pixels).segments
+
+
+def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, float], pdf: Any = None,
+                 page_index: int = 0) -> Drawing:
+    """The page's straight strokes in pixels (module docstring) and its large pictures (`pdf` and
+    `page_index`: the open document and the page's number, from which a picture's pixels are read when
+    asked; without `pdf`, no pictures). `to_pixels` (a, b, c, d, e, f): px = a x + b y + e, py = c x +
+    d y + f from PDF user space."""
     import pypdfium2.raw as pdfium_c
     pa, pb, pc, pd, pe, pf = to_pixels
     px_per_pt = (abs(pa * pd - pb * pc)) ** 0.5
@@ -101,30 +155,32 @@ def page_segments(page: Any, to_pixels: tuple[float, float, float, float, float,
     fill, stroke = ctypes.c_int(), ctypes.c_int()
     width = ctypes.c_float()
     out: list[Segment] = []
+    pictures: list[Picture] = []
+    big = False                             # an image of IMAGE_SHARE or more: the strokes are not all
 
     def to_px(x0: float, y0: float, x1: float, y1: float, thick: float) -> Segment:
         return (pa * x0 + pb * y0 + pe, pc * x0 + pd * y0 + pf, pa * x1 + pb * y1 + pe, pc * x1 + pd * y1 + pf,
                 max(1.0, thick * px_per_pt))
 
-    for obj in page.get_objects(max_depth=8):
+    for n, obj in enumerate(page.get_objects(max_depth=8)):
         level = obj.level
         del chain[level + 1:]
         if obj.type == pdfium_c.FPDF_PAGEOBJ_FORM:
             chain.append(_compose(chain[level], _matrix(obj.raw)))
             continue
         if obj.type == pdfium_c.FPDF_PAGEOBJ_IMAGE:
-            try:
-                x0, y0, x1, y1 = obj.get_bounds()
-            except Exception:   # noqa: BLE001 - an image without bounds covers nothing we can tell
+            m = _compose(chain[level], _matrix(obj.raw))     # the unit square -> page space
+            xs = [m[0] * u + m[2] * v + m[4] for u in (0, 1) for v in (0, 1)]
+            ys = [m[1] * u + m[3] * v + m[5] for u in (0, 1) for v in (0, 1)]
+            if (max(xs) - min(xs)) * (max(ys) - min(ys)) < IMAGE_SHARE * w_pt * h_pt:
                 continue
-            if level == 0 and (x1 - x0) * (y1 - y0) >= IMAGE_SHARE * w_pt * h_pt:
-                return None
-            if level > 0:       # bounds in the form's space: judge it by its corners in page space
-                a, b, c, d, e, f = chain[level]
-                xs = [a * x + c * y + e for x in (x0, x1) for y in (y0, y1)]
-                ys = [b * x + d * y + f for x in (x0, x1) for y in (y0, y1)]
-                if (max(xs) - min(xs)) * (max(ys) - min(ys)) >= IMAGE_SHARE * w_pt * h_pt:
-                    return None
+            big = True
+            if pdf is not None and abs(m[1]) < 1e-6 and abs(m[2]) < 1e-6:    # drawn upright (no turn)
+                px = [pa * x + pb * y + pe for x, y in zip(xs, ys)]
+                py = [pc * x + pd * y + pf for x, y in zip(xs, ys)]
+                # PDF image rows run top-down while y runs up: a positive d draws it upright on the page
+                pictures.append(Picture([min(px), min(py), max(px), max(py)],
+                                        functools.partial(_image_pixels, pdf, page_index, n, m[0] < 0, m[3] < 0)))
             continue
         if obj.type != pdfium_c.FPDF_PAGEOBJ_PATH:
             continue
@@ -146,4 +202,4 @@ def page_segments(page: Any, to_pixels: tuple[float, float, float, float, float,
                 out.append(to_px(x0, (y0 + y1) / 2, x1, (y0 + y1) / 2, y1 - y0))
             elif x1 - x0 <= THIN_FILL_PT <= y1 - y0:
                 out.append(to_px((x0 + x1) / 2, y0, (x0 + x1) / 2, y1, x1 - x0))
-    return out
+    return Drawing(None if big else out, pictures)

@@ -24,13 +24,16 @@ class SourcePage:
     is still on this page (data.io keeps a PDF open until the next page is asked for). `segments`: the
     straight strokes the file draws on the page, (x0, y0, x1, y1, width) in page pixels (data.pdf_paths,
     data.ofd), from which its ruled lines are found without a picture; None when they are not the whole
-    picture (a large image on the page) or unknown, and the ruled lines are looked for in the image."""
+    picture (a large image on the page) or unknown, and the ruled lines are looked for in the image.
+    `pictures` (data.pdf_paths.Picture): large images on a page read from its text, whose own text only OCR
+    can read (a scan pasted under a typed caption, a form printed as a background picture)."""
     image: np.ndarray | None
     page: Page | None = None
     seconds: float = 0.0
     embedded: list[Any] = field(default_factory=list)
     render: Callable[[], np.ndarray] | None = None
     segments: Sequence[Sequence[float]] | None = None
+    pictures: list[Any] = field(default_factory=list)
 
     def picture(self) -> np.ndarray:
         """The page image: `image`, or drawn now by `render` (and kept)."""

@@ -273,22 +273,22 @@ def read_text_layer(page: Any, width: int, height: int, index: int) -> tuple[Pag
 def read_pdf_page(pdf: Any, i: int, name: str, size: tuple[int, int],
                   render: Callable[[], np.ndarray]) -> SourcePage:
     """Page `i` of an open PDF, read from its text layer where that can be trusted, with the strokes it
-    draws (data.pdf_paths, for its ruled lines); `size` (width, height) is the pixel size of its
-    rendering and `render` draws it (data.io), called here only when the page is to be OCR'd: a page
-    read from its text is drawn only if someone looks at it (SourcePage.picture). `index` of the Page
-    is set by the caller."""
+    draws (data.pdf_paths, for its ruled lines) and the large pictures on it (whose text OCR reads);
+    `size` (width, height) is the pixel size of its rendering and `render` draws it (data.io), called
+    here only when the page is to be OCR'd: a page read from its text is drawn only if someone looks at
+    it (SourcePage.picture). `index` of the Page is set by the caller."""
     import pypdfium2 as pdfium
 
     from data.input_error import InputError
-    from data.pdf_paths import page_segments
+    from data.pdf_paths import Drawing, page_drawing
     t0 = time.perf_counter()
-    segments = None
+    drawing = Drawing(None)
     try:
         page = pdf[i]
         try:
             read, _ = read_text_layer(page, size[0], size[1], 0)
             if read is not None:
-                segments = page_segments(page, _page_to_pixels(page.raw, size[0], size[1]))
+                drawing = page_drawing(page, _page_to_pixels(page.raw, size[0], size[1]), pdf, i)
         finally:
             page.close()
     except pdfium.PdfiumError as exc:
@@ -296,7 +296,7 @@ def read_pdf_page(pdf: Any, i: int, name: str, size: tuple[int, int],
     seconds = time.perf_counter() - t0
     if read is None:
         return SourcePage(render(), None, seconds)
-    return SourcePage(None, read, seconds, render=render, segments=segments)
+    return SourcePage(None, read, seconds, render=render, segments=drawing.segments, pictures=drawing.pictures)
 
 
 def pdf_attachments(pdf: Any, name: str) -> list[Any]:

@@ -64,10 +64,11 @@ def field_features(doc: Document, f: Field, field_type: str) -> dict[str, float]
     """The evidence on one field (or item cell) of `doc`, by FEATURES name. The model's probability is
     `model_score` when the field was calibrated already (the raw one is what the calibration reads), else
     `score`. A page read from a text layer (a PDF's own text, an OFD) has no OCR doubt: its lines count as
-    read perfectly whatever score they carry."""
+    read perfectly whatever score they carry (on a page whose pictures OCR read too, each line's own score
+    counts: the text layer's are 1.0)."""
     p = f.model_score if f.model_score is not None else f.score
     page = next((pg for pg in doc.pages if pg.index == f.page), None)
-    text_layer = page is not None and page.reader != "ocr"
+    text_layer = page is not None and "ocr" not in page.reader     # "text_layer+ocr": some lines are OCR's
     if page is None or text_layer or not page.lines:
         line, mean = 1.0, 1.0
     else:

@@ -367,8 +367,15 @@ class PageReader:
         self.done = 0               # pages handed out
         self._engine: Any = None
 
+    def _ocr(self) -> Any:
+        """The OCR engine, loaded the first time a page needs it."""
+        if self._engine is None:
+            self._engine = ocr_engine()
+        return self._engine
+
     def __iter__(self) -> Iterator[ReadPage]:
         from models.ocr.rulings import add_rulings, rulings_from_segments
+        from reading.pictures import read_pictures
         total, on_stage = self.total, self.on_stage
         page_iter = iter(self.pages)
         while True:
@@ -385,17 +392,24 @@ class PageReader:
                 self.stage, t0 = "text_layer", time.perf_counter()
                 page = source.page
                 page.index = self.done
+                if source.pictures:         # text only a picture holds (reading/pictures.py)
+                    if on_stage:
+                        on_stage("ocr", number, total)
+                    self.stage, t1 = "ocr", time.perf_counter()
+                    read_pictures(page, source.pictures, self._ocr(), page_timings)
+                    page_timings["ocr"] = time.perf_counter() - t1
+                    self.stage = "text_layer"
                 if source.segments is not None:
                     page.rules = rulings_from_segments(source.segments, [ln.quad for ln in page.lines])
                 else:
                     add_rulings(page, _as_bgr(source.picture()))
-                page_timings["rules"] = time.perf_counter() - t0
+                page_timings["rules"] = time.perf_counter() - t0 - page_timings.get("ocr", 0.0)
                 page_timings["text_layer"] = read_s + page_timings["rules"]
             else:
                 if on_stage:
                     on_stage("ocr", number, total)
                 self.stage, t0 = "ocr", time.perf_counter()
-                engine = self._engine = self._engine if self._engine is not None else ocr_engine()
+                engine = self._ocr()
                 ocr_stages = ({"on_stage": functools.partial(_ocr_stage, on_stage, number, total)}
                               if on_stage and _takes_stages(engine) else {})
                 page = engine.read(_as_bgr(source.picture()), page_index=self.done, timings=page_timings,

@@ -150,3 +150,68 @@ def test_an_ofd_page_gives_its_strokes_and_is_drawn_only_when_asked(monkeypatch)
     assert analysis.document.error is None and analysis.document.pages[0].reader == "ofd"
     rules = analysis.document.pages[0].rules
     assert len(rules) >= 15 and any(is_vertical(r) for r in rules)
+
+
+# --- text only a picture holds -----------------------------------------------------------------------------------
+
+def _caption_and_scan_pdf(*, background: bool = False) -> bytes:
+    """A 400 x 300 pt page: a typed caption (a text object) at the top and a pasted scan (a 1000 x 500 px
+    picture of two printed lines) under it; `background`: the picture spans the page behind the caption and
+    also prints the caption's words where the caption stands."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as c
+    from PIL import ImageDraw
+
+    from data.fonts import pil_font
+    pdf = pdfium.PdfDocument.new()
+    page = pdf.new_page(400, 300)
+    scan = Image.new("RGB", (1000, 750 if background else 500), (250, 250, 250))
+    draw = ImageDraw.Draw(scan)
+    font = pil_font("hei", 44)
+    top = 250 if background else 0
+    draw.text((60, top + 120), "发票号码：20431958", fill=(20, 20, 20), font=font)
+    draw.text((60, top + 280), "价税合计：336.00", fill=(20, 20, 20), font=font)
+    if background:
+        draw.text((50, 24), "Expense claim", fill=(20, 20, 20), font=pil_font("hei", 60))   # under the caption
+    img = pdfium.PdfImage.new(pdf)
+    img.set_bitmap(pdfium.PdfBitmap.from_pil(scan))
+    # the picture's box in points: under the caption (or the whole page behind it)
+    img.set_matrix(pdfium.PdfMatrix().scale(400, 300 if background else 200).translate(0, 0))
+    page.insert_obj(img)
+    obj = c.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica", 24)
+    buf = ctypes.create_string_buffer(("Expense claim\x00").encode("utf-16-le"))
+    c.FPDFText_SetText(obj, ctypes.cast(buf, ctypes.POINTER(c.FPDF_WCHAR)))
+    c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, 20, 270)
+    c.FPDFPage_InsertObject(page.raw, obj)
+    page.gen_content()
+    out = io.BytesIO()
+    pdf.save(out)
+    return out.getvalue()
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("background", [False, True])
+def test_text_only_a_picture_holds_is_read_by_ocr_and_the_text_layer_kept(tmp_path, background):
+    path = tmp_path / "claim.pdf"
+    path.write_bytes(_caption_and_scan_pdf(background=background))
+    [page] = route.read_file_pages(str(path))
+    texts = [ln.text.replace(" ", "") for ln in page.lines]
+    assert page.reader == "text_layer+ocr", "the caption from the text layer, the scan's lines by OCR"
+    assert texts[0] == "Expenseclaim" and texts.count("Expenseclaim") == 1, \
+        "the caption is the text layer's, not read twice where the picture prints it too"
+    assert any("20431958" in t for t in texts) and any("336.00" in t for t in texts)
+    number = next(ln for ln in page.lines if "20431958" in ln.text)
+    # the scan's line stands where the picture prints it: 120 px of 500 (750) down the picture, in page pixels
+    x0, y0, x1, y1 = number.box
+    scan_top = 0 if background else 100 * K
+    scan_h = (300 if background else 200) * K
+    scan_px = 750 if background else 500
+    top = 250 if background else 0
+    assert abs(y0 - (scan_top + (top + 120) / scan_px * scan_h)) < 0.05 * scan_h
+    assert x0 < 0.2 * page.width
+
+
+def test_a_page_with_only_small_pictures_needs_no_ocr(monkeypatch):
+    monkeypatch.setattr(route, "ocr_engine", lambda: (_ for _ in ()).throw(AssertionError("OCR loaded")))
+    [page] = route.read_file_pages(str(BORN / "metagpt_invoice_1.pdf"))
+    assert page.reader == "text_layer"
