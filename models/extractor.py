@@ -31,8 +31,8 @@ from data.validate import validate
 from models.calibration import calibrate
 from models.encoder import Encoder
 from models.extraction import DEFAULT_SETTINGS, DecodeSettings, PagePrediction, check_names, decode_page
-from models.extraction.base import level_lines
-from models.extraction.doctype import OTHER_TYPE, form_structure, pick_type
+from models.extraction.doctype import OTHER_TYPE, pick_type
+from models.extraction.rules import encoder_input, is_form
 from models.heads import ExtractionHead
 from models.model_dir import (  # noqa: F401  (the directory names callers know from here)
     DEFAULT_MODEL_DIR,
@@ -150,8 +150,9 @@ class Extractor:
     def predict_page(self, page: Page, off: frozenset[str] = frozenset()) -> PagePrediction:
         """Raw predictions for one page: doc-type probabilities, per-character tag probabilities
         (NaN on whitespace) and a `link(a, b)` scorer between two (line, char) positions. The encoder sees
-        the lines of a tilted page turned level (rule `level_lines`, unless `off` names it)."""
-        lines, index = level_lines(page, off)
+        the lines the "input" rules left on give it (models/extraction/rules.py `encoder_input`: a tilted
+        page's turned level, rule `level_lines`)."""
+        lines, index = encoder_input(page, off)
         enc = self.vocab.encode_page(lines, page.width, page.height, self.cfg.max_len)
         enc.line = [index[i] for i in enc.line]             # back to the page's own line numbers
         n_tags = len(self.tag_labels)
@@ -214,8 +215,7 @@ class Extractor:
         _clear_roles(doc)              # a form's line roles from an earlier extraction (decode_page sets them)
         for page, pred in zip(doc.pages, preds):
             decode_page(doc, page, pred, self.schemas.get(dt), self.tag_labels, allowed, dt == GENERIC, settings, off)
-        if dt == GENERIC and doc_type is None and "form_needs_structure" not in off and \
-                not form_structure(doc.pairs, [ln.text for ln in doc.lines]):
+        if dt == GENERIC and doc_type is None and not is_form(doc.pairs, [ln.text for ln in doc.lines], off):
             doc.doc_type, doc.fields, doc.items, doc.pairs = OTHER_TYPE, {}, [], []   # not a form: text only
             doc.tables, doc.signatures = [], []
             _clear_roles(doc)

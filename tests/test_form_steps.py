@@ -12,7 +12,8 @@ from models.extractor import get_extractor
 
 EXTRACTION = Path(forms.__file__).parent
 STEPS = {"form_cuts", "form_column_cuts", "form_roles", "form_furniture", "form_join_labels", "form_data_tables",
-         "form_row_values", "form_join_values", "form_ocr_min", "form_signatures"}
+         "form_row_values", "form_join_values", "form_ocr_min", "form_signatures", "form_link",
+         "form_bare_first_option"}
 
 
 def _names_tested_against_a_set(path: Path) -> set[str]:
@@ -42,6 +43,9 @@ def test_form_steps_leave_out_what_is_switched_off_and_keep_the_rules_order():
     assert off["form_evidence"] == [forms.join_label_lines]
     assert on["form_pieces"] == off["form_pieces"] == [forms.cut_columns]
     assert on["form_page"] == [forms.sign_apart] and off["form_page"] == []
+    linkless = forms.form_steps(frozenset({"form_link"}))
+    assert on["form_setup"] == [forms.use_link, forms.bare_first_option]
+    assert linkless["form_setup"] == [forms.bare_first_option]
 
 
 def _page(i: int) -> Page:

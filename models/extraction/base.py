@@ -4,7 +4,8 @@
 [start, end) of one OCR line, with the field the model gave it); `PageContext` one page being decoded:
 the document filled so far, the schema, the candidates, the settings and the rules switched off.
 `Rule` is one decoding rule as models/extraction/rules.py lists it; `enabled_steps` the one place where
-the forms decoder's step rules switched off are left out (forms.py `form_steps`).
+a stage's step rules switched off are left out (forms.py `form_steps`, spans.py `span_steps`, doctype.py
+`type_steps`, rules.py's runners); `EncoderInput` what the "input" steps change (`turn_level`: level_lines).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def shared_chars(a: str, b: str) -> int:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    stage: str                       # input, spans, type, fields, items, arithmetic, forms, or a forms step stage
+    stage: str                       # the stage whose runner runs it (rules.py's docstring lists them)
     fn: Callable                     # the function that implements it
     core: bool = False               # the decoding itself: never switched off
     about: str = ""                  # what it does, where `fn` holds several rules
@@ -48,7 +49,8 @@ class Rule:
         return text if len(text) <= 90 else text[:87] + "..."
 
 
-Steps = dict[str, list[Callable[[Any], None]]]     # stage -> its step functions, in the rules' order
+# stage -> its step functions, in the rules' order; a stage's steps share the signature its runner calls
+Steps = dict[str, list[Callable[..., Any]]]
 
 
 def enabled_steps(rules: Iterable[Rule], stages: Iterable[str], off: frozenset[str]) -> Steps:
@@ -195,15 +197,30 @@ def make_field(key: str, spec: Any, page: Page, s: Span) -> Field:
 LEVEL_MIN_SLOPE = geometry.LEVEL_MIN_SLOPE   # level_lines: a page tilted more than this is turned level
 
 
-def level_lines(page: Page, off: frozenset[str] = frozenset()) -> tuple[list[Line], list[int]]:
-    """The page's lines as the encoder should see them, and each one's index in page.lines: on a page tilted
-    more than LEVEL_MIN_SLOPE, turned level about the page centre (data/geometry.py `level_quads`) and put
-    in reading order again (`level_reading_order`: OCR already reads in that order, pages from older
-    caches or importers may not); else, or with the rule in `off`, the lines themselves. Only the
-    encoder's input changes: decoding, boxes in the output and every layout rule use the lines as read."""
-    if "level_lines" in off:
-        return page.lines, list(range(len(page.lines)))
-    slope, quads, order = geometry.level_reading_order([ln.quad for ln in page.lines], page.width, page.height)
-    if not slope:
-        return page.lines, list(range(len(page.lines)))
-    return [dataclasses.replace(page.lines[i], quad=quads[i]) for i in order], order
+@dataclass
+class EncoderInput:
+    """What the encoder reads of a page: its lines and each one's index in page.lines. The steps of stage
+    "input" (models/extraction/rules.py `encoder_input`) change it in turn; none changes the page itself."""
+    page: Page
+    lines: list[Line]
+    order: list[int]
+
+
+def turn_level(inp: EncoderInput) -> None:
+    """level_lines: on a page tilted more than LEVEL_MIN_SLOPE, the lines turned level about the page centre
+    (data/geometry.py `level_quads`) and put in reading order again (`level_reading_order`: OCR already reads
+    in that order, pages from older caches or importers may not); a level page's lines stay as they are."""
+    page, lines = inp.page, inp.lines
+    slope, quads, order = geometry.level_reading_order([ln.quad for ln in lines], page.width, page.height)
+    if slope:
+        inp.lines, inp.order = [dataclasses.replace(lines[i], quad=quads[i]) for i in order], \
+            [inp.order[i] for i in order]
+
+
+def level_lines(page: Page) -> tuple[list[Line], list[int]]:
+    """The page's lines as the encoder reads them with rule level_lines on, and each one's index in
+    page.lines (`turn_level`). Only the encoder's input changes: decoding, boxes in the output and every
+    layout rule use the lines as read."""
+    inp = EncoderInput(page, page.lines, list(range(len(page.lines))))
+    turn_level(inp)
+    return inp.lines, inp.order

@@ -1,20 +1,24 @@
 """The document type, and the title field: what the page prints as its title.
 
-`pick_type` takes the classifier's probabilities and the page's printed title (rules type_needs_title,
-type_unsure_is_generic); `nearest_title` mends a title OCR misread.
+`pick_type` takes the classifier's probabilities and the page's printed title; its rules (`TYPE_RULES`:
+type_unsure_is_generic, type_needs_title) are steps of stage "type", each giving its verdict on one type
+weighed (`TypeChoice`), those switched off left out in one place (`type_steps`). `form_structure` (rule
+form_needs_structure, stage form_type) says whether a page taken for a generic form is one;
+`nearest_title` mends a title OCR misread.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
 from data.labels import COLONS
 from data.normalize import to_halfwidth
 from data.text_distance import lcs_length
-from models.extraction.base import shared_chars
+from models.extraction.base import Rule, enabled_steps, shared_chars
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
@@ -59,6 +63,60 @@ def title_line(phrases: list[str], lines: list[str], extra: int = DEFAULT_SETTIN
     return best
 
 
+@dataclass(frozen=True)
+class TypeChoice:
+    """One type `pick_type` weighs, in the classifier's order: what a type step reads."""
+    index: int
+    schema: Any                      # the type's schema (None: a type without one)
+    prob: float
+    lines: list[str]                 # the page's lines, without spaces, half-width
+    st: DecodeSettings
+    generic: int | None              # the generic type's index, where the model has one
+
+    @property
+    def title_less(self) -> bool:
+        """A schema type whose pages print no fixed title (a receipt), not the generic type itself."""
+        return self.schema is not None and not self.schema.title_required and self.generic is not None and \
+            self.index != self.generic
+
+
+GENERIC_PAGE = "generic"     # a type step's verdict: the page is a generic page, not this type
+PASS_OVER = "pass"           # ... this type is passed over for the next most likely one
+
+
+def unsure_is_generic(c: TypeChoice) -> str | None:
+    """type_unsure_is_generic: a title-less type the classifier is not sure of (`unsure_type`) is a generic
+    page: a newspaper page the classifier gives 3% as a receipt is no receipt."""
+    return GENERIC_PAGE if c.title_less and c.prob < c.st.unsure_type else None
+
+
+def needs_title(c: TypeChoice) -> str | None:
+    """type_needs_title: a type whose schema says every page prints one of its titles (title_required) is
+    passed over when the page shows less than `title_evidence` of every such title and too few of its keys
+    (`key_evidence`): a form with 姓名 and 日期 is not a VAT invoice because the classifier leaned that way."""
+    if c.schema is None or not c.schema.title_required:
+        return None
+    st = c.st
+    shown = title_evidence(c.schema.title_phrases, c.lines, st.title_evidence_extra, st.title_min_chars) >= \
+        st.title_evidence or key_evidence(c.schema, c.lines) >= st.type_key_evidence
+    return None if shown else PASS_OVER
+
+
+# The type rules as models/extraction/rules.py lists them (RULES holds these, in this order): steps of stage
+# "type", each a verdict on one `TypeChoice` (None: no say), the first verdict given deciding.
+TYPE_RULES: list[Rule] = [
+    Rule("type_unsure_is_generic", "type", unsure_is_generic,
+         about="a title-less type the classifier is unsure of is a generic page (no schema fields)"),
+    Rule("type_needs_title", "type", needs_title,
+         about="a type whose pages all print a title is passed over when the page shows too little of it"),
+]
+
+
+def type_steps(off: frozenset[str]) -> list[Callable[[TypeChoice], str | None]]:
+    """The type rules' steps, in order, without those named in `off`: the one place they are left out."""
+    return enabled_steps(TYPE_RULES, ("type",), off)["type"]
+
+
 def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[str],
               st: DecodeSettings = DEFAULT_SETTINGS, off: frozenset[str] = frozenset(), generic: int | None = None
               ) -> int:
@@ -67,13 +125,11 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     A page that prints a type's title as its own line, read exactly (电子发票（增值税专用发票）), is that
     type even when the classifier leaned elsewhere (a small, noisy photo taken for a generic form); with
     several such types the longest title wins (an e-invoice's title holds a VAT invoice's). Otherwise
-    the classifier's most likely type whose title the page shows: a type whose schema says every page
-    prints one of its titles (title_required) is passed over when the page shows less than half of every
-    such title, and the next most likely type is taken (a form with 姓名 and 日期 is not a VAT invoice
-    because the classifier leaned that way). When no type passes, the most likely one stays.
-    A type whose pages print no fixed title (a receipt) taken on the classifier's word alone needs it to be
-    sure (`unsure_type`): a newspaper page the classifier gives 3% as a receipt is no receipt, and goes to
-    the `generic` type (its text and generic key-value pairs, no schema fields)."""
+    the classifier's most likely type the type steps left on (`type_steps`) neither pass over
+    (type_needs_title) nor call a generic page (type_unsure_is_generic), and the next most likely type
+    is taken. When no type passes, the most likely one stays. A title-less type with money fields on a
+    page of key-colon lines that shows none of them (`form_without_evidence`) is a generic page too."""
+    steps = type_steps(off)
     lines = [re.sub(r"\s+", "", to_halfwidth(t)) for t in lines]
     # a title OCR cut in two (电子发票 | （增值税专用发票）) is whole again in a line joined to the next
     joined = lines + [a + b for a, b in zip(lines, lines[1:])]
@@ -84,17 +140,12 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     if longest:
         return max((i for i, n in titled.items() if n == longest), key=lambda i: probs[i])
     for i in np.argsort(-probs, kind="stable"):
-        schema = schemas.get(types[i])
-        if schema is not None and not schema.title_required and generic is not None and i != generic and \
-                probs[i] < st.unsure_type and "type_unsure_is_generic" not in off:
+        c = TypeChoice(int(i), schemas.get(types[i]), float(probs[i]), lines, st, generic)
+        verdict = next((v for v in (step(c) for step in steps) if v is not None), None)
+        if generic is not None and (verdict == GENERIC_PAGE or
+                                    (c.title_less and form_without_evidence(c.schema, lines, st))):
             return generic
-        if schema is not None and not schema.title_required and generic is not None and i != generic and \
-                form_without_evidence(schema, lines, st):
-            return generic
-        if schema is None or not schema.title_required or "type_needs_title" in off or \
-                title_evidence(schema.title_phrases, lines, st.title_evidence_extra,
-                               st.title_min_chars) >= st.title_evidence or \
-                key_evidence(schema, lines) >= st.type_key_evidence:
+        if verdict != PASS_OVER:
             return int(i)
     return int(probs.argmax())
 

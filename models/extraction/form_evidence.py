@@ -7,10 +7,11 @@ later step asks: could this piece be a key (`can_key`), a value of that key (`is
 standing where a value could be (`is_label`), what does the link head say (`link_term`).
 form_proposals.Proposals adds the candidates and their features; form_assign.Decoder takes the best
 candidates and completes them into pairs. Each reads only the files below it (forms.py's docstring).
-Step rules here (run by `Evidence.run` where on, see forms.py FORM_RULES): form_furniture and
-form_join_labels (stage form_evidence), form_data_tables (stage form_tables). Rules still switched off by
-name here: form_link, form_bare_first_option, form_cells, form_hints, form_label_not_value,
-form_check_groups, form_colonless_keys.
+Step rules here (run by `Evidence.run` where on, see forms.py FORM_RULES): form_link and
+form_bare_first_option (stage form_setup: they switch on what the later steps read, `link` and `bare_first`),
+form_furniture and form_join_labels (stage form_evidence), form_data_tables (stage form_tables). Rules still
+switched off by name here: form_cells, form_hints, form_label_not_value, form_check_groups,
+form_colonless_keys.
 """
 from __future__ import annotations
 
@@ -57,8 +58,10 @@ class Evidence:
         self.tables: list[FoundTable] = []     # the data tables inside the form (form_tables.py)
         self.table: set[int] = set()           # ids of their headings and cells
         self.furniture: set[int] = set()       # lines the model tags as form furniture (furniture_lines)
-        self.link: Callable = pred.link if "form_link" not in off else (lambda a, b: None)
-        self.bare_first = "form_bare_first_option" not in off    # 是 | □否: 是 was ticked (form_layout.option_group)
+        self.pred = pred
+        self.link: Callable = no_link          # the link head's scorer, where form_link is on (use_link)
+        self.bare_first = False                # 是 | □否: 是 was ticked (form_layout.option_group; bare_first_option)
+        self.run("form_setup")                 # use_link, bare_first_option
         self.geo = Layout(page, pieces, st)
         self.pieces = pieces
         self.run("form_evidence")              # furniture_lines, join_label_lines
@@ -193,6 +196,21 @@ class Evidence:
 
 
 # --- the step rules of this layer (forms.py FORM_RULES), each over an Evidence being built --------------
+def no_link(a: tuple[int, int], b: tuple[int, int]) -> float | None:
+    """The link head's say with form_link off: none."""
+    return None
+
+
+def use_link(ev: Evidence) -> None:
+    """form_link: the link head's score (`PagePrediction.link`) ranks the candidates layout allows."""
+    ev.link = ev.pred.link
+
+
+def bare_first_option(ev: Evidence) -> None:
+    """form_bare_first_option: a bare option right before boxed ones (是 | □否) is the ticked one."""
+    ev.bare_first = True
+
+
 def furniture_lines(ev: Evidence) -> None:
     """form_furniture: where the model evidently knows the page (most lines tagged question/answer), its
     "other" tag on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a

@@ -37,12 +37,12 @@ Rules (`FORM_RULES` below, the end of models/extraction/rules.py RULES; each can
 in `off`). Most are steps: functions the decoder runs at their stage's point in the rules' order, those
 switched off left out in one place (`form_steps`): form_cuts (stage form_lines: the learned line cuts of
 form_cuts.py, where the scorer file has them), form_column_cuts (form_pieces), form_roles (form_masses:
-the learned piece roles of form_roles.py), form_furniture and form_join_labels (form_evidence),
+the learned piece roles of form_roles.py), form_link and form_bare_first_option (form_setup: the link
+head's scorer and the bare first option switched on), form_furniture and form_join_labels (form_evidence),
 form_data_tables (form_tables), form_row_values (form_rows), form_join_values (form_values), form_ocr_min
 (form_kept), form_signatures (form_page). The others are still read by name inside the decoder:
 form_colonless_keys, form_label_not_value, form_hints, form_check_groups (vetoes), form_below (a candidate
-source), form_link, form_bare_first_option, form_cells (a ruled grid's next cell: Page.rules,
-models/ocr/rulings.py).
+source), form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
 Thresholds: DecodeSettings.form_*.
 
 The forms files import each other in one direction, each only from the layers before it (settings.py and
@@ -84,7 +84,13 @@ from models.extraction.form_assign import (
     ocr_floor,
 )
 from models.extraction.form_cuts import CutModel
-from models.extraction.form_evidence import data_tables, furniture_lines, join_label_lines
+from models.extraction.form_evidence import (
+    bare_first_option,
+    data_tables,
+    furniture_lines,
+    join_label_lines,
+    use_link,
+)
 from models.extraction.form_glued import column_cuts
 from models.extraction.form_line_roles import line_roles
 from models.extraction.form_pieces import Piece, label_masses, piece_tags, split_line, title_lines
@@ -239,7 +245,7 @@ def sign_apart(ctx: FormContext) -> None:
 
 # The forms rules as models/extraction/rules.py lists them (RULES ends with these, in this order). A rule of
 # a step stage is a function the decoder runs at that stage's point, over this file's FormContext (form_lines,
-# form_pieces, form_masses, form_page), form_evidence.Evidence (form_evidence, form_tables) or
+# form_pieces, form_masses, form_page), form_evidence.Evidence (form_setup, form_evidence, form_tables) or
 # form_assign.Decoder (form_rows, form_values, form_kept); `form_steps` leaves out those switched
 # off. A rule of stage "forms" is still a switch the decoder's code reads by name from `off`.
 FORM_RULES: list[Rule] = [
@@ -248,7 +254,7 @@ FORM_RULES: list[Rule] = [
          about="on a page the model knows, a line it tags other holds no key or value"),
     Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
     Rule("form_ocr_min", "form_kept", ocr_floor, about="no pair from a line OCR read unsurely"),
-    Rule("form_link", "forms", decode_form, about="the link head's score ranks the candidates layout allows"),
+    Rule("form_link", "form_setup", use_link, about="the link head's score ranks the candidates layout allows"),
     Rule("form_join_labels", "form_evidence", join_label_lines, about="a label over two lines of one cell is one key"),
     Rule("form_join_values", "form_values", join_value_lines, about="a value that wraps takes its next lines"),
     Rule("form_row_values", "form_rows", add_row_values,
@@ -262,7 +268,7 @@ FORM_RULES: list[Rule] = [
          about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
     Rule("form_roles", "form_masses", learned_roles,
          about="each piece's role (key, value, header, other) learned from its layout replaces the encoder's tags"),
-    Rule("form_bare_first_option", "forms", decode_form,
+    Rule("form_bare_first_option", "form_setup", bare_first_option,
          about="a bare option right before boxed ones (是 | □否: the filled box OCR lost) is the ticked one"),
     Rule("form_signatures", "form_page", sign_apart,
          about="a signature label's name and its date are a signature block, not key-value pairs"),
@@ -274,7 +280,8 @@ FORM_RULES: list[Rule] = [
     Rule("form_column_cuts", "form_pieces", cut_columns,
          about="a line read as label and value at once is cut where other rows align labels' ends and values' starts"),
 ]
-FORM_STAGES = ("form_lines", "form_pieces", "form_masses", "form_evidence", "form_tables", *PAIR_STAGES, "form_page")
+FORM_STAGES = ("form_lines", "form_pieces", "form_masses", "form_setup", "form_evidence", "form_tables", *PAIR_STAGES,
+               "form_page")
 
 
 def form_steps(off: frozenset[str]) -> Steps:

@@ -1,10 +1,15 @@
 """The decoding rules as one ordered list: `RULES` says what runs, in which order, and can be printed.
 
-A rule is a named function. The "input" rule is consulted by the extractor before the encoder runs
-(models/extractor.py `predict_page`); rules of the stages "spans" and "type" inside span decoding
-(models/extraction/spans.py) and type picking (doctype.py); the forms rules (forms.py FORM_RULES, the
-end of this list) inside form pairing, most as steps of the forms decoder's stages (form_pieces,
-form_evidence, form_rows, ...); the others run one after the other over a `PageContext` (`decode_fields`).
+A rule is a named function, a step of one stage; each stage's runner takes its enabled steps from this
+list (base.py `enabled_steps`, or `decode_fields` below) and tests no rule name itself. The "input" steps
+change what the encoder reads (`encoder_input`, called by models/extractor.py `predict_page`); "span_tags"
+the page's tag probabilities before spans are cut (`decode_page`); "span_chars" and "span_ends" a line's
+characters' fields and its spans (spans.py SPAN_RULES, `decode_spans`); "type" gives verdicts on the types
+the classifier proposes (doctype.py TYPE_RULES, `pick_type`); "form_type" says whether a page taken for a
+generic form is one (`is_form`, called by the extractor after decoding); the forms rules (forms.py
+FORM_RULES, the end of this list) run inside form pairing, most as steps of the forms decoder's stages
+(form_pieces, form_evidence, form_rows, ...); "fields", "items" and "arithmetic" run one after the other
+over a `PageContext` (`decode_fields`).
 A rule marked `core` is the decoding itself (no candidate would become a value without it) and is never
 switched off; bench/decode_ablation.py switches each other rule off in turn and measures what it contributes.
 
@@ -16,31 +21,50 @@ from typing import Any
 
 import numpy as np
 
-from data.document import Document, Page
+from data.document import Document, Line, Page, Pair
 from data.labels import ITEM_PREFIX
-from models.extraction import arithmetic, field_rules, items, spans
-from models.extraction.base import PageContext, PagePrediction, Rule, level_lines, plausible
-from models.extraction.doctype import form_structure, pick_type
+from models.extraction import arithmetic, field_rules, items
+from models.extraction.base import EncoderInput, PageContext, PagePrediction, Rule, enabled_steps, plausible, turn_level
+from models.extraction.doctype import TYPE_RULES, form_structure
 from models.extraction.forms import FORM_RULES, decode_form_page
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
-from models.extraction.spans import decode_spans
+from models.extraction.spans import SPAN_RULES, decode_spans
+
+
+def items_below_heads(page: Page, schema: Any, probs: list[np.ndarray], tag_labels: list[str]) -> list[np.ndarray]:
+    """items_below_heads: no goods above the item table's column heads (items.above_item_heads): the lines
+    there take no item field (`no_items_above_heads`)."""
+    if not schema.item_fields:
+        return probs
+    return no_items_above_heads(probs, items.above_item_heads(page, schema), tag_labels)
+
+
+def no_items_above_heads(line_probs: list[np.ndarray], above: set[int], tag_labels: list[str]) -> list[np.ndarray]:
+    """`line_probs` with the item tags' probability of the lines in `above` moved to the other tags, in
+    proportion (a name over the table the model half took for goods is then the header field it also saw)."""
+    if not above:
+        return line_probs
+    item_cols = np.array([i for i, lab in enumerate(tag_labels) if lab[2:].startswith(ITEM_PREFIX)], dtype=int)
+    out = list(line_probs)
+    for li in above:
+        p = line_probs[li]
+        if p is None or not len(p):
+            continue
+        q = p.copy()
+        q[:, item_cols] = 0.0
+        total = q.sum(-1, keepdims=True)
+        out[li] = np.where(total > 0, q / np.where(total > 0, total, 1.0), p)
+    return out
+
 
 RULES: list[Rule] = [
-    Rule("level_lines", "input", level_lines,
+    Rule("level_lines", "input", turn_level,
          about="the encoder reads a tilted page's lines turned level, in reading order taken again"),
-    Rule("vote_alnum_runs", "spans", spans.vote_alnum_runs,
-         about="a run of letters and digits (a code, an amount) never changes field in the middle"),
-    Rule("vote_segments", "spans", spans.vote_segments,
-         about="a colon segment whose tagged characters mostly name one free-text field is that field"),
-    Rule("extend_left", "spans", spans.extend_left,
-         about="a span grows left over characters still giving its field mass, up to a colon"),
-    Rule("items_below_heads", "spans", items.above_item_heads,
+    *SPAN_RULES,          # vote_alnum_runs, vote_segments, extend_left (spans.py)
+    Rule("items_below_heads", "span_tags", items_below_heads,
          about="no goods above the item table's column heads: lines there take no item field"),
-    Rule("type_unsure_is_generic", "type", pick_type,
-         about="a title-less type the classifier is unsure of is a generic page (no schema fields)"),
-    Rule("type_needs_title", "type", pick_type,
-         about="a type whose pages all print a title is passed over when the page shows too little of it"),
-    Rule("form_needs_structure", "type", form_structure,
+    *TYPE_RULES,          # type_unsure_is_generic, type_needs_title (doctype.py)
+    Rule("form_needs_structure", "form_type", form_structure,
          about="a page taken for a form with too few label-like key-value pairs for its lines is `other`"),
     Rule("field_candidates", "fields", field_rules.field_candidates, core=True),
     Rule("rekey_after_key_phrase", "fields", field_rules.rekey_after_key_phrase),
@@ -102,6 +126,21 @@ def decode_fields(ctx: PageContext, off: frozenset[str] = frozenset()) -> None:
             rule.fn(ctx)
 
 
+def encoder_input(page: Page, off: frozenset[str] = frozenset()) -> tuple[list[Line], list[int]]:
+    """The lines the encoder reads of `page`, and each one's index in page.lines: the page's own lines, changed
+    by the "input" steps left on (level_lines: a tilted page's turned level, in reading order again)."""
+    inp = EncoderInput(page, page.lines, list(range(len(page.lines))))
+    for step in enabled_steps(RULES, ("input",), off)["input"]:
+        step(inp)
+    return inp.lines, inp.order
+
+
+def is_form(pairs: list[Pair], lines: list[str], off: frozenset[str] = frozenset()) -> bool:
+    """Whether a page taken for a generic form, with these pairs and OCR lines, is one: every "form_type" step
+    left on says so (form_needs_structure: doctype.form_structure); with none on, it is."""
+    return all(step(pairs, lines) for step in enabled_steps(RULES, ("form_type",), off)["form_type"])
+
+
 def table() -> str:
     """RULES as printed by `python -m bench.decode_ablation --list`."""
     rows = [f"{i:>2}. {r.name:<24} {r.stage:<13} {'core ' if r.core else ''}{r.doc}" for i, r in enumerate(RULES, 1)]
@@ -123,26 +162,8 @@ def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, ta
     specs = {f.key: f for f in schema.fields}
     free_text = {f.key for f in schema.fields if f.type == "text"}
     probs = pred.probs
-    if "items_below_heads" not in off and schema.item_fields:
-        probs = no_items_above_heads(probs, items.above_item_heads(page, schema), tag_labels)
+    for step in enabled_steps(RULES, ("span_tags",), off)["span_tags"]:
+        probs = step(page, schema, probs, tag_labels)
     cands = decode_spans(probs, tag_labels, allowed, [ln.text for ln in page.lines], free_text,
                          lambda k, t: k in specs and plausible(specs[k], t), settings, off)
     decode_fields(PageContext(doc, page, schema, cands, settings), off)
-
-
-def no_items_above_heads(line_probs: list[np.ndarray], above: set[int], tag_labels: list[str]) -> list[np.ndarray]:
-    """`line_probs` with the item tags' probability of the lines in `above` moved to the other tags, in
-    proportion (a name over the table the model half took for goods is then the header field it also saw)."""
-    if not above:
-        return line_probs
-    item_cols = np.array([i for i, lab in enumerate(tag_labels) if lab[2:].startswith(ITEM_PREFIX)], dtype=int)
-    out = list(line_probs)
-    for li in above:
-        p = line_probs[li]
-        if p is None or not len(p):
-            continue
-        q = p.copy()
-        q[:, item_cols] = 0.0
-        total = q.sum(-1, keepdims=True)
-        out[li] = np.where(total > 0, q / np.where(total > 0, total, 1.0), p)
-    return out

@@ -1,19 +1,21 @@
 """Candidate spans from per-character tag probabilities: the model's reading of each OCR line.
 
 `decode_spans` gives each character the field with most mass p(B-key) + p(I-key) (or O) and cuts runs
-of one field into spans. Three rules refine the characters' fields before the runs are cut and the
-spans after (each may be switched off by name, see models/extraction/rules.py):
-vote_alnum_runs, vote_segments, extend_left.
+of one field into spans. Three rules refine a line's characters' fields before the runs are cut and its
+spans after: `SPAN_RULES` (in models/extraction/rules.py RULES), steps over a `LineSpans` that the
+decoder runs at their stage's point, those switched off left out in one place (`span_steps`):
+vote_alnum_runs and vote_segments (stage span_chars), extend_left (span_ends).
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from data.labels import COLONS
-from models.extraction.base import Span
+from models.extraction.base import Rule, Span, Steps, enabled_steps
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
@@ -86,6 +88,60 @@ def vote_segments(text: str | None, best: np.ndarray, visible: np.ndarray, vote:
     return best, voted
 
 
+@dataclass
+class LineSpans:
+    """One OCR line being decoded, what the span steps read and change: each character's field (`best`,
+    an index into [O] + keys), which characters a segment vote gave theirs (`voted`), and the spans cut."""
+    text: str | None
+    probs: np.ndarray                     # [chars, tags], NaN on whitespace
+    mass: np.ndarray                      # [chars, 1 + K]: p(O), then p(B-key) + p(I-key) per key
+    keys: list[str]
+    vote: np.ndarray                      # [1 + K]: the free-text fields a segment vote may give
+    fits: Callable[[int, str], bool] | None   # a code run reads as field k (vote_segments)
+    st: DecodeSettings
+    best: np.ndarray
+    visible: np.ndarray
+    voted: np.ndarray
+    spans: list[Span] = field(default_factory=list)
+
+
+def alnum_runs(ln: LineSpans) -> None:
+    """vote_alnum_runs over a line (`vote_alnum_runs`)."""
+    ln.best = vote_alnum_runs(ln.text, ln.best)
+
+
+def segments(ln: LineSpans) -> None:
+    """vote_segments over a line (`vote_segments`)."""
+    ln.best, ln.voted = vote_segments(ln.text, ln.best, ln.visible, ln.vote, mass=ln.mass, code_fits=ln.fits,
+                                      st=ln.st)
+
+
+def grow_left(ln: LineSpans) -> None:
+    """extend_left over each span of a line (`extend_left`); a free-text field's span by the characters' fields."""
+    for sp in ln.spans:
+        extend_left(sp, ln.text, ln.probs, ln.mass, ln.keys,
+                    ln.best if ln.vote[ln.keys.index(sp.key) + 1] else None, ln.st.extend_floor)
+
+
+# The span rules as models/extraction/rules.py lists them (RULES holds these, in this order): steps over a
+# LineSpans, run at their stage's point of `decode_spans` (span_chars: before the runs are cut; span_ends:
+# over the spans cut).
+SPAN_RULES: list[Rule] = [
+    Rule("vote_alnum_runs", "span_chars", alnum_runs,
+         about="a run of letters and digits (a code, an amount) never changes field in the middle"),
+    Rule("vote_segments", "span_chars", segments,
+         about="a colon segment whose tagged characters mostly name one free-text field is that field"),
+    Rule("extend_left", "span_ends", grow_left,
+         about="a span grows left over characters still giving its field mass, up to a colon"),
+]
+SPAN_STAGES = ("span_chars", "span_ends")
+
+
+def span_steps(off: frozenset[str]) -> Steps:
+    """The span rules' steps per stage, without those named in `off`: the one place they are left out."""
+    return enabled_steps(SPAN_RULES, SPAN_STAGES, off)
+
+
 def decode_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: np.ndarray,
                  line_texts: list[str] | None = None, vote_keys: set[str] | None = None,
                  fits: Callable[[str, str], bool] | None = None, st: DecodeSettings = DEFAULT_SETTINGS,
@@ -94,29 +150,28 @@ def decode_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: n
 
     Each character takes the key with the most mass p(B-key) + p(I-key) (or O): a tiny model is
     often unsure whether a value's first character is B or I, but sure which field it belongs to.
-    A span is a run of one key (across spaces); a strong B inside a run starts a new span.
+    A span is a run of one key (across spaces); a strong B inside a run starts a new span. The span
+    rules left on (`span_steps`) refine the characters' fields before the cut and the spans after.
     """
+    steps = span_steps(off)
     keys = sorted({lab[2:] for lab, ok in zip(tag_labels, allowed) if ok and lab != "O"})
     b_col = np.array([tag_labels.index(f"B-{k}") for k in keys], dtype=int)
     i_col = np.array([tag_labels.index(f"I-{k}") for k in keys], dtype=int)
     vote = np.array([False] + [k in (vote_keys or ()) for k in keys])
+    code_fits = (lambda k, t: fits(keys[k - 1], t)) if fits else None
     out: list[Span] = []
     for li, probs in enumerate(line_probs):
         if probs is None or not len(probs):
             continue
         mass = np.concatenate([probs[:, :1], probs[:, b_col] + probs[:, i_col]], axis=1)  # [chars, 1+K]
-        text = line_texts[li] if line_texts else None
         best = np.nan_to_num(mass, nan=-1.0).argmax(-1)
-        if "vote_alnum_runs" not in off:
-            best = vote_alnum_runs(text, best)
-        visible = ~np.isnan(probs).any(-1)
-        voted = np.zeros(len(best), dtype=bool)
-        if "vote_segments" not in off:
-            best, voted = vote_segments(text, best, visible, vote, mass=mass,
-                                        code_fits=(lambda k, t: fits(keys[k - 1], t)) if fits else None, st=st)
+        ln = LineSpans(line_texts[li] if line_texts else None, probs, mass, keys, vote, code_fits, st, best,
+                       ~np.isnan(probs).any(-1), np.zeros(len(best), dtype=bool))
+        for step in steps["span_chars"]:
+            step(ln)
         cur: Span | None = None
         scores: list[float] = []
-        for ci, t in enumerate(best):
+        for ci, t in enumerate(ln.best):
             if np.isnan(probs[ci]).any():      # whitespace: no token; a value may run across it
                 continue
             if t == 0:
@@ -126,22 +181,21 @@ def decode_spans(line_probs: list[np.ndarray], tag_labels: list[str], allowed: n
             p = float(mass[ci, t])
             strong_b = probs[ci, b_col[t - 1]] > st.strong_b and \
                 probs[ci, b_col[t - 1]] > st.strong_b_ratio * probs[ci, i_col[t - 1]]
-            if cur is not None and key == cur.key and (voted[ci] or not strong_b):
+            if cur is not None and key == cur.key and (ln.voted[ci] or not strong_b):
                 cur.end = ci + 1
                 scores.append(p)
                 cur.score = float(np.mean(scores))
                 continue
             cur = Span(key, li, ci, ci + 1, p)
             scores = [p]
-            out.append(cur)
-        for sp in out:
-            if sp.line == li:
-                if "extend_left" not in off:
-                    extend_left(sp, text, probs, mass, keys, best if vote[keys.index(sp.key) + 1] else None,
-                                st.extend_floor)
-                seen = [ci for ci in range(sp.start, sp.end) if visible[ci]]
-                if seen:
-                    sp.alts = {k: float(m) for k, m in zip(keys, mass[seen, 1:].mean(0))}
+            ln.spans.append(cur)
+        for step in steps["span_ends"]:
+            step(ln)
+        for sp in ln.spans:
+            seen = [ci for ci in range(sp.start, sp.end) if ln.visible[ci]]
+            if seen:
+                sp.alts = {k: float(m) for k, m in zip(keys, mass[seen, 1:].mean(0))}
+        out += ln.spans
     return out
 
 
