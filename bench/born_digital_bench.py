@@ -24,7 +24,8 @@ Summary.startup), with the start-up included beside them. Target: the text route
 route's documents/s at the best worker count of each (exit 1 when missed).
 
 `--generated N` measures the extractor on the two readers instead: N generated pages (born-digital kinds:
-GENERATED_TYPES in turn, no degradation) written as PDFs with a real text layer (data.born_pdf), each read
+GENERATED_TYPES in turn, no degradation) written as PDFs with a real text layer and their rules drawn as
+vector strokes (data.born_pdf), each read
 through the text layer and through render + OCR (PIAOJU_READER=ocr) by the product's route, and the
 ground-truth lines themselves as the reference; field F1 of each, scored as training.evaluate scores the
 development set (its gold_of / pred_of / score_fields). Target: the text layer's F1 no lower than OCR's.
@@ -82,7 +83,7 @@ def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) 
     from data.born_pdf import write_pdf
     from data.document import Document, Line, Page
     from data.schemas import load_schema
-    from data.synth.generator import generate, page_seed
+    from data.synth.generator import generate_ruled, page_seed
     from reading.route import analyse_file, load_extractor, warm_up
     from training.evaluate import PageScore, Report, gold_of, pred_of, score_fields
     warm_up()
@@ -94,9 +95,9 @@ def generated(n: int, out_json: Path, types: tuple[str, ...] = GENERATED_TYPES) 
     try:
         for i in range(n):
             doc_type = types[i % len(types)]
-            _, gt = generate(doc_type, page_seed(GENERATED_SEED, i), degrade="none")
+            _, gt, strokes = generate_ruled(doc_type, page_seed(GENERATED_SEED, i))
             path = tmp / f"{doc_type}_{i}.pdf"
-            path.write_bytes(write_pdf(gt))
+            path.write_bytes(write_pdf(gt, strokes=strokes))     # its rules drawn as vector strokes
             schema = load_schema(doc_type)
             gold, gold_items, _ = gold_of(gt, schema)
             docs: dict[str, Document] = {}
