@@ -13,7 +13,8 @@ from models.extractor import get_extractor
 EXTRACTION = Path(forms.__file__).parent
 STEPS = {"form_cuts", "form_column_cuts", "form_roles", "form_furniture", "form_join_labels", "form_data_tables",
          "form_row_values", "form_join_values", "form_ocr_min", "form_signatures", "form_link",
-         "form_bare_first_option"}
+         "form_bare_first_option", "form_cells", "form_below", "form_check_groups", "form_hints",
+         "form_label_not_value", "form_colonless_keys"}
 
 
 def _names_tested_against_a_set(path: Path) -> set[str]:
@@ -44,8 +45,12 @@ def test_form_steps_leave_out_what_is_switched_off_and_keep_the_rules_order():
     assert on["form_pieces"] == off["form_pieces"] == [forms.cut_columns]
     assert on["form_page"] == [forms.sign_apart] and off["form_page"] == []
     linkless = forms.form_steps(frozenset({"form_link"}))
-    assert on["form_setup"] == [forms.use_link, forms.bare_first_option]
-    assert linkless["form_setup"] == [forms.bare_first_option]
+    setup = [forms.allow_colonless_keys, forms.look_below, forms.use_link, forms.labels_not_values, forms.use_hints,
+             forms.use_check_groups, forms.bare_first_option, forms.use_cells]      # FORM_RULES order
+    assert on["form_setup"] == setup
+    assert linkless["form_setup"] == [s for s in setup if s is not forms.use_link]
+    cell_less = forms.form_steps(frozenset({"form_cells", "form_hints"}))["form_setup"]
+    assert cell_less == [s for s in setup if s not in (forms.use_cells, forms.use_hints)]
 
 
 def _page(i: int) -> Page:

@@ -1,24 +1,33 @@
-"""Every decoding rule outside the forms decoder's remaining switches is a step of a stage (issue: "each rule is
-a function in RULES with its own settings; no `not in off` checks inside other code"): level_lines (input),
-the span rules (span_tags, span_chars, span_ends), the type rules (type, form_type) and the forms' link and
-bare-first switches (form_setup). Their runners take the enabled steps from RULES and test no rule name."""
+"""Every decoding rule is a step of a stage (issue: "each rule is a function in RULES with its own settings; no
+`not in off` checks inside other code"): level_lines (input), the span rules (span_tags, span_chars, span_ends),
+the type rules (type, form_type) and the forms' switches (form_setup: link, bare first option, cells, below,
+check groups, hints, label not value, colon-less keys). Their runners take the enabled steps from RULES and no
+model file tests a rule name."""
 import ast
 import math
 from pathlib import Path
 
+import numpy as np
+
 import models.extraction.rules as rules
 from data.document import Line, Page, Pair, box_to_quad
 from data.geometry import level_quads, reading_order
-from models.extraction import doctype, spans
+from models.extraction import doctype, forms, spans
+from models.extraction.base import PagePrediction
 from models.extraction.rules import RULES, encoder_input, is_form
+from models.extraction.settings import DEFAULT_SETTINGS
+
+FORM_LABELS = ["O", "B-header", "I-header", "B-question", "I-question", "B-answer", "I-answer"]
 
 MODELS = Path(rules.__file__).parents[1]
 STEPPED = {"level_lines", "items_below_heads", "vote_alnum_runs", "vote_segments", "extend_left",
            "type_unsure_is_generic", "type_needs_title", "form_needs_structure", "form_link",
-           "form_bare_first_option"}
-# the forms decoder's switches its code still reads from `off` (not yet steps)
-STILL_BY_NAME = {"form_cells", "form_below", "form_check_groups", "form_hints", "form_label_not_value",
-                 "form_colonless_keys"}
+           "form_bare_first_option", "form_cells", "form_below", "form_check_groups", "form_hints",
+           "form_label_not_value", "form_colonless_keys"}
+# the form_setup switches and the form_evidence.Evidence attribute each switches on
+SWITCHES = {"form_link": "link", "form_bare_first_option": "bare_first", "form_cells": "cells", "form_below": "below",
+            "form_check_groups": "check_groups", "form_hints": "hints", "form_label_not_value": "label_not_value",
+            "form_colonless_keys": "colonless_keys"}
 
 
 def _names_tested(path: Path) -> set[str]:
@@ -31,12 +40,31 @@ def _names_tested(path: Path) -> set[str]:
     return out
 
 
-def test_no_model_file_tests_a_rule_name_but_the_forms_switches_left():
+def test_no_model_file_tests_a_rule_name():
     names = {r.name for r in RULES if not r.core}
-    assert STEPPED <= names and STILL_BY_NAME <= names
+    assert STEPPED <= names
     files = sorted(MODELS.glob("extraction/*.py")) + [MODELS / "extractor.py"]
-    tested = {f.name: sorted((_names_tested(f) & names) - STILL_BY_NAME) for f in files}
+    assert len(files) >= 20
+    tested = {f.name: sorted(_names_tested(f) & names) for f in files}
     assert {f: n for f, n in tested.items() if n} == {}
+    # ... and no rule is the whole forms decoder any more: each has a stage of its own and a function
+    assert not [r.name for r in RULES if r.stage == "forms" or r.fn is forms.decode_form]
+
+
+def test_each_forms_switch_is_off_until_its_setup_step_runs():
+    """The decoder's layers read each switch as an Evidence attribute: on with every rule on, off with its rule
+    switched off, the others untouched."""
+    page = Page(index=0, width=1200, height=1600, lines=[Line("姓名：张三", box_to_quad([100, 100, 260, 124]))])
+    pred = PagePrediction(np.zeros(1), [np.zeros((5, len(FORM_LABELS)))], lambda a, b: None)
+
+    def switches(off: frozenset[str]) -> dict[str, bool]:
+        dec = forms._decoder(page, pred, FORM_LABELS, DEFAULT_SETTINGS, off, None)
+        # form_link's switch is the link head's scorer itself (else one that has no say)
+        return {name: getattr(dec, attr) is (pred.link if attr == "link" else True) for name, attr in SWITCHES.items()}
+    assert switches(frozenset()) == dict.fromkeys(SWITCHES, True)
+    for name in SWITCHES:
+        assert switches(frozenset({name})) == {n: n != name for n in SWITCHES}
+    assert not hasattr(forms._decoder(page, pred, FORM_LABELS, DEFAULT_SETTINGS, frozenset(), None), "off")
 
 
 def test_each_rule_made_a_step_has_its_own_function_and_a_stage_its_runner_runs():

@@ -6,8 +6,8 @@ row keeps them all (`row_values`), and a value that wraps takes its other lines 
 `make_pair` turns a key and value into a Pair with its confidence, `reading_order` sorts them as they are
 read. The layers below are form_proposals.Proposals (the candidates) and form_evidence.Evidence (what each piece is).
 Step rules here (run by `Decoder.pairs` over `Decoder.taken` where on, see forms.py FORM_RULES):
-form_row_values (stage form_rows), form_join_values (form_values), form_ocr_min (form_kept). Rule still
-switched off by name here: form_cells.
+form_row_values (stage form_rows), form_join_values (form_values), form_ocr_min (form_kept). The switch
+`cells` (form_cells) is Evidence's, set by its form_setup step where on (form_evidence.py).
 """
 from __future__ import annotations
 
@@ -77,10 +77,10 @@ class Decoder(Proposals):
         last = v
         for _ in range(8):
             n = self.geo.right_of(last, far=True)
-            if n is None and "form_cells" not in self.off:
+            if n is None and self.cells:
                 n = self.geo.cell_right(last)                     # the row's next ruled cell, however wide
             # the next ruled cell of a label's row: a cell of its own, answering the label whatever the tags say
-            cell = n is not None and "form_cells" not in self.off and self.geo.walls(last, n) == 1
+            cell = n is not None and self.cells and self.geo.walls(last, n) == 1
             if n is None or n.used or not self.is_value(n, cell=cell) or self.is_label(n) or options(n.text) or \
                     self.ks(n) >= self.st.form_key_min + self.st.form_key_margin / 2:
                 break
@@ -144,7 +144,7 @@ class Decoder(Proposals):
                 v.join(whole, _sep(v.text, whole.text))
                 continue
             # one ruled cell holding both: the cell says they are one value, however tight or loose the lines
-            cell = "form_cells" not in self.off and self.geo.same_cell(v, w) and not bracketed_note(w.text)
+            cell = self.cells and self.geo.same_cell(v, w) and not bracketed_note(w.text)
             if not cell and not continues_value(self.geo, v, w, k):
                 return
             left = self.geo.left_of(w)

@@ -7,11 +7,12 @@ later step asks: could this piece be a key (`can_key`), a value of that key (`is
 standing where a value could be (`is_label`), what does the link head say (`link_term`).
 form_proposals.Proposals adds the candidates and their features; form_assign.Decoder takes the best
 candidates and completes them into pairs. Each reads only the files below it (forms.py's docstring).
-Step rules here (run by `Evidence.run` where on, see forms.py FORM_RULES): form_link and
-form_bare_first_option (stage form_setup: they switch on what the later steps read, `link` and `bare_first`),
-form_furniture and form_join_labels (stage form_evidence), form_data_tables (stage form_tables). Rules still
-switched off by name here: form_cells, form_hints, form_label_not_value, form_check_groups,
-form_colonless_keys.
+Step rules here (run by `Evidence.run` where on, see forms.py FORM_RULES): the stage form_setup switches on
+what the later steps and all three layers read as plain attributes (form_link: `link`, form_bare_first_option:
+`bare_first`, form_cells: `cells`, form_below: `below`, form_check_groups: `check_groups`, form_hints: `hints`,
+form_label_not_value: `label_not_value`, form_colonless_keys: `colonless_keys`; each off until its step runs,
+so a rule switched off is a step left out, and no layer reads a rule's name), form_furniture and
+form_join_labels (stage form_evidence), form_data_tables (stage form_tables).
 """
 from __future__ import annotations
 
@@ -46,9 +47,8 @@ class Evidence:
     """The pieces of one page and the evidence on each; the decoder's first layer (see the module docstring)."""
 
     def __init__(self, page: Page, pred: PagePrediction, masses: list[np.ndarray], pieces: list[Piece],
-                 st: DecodeSettings, off: frozenset[str], steps: Steps, scorer: PairScorer | None = None,
-                 roles: bool = False):
-        self.page, self.masses, self.st, self.off, self.scorer = page, masses, st, off, scorer
+                 st: DecodeSettings, steps: Steps, scorer: PairScorer | None = None, roles: bool = False):
+        self.page, self.masses, self.st, self.scorer = page, masses, st, scorer
         self.steps = steps       # the step rules left on, per stage (forms.py form_steps): run by `run`
         self.soft = False        # proposing for the scorer: model-tag vetoes (furniture, header) are features
         self.roles = roles       # the masses are learned piece roles (form_roles.py), not the encoder's tags
@@ -61,7 +61,13 @@ class Evidence:
         self.pred = pred
         self.link: Callable = no_link          # the link head's scorer, where form_link is on (use_link)
         self.bare_first = False                # 是 | □否: 是 was ticked (form_layout.option_group; bare_first_option)
-        self.run("form_setup")                 # use_link, bare_first_option
+        self.cells = False                     # a ruled grid's cells say where values stand (use_cells)
+        self.below = False                     # a short key may take the line under it (look_below)
+        self.check_groups = False              # a box list answers with its ticked option (use_check_groups)
+        self.hints = False                     # a field's hint text is no value and no key (use_hints)
+        self.label_not_value = False           # a label is no value (labels_not_values)
+        self.colonless_keys = False            # a colon-less key-like piece is a key (allow_colonless_keys)
+        self.run("form_setup")                 # use_link, bare_first_option, use_cells, look_below, ...
         self.geo = Layout(page, pieces, st)
         self.pieces = pieces
         self.run("form_evidence")              # furniture_lines, join_label_lines
@@ -113,7 +119,7 @@ class Evidence:
             t = piece_tags(v, self.masses)
             furniture = furniture or (not after_colon and t[0] - t[1] > self.st.form_role_label)
         return not v.colon_key and not furniture and id(v) not in self.table and not SECTION.match(v.text) and \
-            text_is_value(v, mass, hints="form_hints" not in self.off,
+            text_is_value(v, mass, hints=self.hints,
                           sentences=answer or (of is not None and qualified_label(of.text)))
 
     def role_answer(self, p: Piece) -> bool:
@@ -140,12 +146,12 @@ class Evidence:
     def is_label(self, v: Piece) -> bool:
         """A label standing where a value could be (the next field's 姓名 under an empty 申报学院（部门）):
         a label everybody knows, or a key-like line with a value of its own right of it."""
-        if "form_label_not_value" in self.off or ticked(v.text):
+        if not self.label_not_value or ticked(v.text):
             return False
         if key_word(v.text):
             return True
         w = self.geo.right_of(v)
-        if w is not None and not options(v.text) and "form_check_groups" not in self.off and \
+        if w is not None and not options(v.text) and self.check_groups and \
                 option_group(self.geo, w, self.bare_first)[0] and self.ks(v) >= self.st.form_key_min:
             return True                 # 证件类型 □身份证 □护照: a question with its own choices
         return w is not None and self.is_value(w) and not key_word(w.text) and \
@@ -178,17 +184,16 @@ class Evidence:
             return False
         if id(k) in self.table or (not k.colon_key and SECTION.match(k.text)):
             return False                          # a data table's column heading; a section's (四、审核意见)
-        if ("form_check_groups" not in self.off and options(k.text)) or \
-                ("form_hints" not in self.off and is_hint(k.text)):
+        if (self.check_groups and options(k.text)) or (self.hints and is_hint(k.text)):
             return False                          # □男 is nobody's key; neither is （请勾选）
         floor = self.st.form_key_min if key_min is None else key_min
-        return k.colon_key or ("form_colonless_keys" not in self.off and self.ks(k) >= floor)
+        return k.colon_key or (self.colonless_keys and self.ks(k) >= floor)
 
     def opens_cell_row(self, k: Piece) -> bool:
         """A ruled grid says `k`, a label over two lines of one cell, is a label whatever the tags say (a
         heading): the next cell of its row holds a value, no label or heading itself (提交证 / 件情况 |
         按规定执行; a section heading spans its row)."""
-        if "form_cells" in self.off or not k.more:      # (one line: a table's heading row looks the same)
+        if not self.cells or not k.more:      # (one line: a table's heading row looks the same)
             return False
         n = self.geo.cell_right(k)
         return n is not None and not n.colon_key and self.ks(n) < self.st.form_key_min and \
@@ -211,6 +216,41 @@ def bare_first_option(ev: Evidence) -> None:
     ev.bare_first = True
 
 
+def use_cells(ev: Evidence) -> None:
+    """form_cells: where the page's ruled lines draw cells (Page.rules, models/ocr/rulings.py), a label's value
+    is the next cell of its row however far, and every line of that cell; a label over two lines of one cell
+    is a label when the next cell holds a value (`opens_cell_row`)."""
+    ev.cells = True
+
+
+def look_below(ev: Evidence) -> None:
+    """form_below: a short key (at most form_long_key characters) takes the line below as a candidate."""
+    ev.below = True
+
+
+def use_check_groups(ev: Evidence) -> None:
+    """form_check_groups: a box list answers with its ticked option, or not at all; options are no keys, and
+    a question with its own choices is a label (`is_label`)."""
+    ev.check_groups = True
+
+
+def use_hints(ev: Evidence) -> None:
+    """form_hints: a field's hint text (（...填写）, 请勾选) is no value and no key: the field is empty."""
+    ev.hints = True
+
+
+def labels_not_values(ev: Evidence) -> None:
+    """form_label_not_value: a label standing where a value could be is none (`is_label`): an empty field
+    does not take the next label."""
+    ev.label_not_value = True
+
+
+def allow_colonless_keys(ev: Evidence) -> None:
+    """form_colonless_keys: a colon-less piece more key-like than its value (key score >= the floor) is a key;
+    without it only colon keys are."""
+    ev.colonless_keys = True
+
+
 def furniture_lines(ev: Evidence) -> None:
     """form_furniture: where the model evidently knows the page (most lines tagged question/answer), its
     "other" tag on a whole line is trusted: form furniture such as 编号：..., notes, amounts in words. On a
@@ -229,7 +269,7 @@ def join_label_lines(ev: Evidence) -> None:
                          lambda p: not is_header(p, masses[p.line]) and p.line not in ev.furniture and
                          not ev.role_answer(p),
                          (lambda p: bool(np.subtract(*piece_tags(p, masses)[:2]) > 0))   # q > a
-                         if "form_cells" not in ev.off else None, ev.merged_tags)
+                         if ev.cells else None, ev.merged_tags)
     ev.geo.pieces = ev.pieces = pieces
 
 

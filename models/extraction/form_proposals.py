@@ -5,8 +5,8 @@ its underline, in the next ruled cell, in the page's value column), the line und
 of an option group; the evidence (form_evidence.Evidence, the layer below) vetoes the impossible ones.
 Each candidate carries a hand-weighted score (layout prior + key score margin + link logit) and, for a
 learned scorer (pair_scorer.py), the features `FEATURES` names. Which candidates become pairs is the
-layer above (form_assign.Decoder). Rules switched off by name here: form_cells, form_below,
-form_check_groups, form_hints.
+layer above (form_assign.Decoder). The switches it reads (`cells`, `below`, `check_groups`, `hints`) are
+Evidence's, set by the form_setup steps left on (form_evidence.py).
 """
 from __future__ import annotations
 
@@ -87,25 +87,25 @@ class Proposals(Evidence):
                 if right is not None and self.geo.past_a_key(k, right, keyish):
                     right = None                                  # another label's value
                 far = right is not None
-            if right is None and "form_cells" not in self.off:
+            if right is None and self.cells:
                 right = self.geo.cell_right(k)                    # the next cell of a ruled grid, however wide
                 far = right is not None
             if right is None:
                 right = self.column.get(id(k))                    # a wide value cell of the page's grid
                 far = right is not None
             looks: list[tuple[str, Piece | None]] = [("right", right)]
-            if len(k.text) <= self.st.form_long_key and "form_below" not in self.off:
+            if len(k.text) <= self.st.form_long_key and self.below:
                 looks.append(("below", self.geo.below(k)))
             for where, v in looks:
                 if v is None:
                     continue
-                if where == "right" and "form_check_groups" not in self.off:
+                if where == "right" and self.check_groups:
                     group, tick = option_group(self.geo, v, self.bare_first)
                     if group:                            # the answer is the ticked box, or there is none
                         if tick is not None:
                             out.append(Cand(k, tick, where, 5.0 + self.link_term(k, tick), tick=True))
                         break
-                if where == "right" and "form_hints" not in self.off and is_hint(v.text):
+                if where == "right" and self.hints and is_hint(v.text):
                     break                                # the field's own help text: it is empty
                 if not self.is_value(v, k) or (where == "right" and self.options_row(v)) or self.is_label(v):
                     continue

@@ -34,15 +34,15 @@ and the model's evidence ranks what layout allows:
    keeps them all (one pair each).
 
 Rules (`FORM_RULES` below, the end of models/extraction/rules.py RULES; each can be switched off by name
-in `off`). Most are steps: functions the decoder runs at their stage's point in the rules' order, those
+in `off`). Each is a step: a function the decoder runs at its stage's point in the rules' order, those
 switched off left out in one place (`form_steps`): form_cuts (stage form_lines: the learned line cuts of
 form_cuts.py, where the scorer file has them), form_column_cuts (form_pieces), form_roles (form_masses:
-the learned piece roles of form_roles.py), form_link and form_bare_first_option (form_setup: the link
-head's scorer and the bare first option switched on), form_furniture and form_join_labels (form_evidence),
-form_data_tables (form_tables), form_row_values (form_rows), form_join_values (form_values), form_ocr_min
-(form_kept), form_signatures (form_page). The others are still read by name inside the decoder:
-form_colonless_keys, form_label_not_value, form_hints, form_check_groups (vetoes), form_below (a candidate
-source), form_cells (a ruled grid's next cell: Page.rules, models/ocr/rulings.py).
+the learned piece roles of form_roles.py); form_link, form_bare_first_option, form_cells (a ruled grid's
+next cell: Page.rules, models/ocr/rulings.py), form_below (a candidate source), form_check_groups,
+form_hints, form_label_not_value and form_colonless_keys (vetoes) at stage form_setup, each switching on
+the attribute of form_evidence.Evidence the decoder's layers read; form_furniture and form_join_labels
+(form_evidence), form_data_tables (form_tables), form_row_values (form_rows), form_join_values
+(form_values), form_ocr_min (form_kept), form_signatures (form_page). No layer reads a rule's name.
 Thresholds: DecodeSettings.form_*.
 
 The forms files import each other in one direction, each only from the layers before it (settings.py and
@@ -85,10 +85,16 @@ from models.extraction.form_assign import (
 )
 from models.extraction.form_cuts import CutModel
 from models.extraction.form_evidence import (
+    allow_colonless_keys,
     bare_first_option,
     data_tables,
     furniture_lines,
     join_label_lines,
+    labels_not_values,
+    look_below,
+    use_cells,
+    use_check_groups,
+    use_hints,
     use_link,
 )
 from models.extraction.form_glued import column_cuts
@@ -192,7 +198,7 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
                   for p in split_line(page, li, ctx.masses[li], st.form_colon_key_max, ctx.cut, titles)]
     run_steps(steps, "form_pieces", ctx)           # cut_columns
     run_steps(steps, "form_masses", ctx)           # learned_roles
-    return Decoder(page, pred, ctx.masses, ctx.pieces, st, off, steps, scorer, ctx.learned)
+    return Decoder(page, pred, ctx.masses, ctx.pieces, st, steps, scorer, ctx.learned)
 
 
 @dataclass
@@ -247,22 +253,25 @@ def sign_apart(ctx: FormContext) -> None:
 # a step stage is a function the decoder runs at that stage's point, over this file's FormContext (form_lines,
 # form_pieces, form_masses, form_page), form_evidence.Evidence (form_setup, form_evidence, form_tables) or
 # form_assign.Decoder (form_rows, form_values, form_kept); `form_steps` leaves out those switched
-# off. A rule of stage "forms" is still a switch the decoder's code reads by name from `off`.
+# off. A form_setup step switches on an Evidence attribute the layers read (off until the step runs).
 FORM_RULES: list[Rule] = [
-    Rule("form_colonless_keys", "forms", decode_form, about="a colon-less line more key-like than its value is a key"),
+    Rule("form_colonless_keys", "form_setup", allow_colonless_keys,
+         about="a colon-less line more key-like than its value is a key"),
     Rule("form_furniture", "form_evidence", furniture_lines,
          about="on a page the model knows, a line it tags other holds no key or value"),
-    Rule("form_below", "forms", decode_form, about="a short key takes the line below when nothing stands right of it"),
+    Rule("form_below", "form_setup", look_below,
+         about="a short key takes the line below when nothing stands right of it"),
     Rule("form_ocr_min", "form_kept", ocr_floor, about="no pair from a line OCR read unsurely"),
     Rule("form_link", "form_setup", use_link, about="the link head's score ranks the candidates layout allows"),
     Rule("form_join_labels", "form_evidence", join_label_lines, about="a label over two lines of one cell is one key"),
     Rule("form_join_values", "form_values", join_value_lines, about="a value that wraps takes its next lines"),
     Rule("form_row_values", "form_rows", add_row_values,
          about="a key followed by several values in its row keeps them all"),
-    Rule("form_label_not_value", "forms", decode_form,
+    Rule("form_label_not_value", "form_setup", labels_not_values,
          about="a label is no value: an empty field does not take the next label"),
-    Rule("form_hints", "forms", decode_form, about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
-    Rule("form_check_groups", "forms", decode_form,
+    Rule("form_hints", "form_setup", use_hints,
+         about="hint text in a field (（...填写）, 请勾选) is no value and no key"),
+    Rule("form_check_groups", "form_setup", use_check_groups,
          about="a box list answers with its ticked option, or not at all; options are no keys"),
     Rule("form_data_tables", "form_tables", data_tables,
          about="a data table in a form (headings over two or more rows of answers) gives no pairs"),
@@ -272,7 +281,7 @@ FORM_RULES: list[Rule] = [
          about="a bare option right before boxed ones (是 | □否: the filled box OCR lost) is the ticked one"),
     Rule("form_signatures", "form_page", sign_apart,
          about="a signature label's name and its date are a signature block, not key-value pairs"),
-    Rule("form_cells", "forms", decode_form,
+    Rule("form_cells", "form_setup", use_cells,
          about="where the page's ruled lines draw cells, a label's value is the next cell of its row, however far, "
                "and every line of that cell"),
     Rule("form_cuts", "form_lines", learned_cuts,

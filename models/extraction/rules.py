@@ -7,8 +7,8 @@ the page's tag probabilities before spans are cut (`decode_page`); "span_chars" 
 characters' fields and its spans (spans.py SPAN_RULES, `decode_spans`); "type" gives verdicts on the types
 the classifier proposes (doctype.py TYPE_RULES, `pick_type`); "form_type" says whether a page taken for a
 generic form is one (`is_form`, called by the extractor after decoding); the forms rules (forms.py
-FORM_RULES, the end of this list) run inside form pairing, most as steps of the forms decoder's stages
-(form_pieces, form_evidence, form_rows, ...); "fields", "items" and "arithmetic" run one after the other
+FORM_RULES, the end of this list) run inside form pairing, each a step of one of the forms decoder's stages
+(form_pieces, form_setup, form_evidence, form_rows, ...); "fields", "items" and "arithmetic" run one after the other
 over a `PageContext` (`decode_fields`).
 A rule marked `core` is the decoding itself (no candidate would become a value without it) and is never
 switched off; bench/decode_ablation.py switches each other rule off in turn and measures what it contributes.
@@ -106,7 +106,7 @@ RULES: list[Rule] = [
     Rule("totals_by_arithmetic", "arithmetic", arithmetic.totals_by_arithmetic),
     Rule("words_by_arithmetic", "arithmetic", arithmetic.words_by_arithmetic),
     Rule("id_number_facts", "arithmetic", arithmetic.id_number_facts),
-    *FORM_RULES,          # the forms decoder's rules (forms.py: most are steps of its stages)
+    *FORM_RULES,          # the forms decoder's rules (forms.py: each a step of one of its stages)
 ]
 STEP_STAGES = ("fields", "items", "arithmetic")
 
