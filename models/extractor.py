@@ -215,7 +215,7 @@ class Extractor:
         _clear_roles(doc)              # a form's line roles from an earlier extraction (decode_page sets them)
         for page, pred in zip(doc.pages, preds):
             decode_page(doc, page, pred, self.schemas.get(dt), self.tag_labels, allowed, dt == GENERIC, settings, off)
-        if dt == GENERIC and doc_type is None and not is_form(doc.pairs, [ln.text for ln in doc.lines], off):
+        if dt == GENERIC and doc_type is None and not is_form(doc.pairs, [ln.text for ln in doc.lines], off, settings):
             doc.doc_type, doc.fields, doc.items, doc.pairs = OTHER_TYPE, {}, [], []   # not a form: text only
             doc.tables, doc.signatures = [], []
             _clear_roles(doc)

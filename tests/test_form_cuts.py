@@ -47,7 +47,7 @@ def test_places_are_where_a_value_could_start():
     assert places("密级公开") == [1, 2, 3]
     assert places("UDC 37") == [1, 2, 4, 5]              # after the space, not on it
     assert places("号") == []
-    assert len(places("新媒体环境下高校思想政治教育创新研究")) == 14    # a label is at most CUT_MAX long
+    assert len(places("新媒体环境下高校思想政治教育创新研究")) == 14    # a label is at most cut_max long
     f = cut_features("学校代码 10623", NO_TAGS)
     at = places("学校代码 10623").index(5)
     assert f[at]["space"] == 1.0 and f[at]["ending"] == 1.0 and f[at]["suf_starts_digit"] == 1.0

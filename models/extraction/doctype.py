@@ -98,7 +98,7 @@ def needs_title(c: TypeChoice) -> str | None:
         return None
     st = c.st
     shown = title_evidence(c.schema.title_phrases, c.lines, st.title_evidence_extra, st.title_min_chars) >= \
-        st.title_evidence or key_evidence(c.schema, c.lines) >= st.type_key_evidence
+        st.title_evidence or key_evidence(c.schema, c.lines, st) >= st.type_key_evidence
     return None if shown else PASS_OVER
 
 
@@ -150,21 +150,18 @@ def pick_type(probs: np.ndarray, types: list[str], schemas: dict, lines: list[st
     return int(probs.argmax())
 
 
-KEY_READ_SHARE = 0.75   # key_evidence: a key of 4+ characters counts when a line holds this share of them in order
-KEY_LINE_LONGER = 3     # ... and that line is at most this many times as long as the key
-
-
-def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int = 3) -> float:
-    """Share of a schema's fields whose own printed key (a key phrase of `min_len` characters or more: 发票代码,
-    开票日期, 纳税人识别号; not 名称) the page prints somewhere. A title under a seal or torn off leaves an invoice
-    with most of its keys, while a form or a letter that the classifier leaned towards an invoice prints few of
-    them: a type whose title is not shown is still kept on this evidence (`type_key_evidence`). Fewer than
-    `min_found` keys shown is no evidence: a form asking for 公民身份号码 is no ID card. A key of four
-    characters or more also counts when one line holds KEY_READ_SHARE of its characters in order:
+def key_evidence(schema: Any, lines: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> float:
+    """Share of a schema's fields whose own printed key (a key phrase of `key_evidence_min_len` characters or
+    more: 发票代码, 开票日期, 纳税人识别号; not 名称) the page prints somewhere. A title under a seal or torn off
+    leaves an invoice with most of its keys, while a form or a letter that the classifier leaned towards an
+    invoice prints few of them: a type whose title is not shown is still kept on this evidence
+    (`type_key_evidence`). Fewer than `key_evidence_min_found` keys shown is no evidence: a form asking for
+    公民身份号码 is no ID card. A key of four characters or more also counts when one line holds
+    `key_read_share` of its characters in order (in a line at most `key_line_longer` times as long):
     開票日期 (traditional script), 纳税人阈别号 (OCR), as `title_evidence` reads titles."""
     text = "".join(lines)
-    keyed = [[ph for ph in (re.sub(r"\s+", "", to_halfwidth(k)) for k in f.key_phrases) if len(ph) >= min_len]
-             for f in list(schema.fields) + list(schema.item_fields)]
+    keyed = [[ph for ph in (re.sub(r"\s+", "", to_halfwidth(k)) for k in f.key_phrases)
+              if len(ph) >= st.key_evidence_min_len] for f in list(schema.fields) + list(schema.item_fields)]
     keyed = [phs for phs in keyed if phs]
     if not keyed:
         return 0.0
@@ -176,13 +173,13 @@ def key_evidence(schema: Any, lines: list[str], min_len: int = 3, min_found: int
             return True
         if len(ph) < 4:
             return False
-        need = KEY_READ_SHARE * len(ph)
+        need = st.key_read_share * len(ph)
         mine = Counter(ph).items()
         # shared_chars(ph, ln) from the counts: it bounds the LCS, so most lines skip the quadratic comparison
-        return any(len(ln) <= KEY_LINE_LONGER * len(ph) and sum(min(n, c[ch]) for ch, n in mine) >= need and
+        return any(len(ln) <= st.key_line_longer * len(ph) and sum(min(n, c[ch]) for ch, n in mine) >= need and
                    lcs_length(ph, ln) >= need for ln, c in counts)
     found = sum(any(shown(ph) for ph in phs) for phs in keyed)
-    return found / len(keyed) if found >= min_found else 0.0
+    return found / len(keyed) if found >= st.key_evidence_min_found else 0.0
 
 
 KEY_LINE = re.compile(r"^[^:：\d]{2,10}[:：]")          # 姓名：..., 出生日期：... (lines without spaces)
@@ -207,8 +204,6 @@ OTHER_TYPE = "other"     # a page that is neither a schema type nor a form: its 
 OUTLINE_MARK = re.compile(r"^\s*(?:[(（][0-9a-zA-Z一二三四五六七八九十]{1,3}[)）]|[0-9a-zA-Z]{1,2}[)）]|[①-⑳]"
                           r"|[一二三四五六七八九十]{1,3}[、.．])")
 SENTENCE_MARK = re.compile(r"[。，；！？]")
-FORM_MIN_KEYS = 2          # form_structure: distinct label-like keys a form pairs at least ...
-FORM_KEY_DENSITY = 0.08    # ... and at least this many per line of the page (one key per 12.5 lines)
 
 
 def label_like(key: str, value: str) -> bool:
@@ -221,14 +216,14 @@ def label_like(key: str, value: str) -> bool:
         and not (len(v) >= 12 and SENTENCE_MARK.search(v))
 
 
-def form_structure(pairs: list[Any], lines: list[str]) -> bool:
-    """Whether a page taken for a generic form has a form's key-value structure: at least FORM_MIN_KEYS
-    distinct label-like keys (`label_like`) among its pairs, and at least FORM_KEY_DENSITY of them per OCR
+def form_structure(pairs: list[Any], lines: list[str], st: DecodeSettings = DEFAULT_SETTINGS) -> bool:
+    """Whether a page taken for a generic form has a form's key-value structure: at least `form_min_keys`
+    distinct label-like keys (`label_like`) among its pairs, and at least `form_key_density` of them per OCR
     line. A form is mostly blanks and their answers; a newspaper, a book page, a slide or a page of notes is
     mostly running text, where a few phrases before a colon or beside a number make a handful of pairs among
     hundreds of lines (11 pairs on a 460-line newspaper page). Such a page is `OTHER_TYPE`."""
     keys = {re.sub(r"\s+", "", p.key).rstrip(COLONS) for p in pairs if label_like(p.key, p.value)}
-    return len(keys) >= FORM_MIN_KEYS and len(keys) >= FORM_KEY_DENSITY * max(1, len(lines))
+    return len(keys) >= st.form_min_keys and len(keys) >= st.form_key_density * max(1, len(lines))
 
 
 def _fit(title: str, value: str) -> tuple[int, int, int]:

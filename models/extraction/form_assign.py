@@ -86,7 +86,7 @@ class Decoder(Proposals):
                 break
             tags = piece_tags(n, self.masses)
             link = self.link((k.line, k.start), (n.line, n.start))
-            if not (cell or any(ch.isdigit() for ch in n.text) or tags[1] > tags[0] + 0.2
+            if not (cell or any(ch.isdigit() for ch in n.text) or tags[1] > tags[0] + self.st.form_tag_margin
                     or (link is not None and link > self.st.form_row_link)):
                 break
             n.used = True

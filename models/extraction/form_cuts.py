@@ -36,8 +36,8 @@ import numpy as np
 from models.extraction.form_pieces import inline_label, mean_mass
 from models.extraction.form_text import KEY_ENDINGS, KEY_WORDS, SENTENCE, alnum, key_word, qualified_label
 from models.extraction.mlp import forward, net_from_dict, net_to_dict, sigmoid, standardise, train_mlp
+from models.extraction.settings import DEFAULT_SETTINGS
 
-CUT_MAX = 14          # a label is at most this many characters long: later places are no cuts
 FEATURES = (
     "pre_len", "suf_len", "at", "space", "script_change", "pre_cjk", "pre_digit", "pre_latin",
     "ending", "ends_key_word", "pre_key_word", "pre_qualified", "pre_enumeration",
@@ -59,8 +59,10 @@ def _script(ch: str) -> int:
 
 
 def places(text: str) -> list[int]:
-    """Where the value could start: every non-space character after a non-empty head, within CUT_MAX."""
-    return [c for c in range(1, min(len(text), CUT_MAX + 1)) if not text[c].isspace() and text[:c].strip()]
+    """Where the value could start: every non-space character after a non-empty head, within `cut_max`
+    (DEFAULT_SETTINGS': the places are the learned cuts' candidates, the same in training as in decoding)."""
+    end = min(len(text), DEFAULT_SETTINGS.cut_max + 1)
+    return [c for c in range(1, end) if not text[c].isspace() and text[:c].strip()]
 
 
 def cut_features(text: str, mass: np.ndarray, known: int | None | bool = False) -> list[dict[str, float]]:

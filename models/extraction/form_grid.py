@@ -15,9 +15,6 @@ from data.document import Page
 from models.extraction.form_pieces import Piece
 from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
-WALL_SLACK = 0.3     # x line height: a ruled line between two pieces may reach this far into either's box, and
-                     # its ends this far short of their rows
-
 
 class Grid:
     """A page's pieces and ruled lines, with the page tilt taken out (data/geometry.py), so a row that
@@ -69,7 +66,7 @@ class Grid:
             if not (self._crosses(seg, ya, h) and self._crosses(seg, yb, h)):
                 continue
             x = _x_at(seg, y)
-            if a.box[2] - WALL_SLACK * h < x < b.box[0] + WALL_SLACK * h:
+            if a.box[2] - self.st.wall_slack * h < x < b.box[0] + self.st.wall_slack * h:
                 xs.append(x)
         xs.sort()
         return sum(1 for i, x in enumerate(xs) if i == 0 or x - xs[i - 1] > h / 2)
@@ -111,8 +108,9 @@ class Grid:
         h = min(self.line_height(a), self.line_height(b))
         x = (max(a.box[0], b.box[0]) + min(a.box[2], b.box[2])) / 2
         ys = []
+        slack = self.st.wall_slack * h
         for seg in self.hrules:
-            if seg[0] <= x <= seg[2] and a.box[3] - WALL_SLACK * h < (y := _y_at(seg, x)) < b.box[1] + WALL_SLACK * h:
+            if seg[0] <= x <= seg[2] and a.box[3] - slack < (y := _y_at(seg, x)) < b.box[1] + slack:
                 ys.append(y)
         ys.sort()
         return sum(1 for i, y in enumerate(ys) if i == 0 or y - ys[i - 1] > h / 2)
@@ -126,9 +124,9 @@ class Grid:
 
     def _crosses(self, seg: tuple[float, float, float, float], level: float, h: float) -> bool:
         """A vertical ruled line (top end first) crosses the row whose deskewed centre is `level` (its ends
-        are its cell's corners, so they are deskewed too), allowing WALL_SLACK line heights `h`."""
+        are its cell's corners, so they are deskewed too), allowing `wall_slack` line heights `h`."""
         x0, y0, x1, y1 = seg
-        return y0 - self.slope * x0 - WALL_SLACK * h <= level <= y1 - self.slope * x1 + WALL_SLACK * h
+        return y0 - self.slope * x0 - self.st.wall_slack * h <= level <= y1 - self.slope * x1 + self.st.wall_slack * h
 
     def _find_wall(self, p: Piece, right: bool) -> float | None:
         h = self.line_height(p)
@@ -138,9 +136,9 @@ class Grid:
             if not self._crosses(seg, level, h):
                 continue
             x = _x_at(seg, y)
-            if right and x > p.box[2] - WALL_SLACK * h and (best is None or x < best):
+            if right and x > p.box[2] - self.st.wall_slack * h and (best is None or x < best):
                 best = x
-            if not right and x < p.box[0] + WALL_SLACK * h and (best is None or x > best):
+            if not right and x < p.box[0] + self.st.wall_slack * h and (best is None or x > best):
                 best = x
         return best
 
@@ -153,8 +151,8 @@ class Grid:
             if not seg[0] <= x <= seg[2]:
                 continue
             y = _y_at(seg, x)
-            if (below and y > p.box[3] - WALL_SLACK * h and (best is None or y < at)) or \
-                    (not below and y < p.box[1] + WALL_SLACK * h and (best is None or y > at)):
+            if (below and y > p.box[3] - self.st.wall_slack * h and (best is None or y < at)) or \
+                    (not below and y < p.box[1] + self.st.wall_slack * h and (best is None or y > at)):
                 best, at = seg, y
         return best
 
@@ -184,7 +182,7 @@ class Grid:
         others = self.apart(k, pieces)
         inside = []
         for p in others:
-            if p.box[0] < edge - WALL_SLACK * h:
+            if p.box[0] < edge - self.st.wall_slack * h:
                 continue
             left = self._wall(p, right=False)
             if left is None or abs(left - edge) > h / 2:

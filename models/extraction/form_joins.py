@@ -18,11 +18,6 @@ from models.extraction.form_text import KEY_ENDINGS, SECTION, cjk, is_hint, key_
 
 OPEN_BRACKET = "（(〔【["
 CONTINUES = "及和与或的、/（(〔【["  # what a label's second line starts with when it goes on from the first
-TIGHT_GAP = 0.3      # x line height: the two lines of one label touch; two rows of a table stand further apart
-TIGHT_CHARS = 4      # ... the first of at most this many characters, the second of three (是否一般 / 纳税人; a
-                     # four-character second line is a label of its own: 本科 / 入职日期 is a value over a label)
-TOUCH_OVERLAP = 0.5  # the OCR boxes of two lines of a packed cell may overlap by this x line height
-SPACED_GAP = 2.0     # x line height: the characters of a letter-spaced label (姓 | 名) stand this close
 
 
 def _first_of_line(p: Piece, pieces: list[Piece]) -> bool:
@@ -34,14 +29,15 @@ def _alone(p: Piece, pieces: list[Piece]) -> bool:
 
 
 def _touching_below(geo: Layout, a: Piece, pieces: list[Piece]) -> Piece | None:
-    """The next line of a label whose OCR box overlaps `a`'s by up to TOUCH_OVERLAP of a line height (three
+    """The next line of a label whose OCR box overlaps `a`'s by up to `touch_overlap` of a line height (three
     lines packed into one cell: 法定代 / 表人): under `a`, overlapping it across, starting within a line
     height of its left edge, of the same type size."""
-    h = geo.line_height(a)
+    h, st = geo.line_height(a), geo.st
     near = [p for p in pieces if p is not a and not (p.lines & a.lines) and
-            a.box[3] - TOUCH_OVERLAP * h <= p.box[1] <= a.box[3] + TIGHT_GAP * h and p.box[1] > a.box[1] + h / 2 and
+            a.box[3] - st.touch_overlap * h <= p.box[1] <= a.box[3] + st.tight_gap * h and
+            p.box[1] > a.box[1] + h / 2 and
             min(a.box[2], p.box[2]) > max(a.box[0], p.box[0]) and abs(p.box[0] - a.box[0]) <= h and
-            min(geo.line_height(p), h) / max(geo.line_height(p), h) >= geo.st.form_same_size]
+            min(geo.line_height(p), h) / max(geo.line_height(p), h) >= st.form_same_size]
     return min(near, key=lambda p: p.box[1]) if near else None
 
 
@@ -99,12 +95,12 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
         # (the first no label of its own, not 所在学院 / 专业 of two rows; a four-character second line too
         # where the two make a label everybody knows: 统一社会 / 信用代码,
         # not 就诊科室 / 联系电话, two labels of two rows)
-        tight = not b.colon_key and len(a.text) <= TIGHT_CHARS and \
-            (len(b.text) <= 3 or (len(b.text) <= TIGHT_CHARS and key_word(whole))) and \
+        tight = not b.colon_key and len(a.text) <= geo.st.tight_chars and \
+            (len(b.text) <= 3 or (len(b.text) <= geo.st.tight_chars and key_word(whole))) and \
             not qualified_label(a.text) and \
             (not a.text.endswith(KEY_ENDINGS) or key_word(whole)) and \
             (whole.endswith(KEY_ENDINGS) or qualified_label(whole)) and \
-            b.box[1] - a.box[3] <= TIGHT_GAP * geo.line_height(a)
+            b.box[1] - a.box[3] <= geo.st.tight_gap * geo.line_height(a)
         between = tight
         if not ends_key and not bracket and not b.colon_key and not tight:
             ra, rb = geo.right_of(a), geo.right_of(b)
@@ -134,7 +130,7 @@ def join_labels(geo: Layout, pieces: list[Piece], is_value: Callable[[Piece], bo
 
 def join_spaced(geo: Layout, pieces: list[Piece], merged_from: Callable[[Piece, Piece, Piece], None]) -> list[Piece]:
     """A letter-spaced label that OCR read as separate lines, one character each (姓 | 名, 工 | 号 in a
-    narrow cell): one character, then one or two more within SPACED_GAP line heights on its row, together a
+    narrow cell): one character, then one or two more within `spaced_gap` line heights on its row, together a
     label everybody knows, is one key. (A spaced label OCR read as one line, 姓  名, is form_text.SPACED.)
     `merged_from(new, a, b)` is told of each join (the decoder gives the new piece the evidence of both)."""
     out = list(pieces)
@@ -143,7 +139,7 @@ def join_spaced(geo: Layout, pieces: list[Piece], merged_from: Callable[[Piece, 
             continue
         b = geo.right_of(a, out)
         if b is None or not 1 <= len(b.text) <= 2 or not cjk(b.text) or not _alone(b, pieces) or \
-                b.box[0] - a.box[2] > SPACED_GAP * geo.line_height(a) or not key_word(a.text + b.text):
+                b.box[0] - a.box[2] > geo.st.spaced_gap * geo.line_height(a) or not key_word(a.text + b.text):
             continue
         merged = Piece(a.line, a.start, a.end, a.text + b.text, [min(a.box[0], b.box[0]), min(a.box[1], b.box[1]),
                        max(a.box[2], b.box[2]), max(a.box[3], b.box[3])], colon_key=b.colon_key, value=b.value)

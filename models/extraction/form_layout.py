@@ -22,9 +22,6 @@ from models.extraction.form_grid import Grid
 from models.extraction.form_pieces import Piece
 from models.extraction.form_text import KEY_ENDINGS, KOU, TICKED, bracketed_note, is_hint, key_word, options, ticked
 
-PAST_KEY_ROW = 1.0   # Layout.past_a_key: a label within this x line height of the value's row stands on it
-COLUMN_ROWS = 3      # far values aligned on this many rows make a value column (Layout.column_values)
-
 
 class Layout(Grid):
     """Where pieces sit relative to each other along rows and columns, with the page tilt taken out."""
@@ -53,15 +50,15 @@ class Layout(Grid):
         """Whether another label stands between `k` and its far value `v`, on `v`'s row: the value is that
         label's (申请日期 | (empty) | 通讯地址 | 南宁市…: the address is not the date's, though a rough tilt
         estimate puts 通讯地址 off the row the date shares with the address). A value belongs to the
-        nearest label before it; "on its row" is looser here (PAST_KEY_ROW) than for pairing."""
+        nearest label before it; "on its row" is looser here (`past_key_row`) than for pairing."""
         h = self.line_height(k)
         return any(p is not k and p is not v and p.box[0] >= k.box[2] - h / 2 and p.box[2] <= v.box[0] + h / 2
-                   and geometry.same_row(p.box, v.box, self.slope, PAST_KEY_ROW) for p in keys)
+                   and geometry.same_row(p.box, v.box, self.slope, self.st.past_key_row) for p in keys)
 
     def column_values(self, keys: list[Piece]) -> dict[int, Piece]:
         """id(key) -> its value across a wide gap, where the gap is the page's table structure: keys that
         start their rows with nothing within form_right_gap, whose nearest pieces further right stand in one
-        column (same centre or same left edge within a line height) on at least COLUMN_ROWS rows. A grid
+        column (same centre or same left edge within a line height) on at least `column_rows` rows. A grid
         with wide value cells (label | ......张三......) leaves every value far from its label; a lone far
         piece on one row says nothing. A value with another of `keys` before it on its row is not `k`'s
         (`past_a_key`), though it counts towards the column."""
@@ -78,7 +75,7 @@ class Layout(Grid):
             h = self.line_height(k)
             mid = (v.box[0] + v.box[2]) / 2
             rows = sum(abs((w.box[0] + w.box[2]) / 2 - mid) <= h or abs(w.box[0] - v.box[0]) <= h for _, w in far)
-            if rows >= COLUMN_ROWS and not self.past_a_key(k, v, keys):
+            if rows >= self.st.column_rows and not self.past_a_key(k, v, keys):
                 out[id(k)] = v
         return out
 

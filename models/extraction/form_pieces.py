@@ -32,9 +32,7 @@ from models.extraction.form_text import (
     options,
     ticked,
 )
-
-TITLE_SIZE = 1.25    # a line this much taller than the page's median, alone on its row, is a title (title_line)
-LABEL_TAIL = 6        # a known word opening a label runs on for at most this many characters (_extend_label)
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
 class LineCuts(Protocol):
@@ -203,46 +201,46 @@ def inline_label(text: str, mass: np.ndarray) -> int | None:
             (folded.endswith(KEY_WORDS) and not (same is not None and folded.endswith(same) and folded != same)):
         return None
     tags = mean_mass(mass, start, len(text)) if len(mass) else np.zeros(4)
-    return None if tags[0] > tags[1] + 0.2 else start
+    return None if tags[0] > tags[1] + DEFAULT_SETTINGS.form_tag_margin else start
 
 
 def _extend_label(text: str, end: int, mass: np.ndarray) -> int:
     """Where a label that starts with a known word really ends (学位 | 类别博士 is 学位类别 | 博士, 指导教师 |
-    姓名、职称魏彬 is 指导教师姓名、职称 | 魏彬): the longest run of up to LABEL_TAIL more Chinese characters
+    姓名、职称魏彬 is 指导教师姓名、职称 | 魏彬): the longest run of up to `label_tail` more Chinese characters
     (or 、) that ends as labels end, leaves a value, and either ends in a known label (姓名、职称) or each of
-    whose characters the model tags clearly more a question than an answer (学位类别博士 with 类别 read as an
-    answer, or by a model that knows nothing of the page, stays 学位 | 类别博士)."""
-    best = end
-    for j in range(end + 2, min(len(text) - 1, end + LABEL_TAIL) + 1):
+    whose characters the model tags clearly (`form_tag_margin`) more a question than an answer (学位类别博士
+    with 类别 read as an answer, or by a model that knows nothing of the page, stays 学位 | 类别博士)."""
+    best, margin = end, DEFAULT_SETTINGS.form_tag_margin
+    for j in range(end + 2, min(len(text) - 1, end + DEFAULT_SETTINGS.label_tail) + 1):
         tail = text[end:j]
         if not all("\u4e00" <= c <= "\u9fff" or c == "、" for c in tail):
             break
         if not tail.endswith(KEY_ENDINGS):
             continue
         if tail.endswith(KEY_WORDS) or (len(mass) > 0 and
-                                        all(t[0] > t[1] + 0.2 for t in (mean_mass(mass, i, i + 1)
+                                        all(t[0] > t[1] + margin for t in (mean_mass(mass, i, i + 1)
                                                                         for i in range(end, j)))):
             best = j
     return best
 
 
-def title_line(page: Page, li: int) -> bool:
-    """A line printed as a title (硕士学位论文, 专业学位硕士论文 on a cover): in larger type than TITLE_SIZE x the
-    page's median line and alone on its row. A known word inside it (学位) opens no label."""
-    return li in _titles([ln.box for ln in page.lines], [li])
+def title_line(page: Page, li: int, st: DecodeSettings = DEFAULT_SETTINGS) -> bool:
+    """A line printed as a title (硕士学位论文, 专业学位硕士论文 on a cover): in larger type than `title_size` x
+    the page's median line and alone on its row. A known word inside it (学位) opens no label."""
+    return li in _titles([ln.box for ln in page.lines], [li], st.title_size)
 
 
-def title_lines(page: Page) -> set[int]:
+def title_lines(page: Page, st: DecodeSettings = DEFAULT_SETTINGS) -> set[int]:
     """Every line `title_line` calls a title, in one pass (a Line's box is computed from its quad on each read)."""
     boxes = [ln.box for ln in page.lines]
-    return _titles(boxes, range(len(boxes)))
+    return _titles(boxes, range(len(boxes)), st.title_size)
 
 
-def _titles(boxes: list[list[float]], lines: Iterable[int]) -> set[int]:
+def _titles(boxes: list[list[float]], lines: Iterable[int], size: float) -> set[int]:
     heights = sorted(b[3] - b[1] for b in boxes)
     if not heights:
         return set()
-    big = TITLE_SIZE * heights[len(heights) // 2]
+    big = size * heights[len(heights) // 2]
     out = set()
     for li in lines:
         b = boxes[li]
@@ -251,8 +249,8 @@ def _titles(boxes: list[list[float]], lines: Iterable[int]) -> set[int]:
             out.add(li)
     return out
 
-def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = 14, cuts: LineCuts | None = None,
-               titles: set[int] | None = None) -> list[Piece]:
+def split_line(page: Page, li: int, mass: np.ndarray, key_max: int = DEFAULT_SETTINGS.form_colon_key_max,
+               cuts: LineCuts | None = None, titles: set[int] | None = None) -> list[Piece]:
     """A line's pieces: a key up to each colon and the text after it; a colon-less line OCR read as label
     and value at once is cut where `cuts` (form_cuts.CutModel, learned) says, and where it finds no cut (or
     without one) where `inline_label` finds a known label. `titles`: the page's `title_lines`, when the

@@ -28,9 +28,6 @@ from models.extraction.form_text import (
     ticked,
 )
 
-WIDE_SLACK = 1.0        # with a learned scorer, keys and values this much below the hand thresholds are proposed
-
-
 # the features `Proposals.features` computes, in the order a new scorer is trained on
 FEATURES = (
     "where_colon", "where_right", "where_far", "where_below", "where_tick", "dx", "dy", "left_dx", "size", "dist",
@@ -61,8 +58,8 @@ class Proposals(Evidence):
     def candidates(self, wide: bool = False) -> list[Cand]:
         """Every link layout allows, with its hand-weighted score. `wide` (a learned scorer decides):
         keys and values the key-score margin would drop are proposed too; vetoes stay."""
-        key_min = self.st.form_key_min - (WIDE_SLACK if wide else 0.0)
-        margin_min = self.st.form_key_margin - (WIDE_SLACK if wide else 0.0)
+        key_min = self.st.form_key_min - (self.st.wide_slack if wide else 0.0)
+        margin_min = self.st.form_key_margin - (self.st.wide_slack if wide else 0.0)
         self.soft = wide
         try:
             return self._candidates(key_min, margin_min)

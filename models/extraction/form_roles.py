@@ -93,7 +93,7 @@ def piece_features(page: Page, pieces: list[Piece], masses: list[np.ndarray],
     rights = np.array([p.box[2] for p in pieces]) if pieces else np.zeros(0)
     labelish = np.array([key_word(p.text) or p.text.endswith(KEY_ENDINGS) or p.colon_key for p in pieces])
     digity = np.array([char_share(p.text, str.isdigit) > 0.5 for p in pieces])
-    titles = title_lines(page)
+    titles = title_lines(page, st)
     tops = sorted(ln.box[1] for ln in page.lines)
     answers = {id(p.value) for p in pieces if p.value is not None}
     belows = [geo.below(p) for p in pieces]

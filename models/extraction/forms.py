@@ -109,7 +109,6 @@ from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 __all__ = ["decode_form", "form_candidates", "key_score", "FEATURES"]
 
 SIGN_DATE = re.compile(r"^(签字|签名|签署|签章|盖章)?日期$")   # a signature block's date label
-SIGN_DATE_ROWS = 3.0     # ... beside a signature label or at most this many of its line heights under it
 
 
 @dataclass
@@ -152,13 +151,13 @@ def decode_form_page(page: Page, pred: PagePrediction, tag_labels: list[str], st
     kept = {id(p) for p in ctx.signed}      # by identity: two equal pairs are two pairs
     pairs = [p for p in ctx.pairs if id(p) not in kept]
     return FormPage(pairs, [t.table(page) for t in dec.tables], ctx.signed,
-                    line_roles(dec, pairs, ctx.signed, title_lines(page)))
+                    line_roles(dec, pairs, ctx.signed, title_lines(page, st)))
 
 
-def signature_block(pairs: list[Pair]) -> list[Pair]:
+def signature_block(pairs: list[Pair], st: DecodeSettings = DEFAULT_SETTINGS) -> list[Pair]:
     """The pairs that are a signature block's entries, not fields: a label that asks for a signature
     (data.labels.SIGNATURE_KEY: 负责人签名 -> the name signed) and a date asked for beside or under one
-    (日期, 签字日期 within SIGN_DATE_ROWS line heights of a signature's row)."""
+    (日期, 签字日期 within `sign_date_rows` line heights of a signature's row)."""
     signs = [p for p in pairs if SIGNATURE_KEY.search(p.key)]
     out = list(signs)
     for p in pairs:
@@ -168,7 +167,7 @@ def signature_block(pairs: list[Pair]) -> list[Pair]:
             if s.key_box is None or s.page != p.page:
                 continue
             h = s.key_box[3] - s.key_box[1]
-            if -h / 2 <= p.key_box[1] - s.key_box[1] <= SIGN_DATE_ROWS * h:
+            if -h / 2 <= p.key_box[1] - s.key_box[1] <= st.sign_date_rows * h:
                 out.append(p)
                 break
     return out
@@ -193,7 +192,7 @@ def _decoder(page: Page, pred: PagePrediction, tag_labels: list[str], st: Decode
     steps = form_steps(off)
     ctx = FormContext(page, st, label_masses(pred.probs, tag_labels), cuts, roles)
     run_steps(steps, "form_lines", ctx)            # learned_cuts
-    titles = title_lines(page)
+    titles = title_lines(page, st)
     ctx.pieces = [p for li in range(len(page.lines))
                   for p in split_line(page, li, ctx.masses[li], st.form_colon_key_max, ctx.cut, titles)]
     run_steps(steps, "form_pieces", ctx)           # cut_columns
@@ -246,7 +245,7 @@ def learned_roles(ctx: FormContext) -> None:
 
 def sign_apart(ctx: FormContext) -> None:
     """form_signatures: a signature label's name and its date are a signature block (`signature_block`)."""
-    ctx.signed = signature_block(ctx.pairs)
+    ctx.signed = signature_block(ctx.pairs, ctx.st)
 
 
 # The forms rules as models/extraction/rules.py lists them (RULES ends with these, in this order). A rule of

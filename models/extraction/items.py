@@ -15,6 +15,7 @@ from data.labels import ITEM_PREFIX
 from data.normalize import normalize_value, parse_amount
 from data.text_distance import edit_distance
 from models.extraction.base import PageContext, Span, line_starts
+from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 
 
 def whole_cells(spans: list[Span], page: Page) -> list[Span]:
@@ -283,14 +284,11 @@ def complete_item_row(ctx: PageContext) -> None:
         complete_item_rows(ctx)
 
 
-HEADS_MIN = 3          # column heads of at least this many item fields, side by side, make the table's head row
-
-
-def above_item_heads(page: Page, schema: Any) -> set[int]:
+def above_item_heads(page: Page, schema: Any, st: DecodeSettings = DEFAULT_SETTINGS) -> set[int]:
     """The lines that stand wholly above the item table's head row (项目名称 | 单位 | 数量 | 单价 | 金额 read as
     lines of their own, on one row), tilt taken out: no goods are printed above the heads of their columns.
     A phrase that also names a header field (名称 is the buyer's) is no column head. Empty when the page
-    shows fewer than HEADS_MIN fields' heads on one row."""
+    shows fewer than `heads_min` fields' heads on one row."""
     header_phrases = {re.sub(r"\s+", "", ph) for f in schema.fields for ph in f.key_phrases}
     head_of = {re.sub(r"\s+", "", ph): f.key for f in schema.item_fields for ph in f.key_phrases}
     head_of = {ph: key for ph, key in head_of.items() if ph and ph not in header_phrases}
@@ -299,13 +297,13 @@ def above_item_heads(page: Page, schema: Any) -> set[int]:
     slope = page_slope([ln.quad for ln in page.lines])
     boxes = [ln.box for ln in page.lines]
     heads = [i for i, ln in enumerate(page.lines) if re.sub(r"\s+", "", ln.text) in head_of]
-    if len(heads) < HEADS_MIN:
+    if len(heads) < st.heads_min:
         return set()
     keys = [head_of[re.sub(r"\s+", "", page.lines[i].text)] for i in heads]
     height = float(np.median([boxes[i][3] - boxes[i][1] for i in heads]))
     best: list[int] = []
     for row in cluster_rows([(k, boxes[i]) for k, i in zip(keys, heads)], height, slope):
-        if len({keys[j] for j in row}) >= HEADS_MIN and len(row) > len(best):
+        if len({keys[j] for j in row}) >= st.heads_min and len(row) > len(best):
             best = [heads[j] for j in row]
     if not best:
         return set()

@@ -31,12 +31,13 @@ from models.extraction.settings import DEFAULT_SETTINGS, DecodeSettings
 from models.extraction.spans import SPAN_RULES, decode_spans
 
 
-def items_below_heads(page: Page, schema: Any, probs: list[np.ndarray], tag_labels: list[str]) -> list[np.ndarray]:
+def items_below_heads(page: Page, schema: Any, probs: list[np.ndarray], tag_labels: list[str],
+                      st: DecodeSettings = DEFAULT_SETTINGS) -> list[np.ndarray]:
     """items_below_heads: no goods above the item table's column heads (items.above_item_heads): the lines
     there take no item field (`no_items_above_heads`)."""
     if not schema.item_fields:
         return probs
-    return no_items_above_heads(probs, items.above_item_heads(page, schema), tag_labels)
+    return no_items_above_heads(probs, items.above_item_heads(page, schema, st), tag_labels)
 
 
 def no_items_above_heads(line_probs: list[np.ndarray], above: set[int], tag_labels: list[str]) -> list[np.ndarray]:
@@ -135,10 +136,11 @@ def encoder_input(page: Page, off: frozenset[str] = frozenset()) -> tuple[list[L
     return inp.lines, inp.order
 
 
-def is_form(pairs: list[Pair], lines: list[str], off: frozenset[str] = frozenset()) -> bool:
+def is_form(pairs: list[Pair], lines: list[str], off: frozenset[str] = frozenset(),
+            settings: DecodeSettings = DEFAULT_SETTINGS) -> bool:
     """Whether a page taken for a generic form, with these pairs and OCR lines, is one: every "form_type" step
     left on says so (form_needs_structure: doctype.form_structure); with none on, it is."""
-    return all(step(pairs, lines) for step in enabled_steps(RULES, ("form_type",), off)["form_type"])
+    return all(step(pairs, lines, settings) for step in enabled_steps(RULES, ("form_type",), off)["form_type"])
 
 
 def table() -> str:
@@ -163,7 +165,7 @@ def decode_page(doc: Document, page: Page, pred: PagePrediction, schema: Any, ta
     free_text = {f.key for f in schema.fields if f.type == "text"}
     probs = pred.probs
     for step in enabled_steps(RULES, ("span_tags",), off)["span_tags"]:
-        probs = step(page, schema, probs, tag_labels)
+        probs = step(page, schema, probs, tag_labels, settings)
     cands = decode_spans(probs, tag_labels, allowed, [ln.text for ln in page.lines], free_text,
                          lambda k, t: k in specs and plausible(specs[k], t), settings, off)
     decode_fields(PageContext(doc, page, schema, cands, settings), off)

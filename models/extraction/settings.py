@@ -2,6 +2,8 @@
 
 Defaults are the values the rules were tuned with on generated held-out layouts and the real samples
 (bench/decode_ablation.py scores them); a rule reads its thresholds from the page context's settings.
+A few are read from DEFAULT_SETTINGS where the function takes no settings (the learned cuts' places, a known
+label's cut, which training computes as decoding does): their comments say so.
 """
 from __future__ import annotations
 
@@ -33,6 +35,14 @@ class DecodeSettings:
     title_evidence_extra: int = 12
     title_min_chars: int = 3           # ... and two characters of a short title are a common word (营业收入 holds
                                        # 营业 of 营业执照): evidence needs at least this many, in order
+    key_evidence_min_len: int = 3      # key_evidence: a field's own key phrase this long is evidence (not 名称) ...
+    key_evidence_min_found: int = 3    # ... and fewer keys than this shown is none: a form asking for 公民身份号码
+                                       # is no ID card
+    key_read_share: float = 0.75       # ... a key of 4+ characters counts when a line holds this share of them
+    key_line_longer: int = 3           # in order (開票日期, 纳税人阈别号), that line at most this many times as long
+    # --- form or other (form_structure) ------------------------------------------------------------------
+    form_min_keys: int = 2             # a page taken for a form pairs at least this many distinct label-like keys
+    form_key_density: float = 0.08     # ... and at least this many per line of the page (one key per 12.5 lines)
     # --- keys, and free text over several OCR lines ----------------------------------------------------
     rekey_misread_min: int = 5         # a key phrase this long read with one wrong character still names its field
     key_piece_min: int = 3             # a piece of a key phrase this long (统一社会信 of 统一社会信用代码) is key text
@@ -60,6 +70,8 @@ class DecodeSettings:
     row_tolerance: float = 0.5         # item cells whose deskewed centres are within this x line height: one row
     row_lower: float = 0.35            # a second cell of a key this much lower starts the next row
     item_band: float = 0.6             # a missing quantity/tax is searched within this x line height of its row
+    heads_min: int = 3                 # column heads of at least this many item fields, side by side, make the
+                                       # table's head row (above_item_heads)
     # --- totals by arithmetic ----------------------------------------------------------------------------
     sum_keep: int = 2                  # figures re-chosen so the sum holds must keep this many of the model's totals
                                        # (the 大写 line reading as the total counts as one): one is a coincidence
@@ -90,11 +102,50 @@ class DecodeSettings:
     form_row_max: int = 2              # more further values than this in a key's row: a data table's row, no pairs
     form_row_link: float = 0.0         # a further value on a key's row needs a link logit above this (or digits,
                                        # or answer tags): a table row's next cell may be another field's label
+    form_tag_margin: float = 0.2       # tags say answer (question) clearly when its mass passes the other's by
+                                       # this: a further value on a key's row; a known label's cut (inline_label)
+                                       # and its run-on characters (_extend_label), read from DEFAULT_SETTINGS
     form_role_label: float = 0.3       # learned roles (form_roles.py): a piece this much more question than
                                        # answer is a label, nobody's value (第一债务人 | 第二债务人 headings)
     form_role_answer: float = 0.5      # ... and one this much more answer than question or other is a value
                                        # even when it reads as a sentence (申请理由 | 因工作需要…，需办理…),
                                        # and no part of a label over two lines (朱轩秀 over 汉族)
+    wide_slack: float = 1.0            # with a learned scorer, keys and values this much below the hand
+                                       # thresholds (form_key_min, form_key_margin) are proposed
+    sign_date_rows: float = 3.0        # a signature block's date label stands beside a signature label or at most
+                                       # this many of its line heights under it (signature_block)
+    # --- forms: pieces, titles, cuts (form_pieces.py, form_cuts.py) -------------------------------------
+    title_size: float = 1.25           # a line this much taller than the page's median, alone on its row, is a
+                                       # title (title_line)
+    label_tail: int = 6                # a known word opening a label runs on for at most this many characters
+                                       # (_extend_label, read from DEFAULT_SETTINGS)
+    cut_max: int = 14                  # a label is at most this many characters long: later places are no cuts
+                                       # (form_cuts.places, read from DEFAULT_SETTINGS)
+    # --- forms: ruled lines and columns (form_grid.py, form_layout.py) ----------------------------------
+    wall_slack: float = 0.3            # x line height: a ruled line between two pieces may reach this far into
+                                       # either's box, and its ends this far short of their rows
+    past_key_row: float = 1.0          # Layout.past_a_key: a label within this x line height of the value's row
+                                       # stands on it (looser than form_row_tol, which pairs)
+    column_rows: int = 3               # far values aligned on this many rows make a value column (column_values)
+    # --- forms: a label over two lines or letter-spaced (form_joins.py) ---------------------------------
+    tight_gap: float = 0.3             # x line height: the two lines of one label touch; two rows of a table stand
+                                       # further apart
+    tight_chars: int = 4               # ... the first of at most this many characters, the second of three (是否一般
+                                       # / 纳税人; a four-character second line is a label of its own: 本科 / 入职日期
+                                       # is a value over a label)
+    touch_overlap: float = 0.5         # the OCR boxes of two lines of a packed cell may overlap by this x line height
+    spaced_gap: float = 2.0            # x line height: the characters of a letter-spaced label (姓 | 名) stand this
+                                       # close
+    # --- forms: a glued line cut at the page's label/value column (form_glued.py) -----------------------
+    column_cut_rows: int = 2           # label/value boundaries aligned on this many rows make a column a glued
+                                       # line is cut at
+    column_cut_align: float = 0.75     # x line height: rows whose values start this close share that column
+    column_cut_slack: float = 0.6      # x line height: how far the glued line's character boundary may stand from
+                                       # that column
+    same_size: float = 0.15            # ... and the glued line is printed in the rows' type size, its height within
+                                       # this share of theirs (a title over them is larger)
+    stack_reach: float = 3.5           # x line height: ... and stands among those rows, or this close above or
+                                       # below them
 
 
 DEFAULT_SETTINGS = DecodeSettings()
