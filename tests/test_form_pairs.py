@@ -737,3 +737,87 @@ def test_two_labels_each_beside_its_own_value_stay_two_rows_where_no_border_was_
     got = _ruled(lines, grid, tags)
     assert ("注册资本", "壹拾万元整") in got and ("联系人", "王玲飞") in got
     assert not any(k == "注册资本联系人" for k, _ in got)
+
+
+def _grid_rules(xs: list[float], ys: list[float]) -> list[list[float]]:
+    """A ruled table's borders: a vertical line at each x from the first y to the last, a horizontal one at each
+    y from the first x to the last."""
+    return [[x, ys[0], x, ys[-1]] for x in xs] + [[xs[0], y, xs[-1], y] for y in ys]
+
+
+def test_a_ruled_list_naming_its_rows_with_labels_is_a_table_where_its_column_walls_run_through():
+    from models.extraction.forms import decode_form_page
+    heads = [("项目", [217, 454, 261, 481]), ("金额", [578, 453, 625, 480]), ("备注", [940, 453, 985, 482])]
+    items = [("交通费", [62, 492, 123, 518]), ("120", [426, 493, 460, 517]), ("住宿费", [63, 530, 122, 556]),
+             ("身份证复印件", [62, 567, 176, 596])]
+    tags = ["QQ", "QQ", "QQ", "QQQ", "AAA", "QQQ", "QQQQQQ"]        # the row names read as labels
+    page, pred = _page(heads + items, tags)
+    page.rules = _grid_rules([60, 422, 784, 1144], [444, 482, 520, 558, 596, 634])
+    form = decode_form_page(page, pred, LABELS)
+    assert [t.columns for t in form.tables] == [["项目", "金额", "备注"]]
+    assert [[c.text for c in r] for r in form.tables[0].rows] == \
+        [["交通费", "120", ""], ["住宿费", "", ""], ["身份证复印件", "", ""]]
+    assert form.pairs == []
+    # the rows below the headings one wide cell each (no column walls under the heading row): labels, no table
+    page.rules = _grid_rules([60, 422, 784, 1144], [444, 482])[:4] + \
+        _grid_rules([60, 1144], [444, 482, 520, 558, 596, 634])
+    assert decode_form_page(page, pred, LABELS).tables == []
+    # labels above their answers in the same walled grid: the second label row ends the table, none is found
+    grid = [("身份证号码", [100, 450, 200, 480]), ("联系电话", [480, 450, 560, 480]), ("现住址", [850, 450, 910, 480]),
+            ("410105199801128659", [70, 492, 290, 516]), ("19252802830", [450, 492, 580, 516]),
+            ("贵阳市南明区", [820, 492, 940, 516]), ("工作单位", [100, 530, 180, 556]), ("职务", [490, 530, 530, 556]),
+            ("邮编", [860, 530, 900, 556]), ("贵阳银行", [100, 568, 180, 594]), ("会计", [490, 568, 530, 594]),
+            ("550001", [850, 568, 910, 594])]
+    page, pred = _page(grid, ["QQQQQ", "QQQQ", "QQQ", "A" * 18, "A" * 11, "AAAAAA", "QQQQ", "QQ", "QQ", "AAAA", "AA",
+                              "A" * 6])
+    page.rules = _grid_rules([60, 422, 784, 1144], [444, 482, 520, 558, 596])
+    form = decode_form_page(page, pred, LABELS)
+    assert form.tables == [] and ("联系电话", "19252802830") in [(p.key, p.value) for p in form.pairs]
+
+
+def test_numbered_blank_rows_after_the_records_and_a_border_lost_under_a_record_stay_in_the_table():
+    from models.extraction.forms import decode_form_page
+    heads = [("序号", [100, 100, 150, 125]), ("姓名", [300, 100, 350, 125]), ("单位", [500, 100, 550, 125]),
+             ("分工", [700, 100, 750, 125])]
+    cols = [[x, 90, x, 340] for x in (80, 250, 450, 650, 850)]
+    people = [("1", [110, 150, 120, 175]), ("韦东艳", [300, 150, 360, 175]), ("郑州大学", [500, 150, 580, 175]),
+              ("算法设计", [700, 150, 780, 175]), ("2", [110, 200, 120, 225]), ("戴婷国", [300, 200, 360, 225]),
+              ("文学院", [500, 200, 560, 225]), ("文献整理", [700, 200, 780, 225])]
+    numbers = [("3", [110, 250, 120, 275]), ("4", [110, 300, 120, 325])]
+    tags = ["QQ"] * 4 + ["A", "AAA", "AAAA", "AAAA", "A", "AAA", "AAA", "AAAA", "A", "A"]
+    page, pred = _page(heads + people + numbers, tags)
+    page.rules = cols + [[80, y, 850, y] for y in (90, 140, 190, 240, 290, 340)]
+    (table,) = decode_form_page(page, pred, LABELS).tables
+    assert [r[0].text for r in table.rows] == ["1", "2", "3", "4"] and table.rows[3][1].text == ""
+    # one record, the border under it lost where its text touched it, blank ruled rows under: a table
+    page, pred = _page(heads + people[:4], tags[:8])
+    page.rules = cols + [[80, y, 850, y] for y in (90, 140, 240, 290)] + [[80, 190, 600, 190]]
+    (table,) = decode_form_page(page, pred, LABELS).tables
+    assert [[c.text for c in r] for r in table.rows] == [["1", "韦东艳", "郑州大学", "算法设计"]]
+    # ... but not with a line of text between the record and the next ruled row
+    page, pred = _page(heads + people[:4] + [("以下空白", [100, 200, 180, 222])], tags[:8] + ["QQQQ"])
+    page.rules = cols[:1] + [[80, y, 850, y] for y in (90, 140, 240, 290)] + [[80, 190, 600, 190]]
+    assert decode_form_page(page, pred, LABELS).tables == []
+
+
+def test_an_approval_table_naming_its_rows_keeps_a_row_whose_answer_reads_as_a_label():
+    from models.extraction.forms import decode_form_page
+    lines = [("审批环节", [167, 542, 255, 570]), ("意见", [462, 542, 514, 570]), ("签字", [702, 542, 753, 570]),
+             ("日期", [922, 542, 969, 570]),
+             ("学院意见", [171, 593, 255, 621]), ("拟同意", [456, 593, 522, 621]), ("贺玉洋", [696, 593, 764, 621]),
+             ("2022年4月22日", [878, 593, 1012, 621]),
+             ("主管部门", [173, 643, 256, 671]), ("同意", [468, 643, 514, 671]), ("韩怡", [707, 643, 756, 671]),
+             ("2022年4月22日", [880, 643, 1014, 671]),
+             ("财务处", [181, 692, 248, 720]), ("情况属实，同意", [425, 692, 562, 720]), ("曹佳", [710, 692, 758, 720]),
+             ("2022年4月24日", [881, 692, 1015, 720])]
+    tags = ["QQQQ", "QQ", "QQ", "QQ", "QQQQ", "AAA", "AAA", "A" * 10, "QQQQ", "QQ", "AA", "A" * 10,
+            "QQQ", "A" * 7, "AA", "A" * 10]                    # 同意 read as a label, the row names too
+    page, pred = _page(lines, tags)
+    (table,) = decode_form_page(page, pred, LABELS).tables
+    assert [r[0].text for r in table.rows] == ["学院意见", "主管部门", "财务处"]
+    assert [c.text for c in table.rows[1]] == ["主管部门", "同意", "韩怡", "2022年4月22日"]
+    # a row whose labels and answers take turns is a label | value row, no record: the table ends above it
+    turns = lines[:8] + [("联系人", [173, 643, 256, 671]), ("王玲", [468, 643, 514, 671]),
+                         ("电话", [707, 643, 756, 671]), ("13800138000", [880, 643, 1014, 671])]
+    page, pred = _page(turns, tags[:8] + ["QQQ", "AA", "QQ", "A" * 11])
+    assert decode_form_page(page, pred, LABELS).tables == []

@@ -12,18 +12,22 @@ label or what the model calls a header), and `is_cell`, a piece that reads as an
 - each heading owns a column: up to the ruled line between it and the next where the page has one, else
   to the middle of the white between them; a piece stands in the column it overlaps most;
 - then the rows under it, each standing under at least TABLE_COLUMNS distinct headings (fewer where the
-  table has fewer columns), more entries (not clearly labels: TABLE_CELL_KEY) than labels, each no further
-  below the last than TABLE_ROW_GAP line heights; after the first, a record may leave cells blank down to
-  two columns if all it holds are entries; a row holding a heading's name is none (labels printed above
-  their values, row after row, with a label row lost to OCR);
+  table has fewer columns), more entries (not clearly labels: TABLE_CELL_KEY) than labels, or so past its
+  first column (a table naming its rows: 学院意见 | 同意 | 韩怡 | 日期, the row name and an answer read as
+  labels) where labels and entries do not take turns, each no further below the last than TABLE_ROW_GAP
+  line heights; after the first, a record may leave cells blank down to two columns if all it holds are
+  entries; a row holding a heading's name is none (labels printed above their values, row after row, with
+  a label row lost to OCR);
 - a row of fewer columns right under the last one, each piece under a column that row filled with a line
   as wide as the column, is the next printed line of those cells (an address or a school name wrapped in
   its cell), not a row of its own;
 - at least TABLE_ROWS such rows. A heading row over a single row of answers is indistinguishable from
   labels printed above their values, and stays fields; unless ruled rows follow that are blank or name
-  their row only (`_sparse_rows`: 交通费 | | , a printed 序号): a row of column names over them (after one
-  record or none) is a table (a blank member list, an expense list), its first-column texts are records,
-  and its names are nobody's key or value (姓名 -> 出生年月 was read as a pair).
+  their row only (`_ruled_rows`: 交通费 | | , a printed 序号), or, where the heading row fills its ruled
+  cells and their walls run on through the row, name it with anything and hold entries in other columns
+  (身份证复印件 | | , 交通费 | 120 | ): a row of column names over them (after records or none) is a table (a
+  blank member list, an expense list), those rows are its records, and its names are nobody's key or value
+  (姓名 -> 出生年月 was read as a pair).
 
 Its headings are no keys and its cells nobody's value (forms.py vetoes them), and it comes out as a
 `data.document.Table`: the headings name the columns, each row a record with one cell per column (blank
@@ -60,6 +64,14 @@ class FoundTable:
     h: float                               # the headings' line height: the unit of every distance
     spans: list[tuple[float, float]]       # each heading's column, left to right (`column_spans`)
     rows: list[list[list[Piece]]] = field(default_factory=list)
+    walled: bool = False                   # every column edge is a ruled line: each heading fills its own cell
+
+    def column(self, p: Piece) -> int | None:
+        """The column `p` overlaps most (a left-aligned entry wider than its heading, a centred one narrower),
+        None where it overlaps none by half its width."""
+        over = [min(p.box[2], b) - max(p.box[0], a) for a, b in self.spans]
+        best = max(range(len(self.spans)), key=lambda i: over[i])
+        return best if over[best] >= (p.box[2] - p.box[0]) / 2 else None
 
     def ids(self) -> set[int]:
         return {id(p) for p in self.head} | {id(p) for row in self.rows for cell in row for p in cell}
@@ -111,12 +123,10 @@ def find_tables(geo: Layout, is_head: Callable[[Piece], bool], is_cell: Callable
         found = _records(geo, head, is_cell)
         if turns and found.rows and _alternates([bool(cell) and all(map(is_cell, cell)) for cell in found.rows[0]]):
             continue                    # label | value rows, one under the other: a grid of fields
-        if len(found.rows) < TABLE_ROWS:
-            sparse = _sparse_rows(geo, found, is_cell) if all(column_name(p.text) for p in head) and not turns \
-                else None
-            if sparse is None:
-                continue
-            found.rows += [[cell] + [[] for _ in head[1:]] for cell in sparse if cell]
+        ruled = _ruled_rows(geo, found, is_cell) if all(column_name(p.text) for p in head) and not turns else None
+        if len(found.rows) < TABLE_ROWS and ruled is None:
+            continue
+        found.rows += [row for row in ruled or [] if any(row)]
         out.append(found)
         inside |= found.ids()
     return out
@@ -128,44 +138,66 @@ def _alternates(cells: list[bool]) -> bool:
     return len(cells) >= 4 and all(a != b for a, b in zip(cells, cells[1:]))
 
 
-def _sparse_rows(geo: Layout, found: FoundTable, is_cell: Callable[[Piece], bool]) -> list[list[Piece]] | None:
-    """The ruled rows right under the last row of `found` (its headings where it has no record) that are blank
-    or hold text in their first column only (a row label: 交通费, 父亲; or a printed 序号): rows between
-    horizontal ruled lines that run across the whole table, at least a line height apart. Each as the
-    pieces of its first cell ([] for a blank row); None where no such row follows. A form printed to be
-    filled in by hand (a blank member list or résumé, an expense list naming its items) is a table: its
-    headings name columns, whatever the model thinks of them, and none of them answers another."""
+def _ruled_rows(geo: Layout, found: FoundTable, is_cell: Callable[[Piece], bool]) -> list[list[list[Piece]]] | None:
+    """The ruled rows right under the last row of `found` (its headings where it has no record): rows between
+    horizontal ruled lines that run across the whole table, at least a line height apart, each as its cells
+    ([] where blank); None where no such row follows. A row is one of the table's when it is blank, holds
+    entries in its first column only (a printed 序号, a row label read as an entry: 父亲), or, where the
+    table's column walls run on through it, anything in its first column (a row label that reads as a label:
+    交通费, 身份证复印件, 学院意见) and entries in the others (a ruled list naming its items, a figure against
+    some of them). A form printed to be filled in by hand (a blank member list or résumé, an expense list
+    naming its items) is a table: its headings name columns, whatever the model thinks of them, and none of
+    them answers another; a label under them that does not keep to the first column (工作单位 | 职务 over
+    their answers, in the same grid) ends it. The border under the last row may be lost where its text
+    touched it: the first ruled row may then start one row further down, with nothing in between."""
     h, spans = found.h, found.spans
     x0, x1 = spans[0][0], spans[-1][1]
     last = found.rows[-1] if found.rows else [[p] for p in found.head]
     bottom = max(p.box[3] for cell in last for p in cell)
     ys = [y for y in geo.rules_across(x0 + h / 2, x1 - h / 2, h) if y >= bottom - h / 4]
-    rows: list[list[Piece]] = []
+    rows: list[list[list[Piece]]] = []
     for top, low in zip(ys, ys[1:]):
         if low - top < h:
             continue                    # a double border
         inside = [p for p in geo.pieces
                   if x0 <= (p.box[0] + p.box[2]) / 2 <= x1 and top < (p.box[1] + p.box[3]) / 2 < low]
-        if (not rows and top - bottom > h) or any(
-                (p.box[0] + p.box[2]) / 2 > spans[0][1] or not is_cell(p) for p in inside):
+        if not rows and top - bottom > h and (top - bottom > low - top + h or any(
+                x0 <= (p.box[0] + p.box[2]) / 2 <= x1 and bottom < (p.box[1] + p.box[3]) / 2 < top
+                for p in geo.pieces)):
+            break                       # (more than one lost border, or a row of text between: not this table's)
+        cols = [found.column(p) for p in inside]
+        if any(c is None or (c > 0 and not is_cell(p)) for c, p in zip(cols, inside)):
             break
-        rows.append(inside)
+        if any(c or not is_cell(p) for c, p in zip(cols, inside)) and \
+                not (found.walled and _walls_through(geo, found, (top + low) / 2)):
+            break
+        row: list[list[Piece]] = [[] for _ in spans]
+        for c, p in zip(cols, inside):
+            row[c or 0].append(p)
+        rows.append(row)
     return rows or None
+
+
+def _walls_through(geo: Layout, found: FoundTable, y: float) -> bool:
+    """Every inner column edge of a walled table has a vertical ruled line at height `y` (the row's middle):
+    the row is divided as the heading row is."""
+    h = found.h
+    for x in (a for a, _ in found.spans[1:]):
+        if not any(y0 - h / 2 <= y <= y1 + h / 2 and
+                   abs((x0 + (x1 - x0) * (y - y0) / (y1 - y0) if y1 > y0 else x0) - x) <= h / 2
+                   for x0, y0, x1, y1 in geo.vrules):
+            return False
+    return True
 
 
 def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -> FoundTable:
     """The rows under a heading row that stand under its headings, read until one does not."""
     h = max(geo.line_height(p) for p in head)
     spans = column_spans(geo, head, h)
-
-    def column(p: Piece) -> int | None:
-        """The column `p` overlaps most (a left-aligned entry wider than its heading, a centred one narrower),
-        None where it overlaps none by half its width."""
-        over = [min(p.box[2], b) - max(p.box[0], a) for a, b in spans]
-        best = max(range(len(spans)), key=lambda i: over[i])
-        return best if over[best] >= (p.box[2] - p.box[0]) / 2 else None
-
-    found = FoundTable(head, h, spans)
+    walls = geo.walls_across(head[0]) if geo.vrules else []
+    found = FoundTable(head, h, spans, walled=all(any(abs(x - w) < 1 for w in walls)
+                                                  for x in [spans[0][0]] + [b for _, b in spans]))
+    column = found.column
     names = {p.text for p in head}      # a row that names a column again is another label row, no record
     bottom = max(p.box[3] for p in head)
     taken = {id(p) for p in head}       # a row is read once (one of thin boxes, a dash, would come back)
@@ -181,7 +213,7 @@ def _records(geo: Layout, head: list[Piece], is_cell: Callable[[Piece], bool]) -
         if found.rows and _wraps(found.rows[-1], placed, len(placed) == len(nxt), h, spans):
             for c, p in placed:
                 found.rows[-1][c].append(p)
-        elif not _record(found, cols, [is_cell(p) for _, p in placed], len(head)) or \
+        elif not _record(found, cols, [(c, bool(is_cell(p))) for c, p in placed], len(head)) or \
                 names & {p.text for _, p in placed}:
             break
         else:
@@ -213,14 +245,19 @@ def column_spans(geo: Layout, head: list[Piece], h: float) -> list[tuple[float, 
     return list(zip(edges, edges[1:]))
 
 
-def _record(found: FoundTable, cols: set[int], cells: list[bool], columns: int) -> bool:
+def _record(found: FoundTable, cols: set[int], cells: list[tuple[int, bool]], columns: int) -> bool:
     """A row under the headings is a record: the first fills at least TABLE_COLUMNS columns (fewer where the
-    table has fewer) with more entries than labels (a grid of label | value | label | value rows is none); a
-    later one may leave cells blank, down to two columns, all of them entries (a label-value row after the
-    table, 姓名 | 张三 under two of its columns, is none)."""
+    table has fewer) with more entries than labels (a grid of label | value | label | value rows is none), or
+    more entries than labels past its first column, where a table names its rows (学院意见 | 同意 | 韩怡 |
+    2022年4月22日: the row label and an answer the model calls labels), unless labels and entries take turns
+    along it; a later one may leave cells blank, down to two columns, all of them entries (a label-value row
+    after the table, 姓名 | 张三 under two of its columns, is none)."""
+    flags = [yes for _, yes in cells]
     if len(cols) >= min(TABLE_COLUMNS, columns):
-        return sum(cells) * 2 > len(cells)
-    return bool(found.rows) and len(cols) >= 2 and all(cells)
+        rest = [yes for c, yes in cells if c > 0]
+        named = bool(cells) and cells[0][0] == 0 and not _alternates(flags) and sum(rest) * 2 > len(rest)
+        return sum(flags) * 2 > len(flags) or named
+    return bool(found.rows) and len(cols) >= 2 and all(flags)
 
 
 def _wraps(last: list[list[Piece]], placed: list[tuple[int, Piece]], all_placed: bool, h: float,
