@@ -1,8 +1,6 @@
 """The forms decoder's step rules are data (issue 35): each is a function in RULES with a stage of the decoder,
 the decoder runs a stage's steps in RULES order and leaves out those switched off in one place
-(forms.form_steps), and no forms file reads such a rule's name from `off` itself."""
-import ast
-from pathlib import Path
+(forms.form_steps), and no forms file reads such a rule's name from `off` itself (tests/test_rule_steps.py)."""
 
 import models.extraction.forms as forms
 from data.document import Document, Line, Page
@@ -10,29 +8,15 @@ from data.synth.generator import generate, page_seed
 from models.extraction.rules import RULES
 from models.extractor import get_extractor
 
-EXTRACTION = Path(forms.__file__).parent
 STEPS = {"form_cuts", "form_column_cuts", "form_roles", "form_furniture", "form_join_labels", "form_data_tables",
          "form_row_values", "form_join_values", "form_ocr_min", "form_signatures", "form_link",
          "form_bare_first_option", "form_cells", "form_below", "form_check_groups", "form_hints",
          "form_label_not_value", "form_colonless_keys"}
 
 
-def _names_tested_against_a_set(path: Path) -> set[str]:
-    """The string constants the file tests with `in` / `not in` ("form_x" not in off, "form_x" in self.off)."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and \
-                isinstance(node.left.value, str) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
-            out.add(node.left.value)
-    return out
-
-
-def test_no_forms_file_checks_a_step_rule_by_name():
-    files = sorted(EXTRACTION.glob("form*.py"))
-    assert len(files) >= 12
-    checked = {f.name: sorted(_names_tested_against_a_set(f) & STEPS) for f in files}
-    assert {f: n for f, n in checked.items() if n} == {}
-    # ... each is a step of a decoder stage instead, its own function, not the whole decoder
+def test_each_forms_step_rule_is_a_step_of_a_decoder_stage():
+    # (no model file tests a rule's name: tests/test_rule_steps.py) each is a step of a decoder stage instead,
+    # its own function, not the whole decoder
     steps = {r.name: r for r in RULES if r.name in STEPS}
     assert set(steps) == STEPS
     assert all(r.stage in forms.FORM_STAGES and r.fn is not forms.decode_form for r in steps.values())
