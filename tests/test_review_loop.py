@@ -46,8 +46,11 @@ def test_corrections_saved_through_the_ui_retrain_a_model_that_reads_the_railway
     assert len(records) == 24 and all(r["doc_type"] == DOC_TYPE for r in records)
 
     root = tmp_path / "models"
+    # the form scorer refitted on 40 generated form pages, not the product's 200 (the refit was most of this
+    # test's time): generic_form on the gate's pages still held within 0.01 (0.931 -> 0.927, 2026-12-07)
     rc = training_main(["retrain", "--corpus", str(corpus), "--base", base, "--out-root", str(root),
-                        "--name", "railway", "--steps", "40", "--replay-pages", "8"])
+                        "--name", "railway", "--steps", "40", "--replay-pages", "8",
+                        "--form-scorer-pages", "40"])
     registry = ModelRegistry(root)
     version = registry.versions("railway")[-1]
     report = json.loads((version / "report.json").read_text(encoding="utf-8"))

@@ -100,12 +100,13 @@ class Promotion:
 
 
 FORM_SCORER_PAGES = 200     # generated form pages the retrained model's form scorer and roles are fitted on
+                            # (`--form-scorer-pages`; ~1 CPU-second a page: most of a short retrain's time)
 
 
-def refit_form_scorer(base: Path, new: Path, seed: int) -> dict:
+def refit_form_scorer(base: Path, new: Path, seed: int, pages: int = FORM_SCORER_PAGES) -> dict:
     """Fit the new weights' pair scorer and piece roles (training/pair_scorer.py) as the base's were, on
-    generated pages of the base's training form layouts, when the base has them and the new model reads
-    forms; else nothing (and why)."""
+    `pages` generated pages of the base's training form layouts, when the base has them and the new model
+    reads forms; else nothing (and why)."""
     from models.model_dir import PAIR_SCORER, ExtractorConfig, ModelDirError, read_pair_scorer_record
     from training.pair_scorer import FORM, run, train_layouts
     try:
@@ -122,9 +123,9 @@ def refit_form_scorer(base: Path, new: Path, seed: int) -> dict:
         return {"refit": False, "why": str(exc)}
     if unreadable:
         return {"refit": False, "why": unreadable}
-    about = run(new, FORM_SCORER_PAGES, [], layouts, seed, None, log=lambda *_: None,
+    about = run(new, pages, [], layouts, seed, None, log=lambda *_: None,
                 mode=str(raw.get("mode", "rerank")), roles=raw.get("roles") is not None)
-    return {"refit": True, "pages": FORM_SCORER_PAGES, "layouts": layouts, "cv_pair_f1": about.get("cv_pair_f1"),
+    return {"refit": True, "pages": pages, "layouts": layouts, "cv_pair_f1": about.get("cv_pair_f1"),
             "seconds": about.get("seconds")}
 
 
@@ -757,7 +758,8 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             pretrain_steps: int = RETRAIN.pretrain.steps, pipe: dict | None = None, seed: int = RETRAIN.seed,
             command: str = "", eval_ocr: str = "gt", ocr_train: bool = False,
             ocr_repeat: int = 2, ocr_cache: Path | None = None, replay: float = REPLAY_SHARE,
-            replay_pages_per_type: int = REPLAY_PAGES_PER_TYPE, keep_work: bool = False) -> Path:
+            replay_pages_per_type: int = REPLAY_PAGES_PER_TYPE, keep_work: bool = False,
+            form_scorer_pages: int = FORM_SCORER_PAGES) -> Path:
     """Run every stage (skipping finished ones) and return the exported version directory.
 
     The work directory is removed when the run ends, exported or failed (`keep_work` keeps it for
@@ -765,7 +767,8 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     resume, and the next retrain removes those whose process is gone (`remove_stale_work`).
 
     `replay` is the share of each fine-tune batch drawn from generated pages of the doc types the base
-    knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone."""
+    knew (layouts it trained on, `replay_records`); 0 fine-tunes on the corpus alone. `form_scorer_pages`:
+    generated form pages the new weights' form scorer is fitted on (`refit_form_scorer`)."""
     from models.model_dir import model_dir_problem, write_metrics
     check_name(name)
     problem = model_dir_problem(base)       # a pickle weight file that refers to anything but arrays included
@@ -778,6 +781,8 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
     replay_rows(replay, batch_size)               # a bad --replay is refused before any work
     if replay_pages_per_type < 1:
         raise RetrainError(f"--replay-pages must be at least 1, got {replay_pages_per_type}")
+    if form_scorer_pages < 1:
+        raise RetrainError(f"--form-scorer-pages must be at least 1, got {form_scorer_pages}")
     registry = ModelRegistry(out_root)
     key = run_key({"corpus": str(corpus.resolve()), "base": str(base.resolve()), "fmt": fmt, "schemas": list(schemas),
                    "pretrain": pretrain, "steps": steps, "bs": batch_size, "lr": lr, "pipe": pipe, "seed": seed,
@@ -786,6 +791,7 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
                    **({"eval_ocr": eval_ocr} if eval_ocr != "gt" else {}),
                    **({"ocr_train": ocr_repeat} if ocr_train else {}),
                    **({"replay": replay, "replay_pages": replay_pages_per_type} if replay > 0 else {}),
+                   **({"form_scorer_pages": form_scorer_pages} if form_scorer_pages != FORM_SCORER_PAGES else {}),
                    # pages added to the corpus since an interrupted run (a clerk saved more): a fresh run, not a
                    # resume that would train and judge on the old import
                    **({"corpus_sha1": hashlib.sha1((corpus / CORPUS_FILE).read_bytes()).hexdigest()}
@@ -856,7 +862,8 @@ def retrain(corpus: Path, base: Path, out_root: Path, name: str = "extractor", f
             start, train_recs, heldout, schema_files, work, steps, batch_size, lr, pipe, seed, ocr_recs, ocr_repeat,
             rehearsal, replay, replay_noise))
         progress("form_scorer")
-        stages.done("form_scorer") or stages.finish("form_scorer", refit_form_scorer(base, work / "finetuned", seed))
+        stages.done("form_scorer") or stages.finish("form_scorer", refit_form_scorer(
+            base, work / "finetuned", seed, form_scorer_pages))
         progress("evaluate")
         evaluated = stages.done("evaluate") or stages.finish("evaluate", stage_evaluate(
             base, work / "finetuned", heldout, schema_files, eval_ocr, ocr_cache))
@@ -993,6 +1000,9 @@ def retrain_args(p: argparse.ArgumentParser) -> None:
                         f"forget them; 0 = the corpus alone (default: {REPLAY_SHARE})")
     p.add_argument("--replay-pages", type=int, default=REPLAY_PAGES_PER_TYPE,
                    help="replay pages generated per doc type the base knew (default: %(default)s)")
+    p.add_argument("--form-scorer-pages", type=int, default=FORM_SCORER_PAGES,
+                   help="generated form pages the new weights' form pair scorer and piece roles are fitted on "
+                        "(default: %(default)s; fewer: a faster retrain, a noisier form scorer)")
 
 
 def retrain_main(a: argparse.Namespace) -> int:
@@ -1005,7 +1015,8 @@ def retrain_main(a: argparse.Namespace) -> int:
     version = retrain(a.corpus, a.base, a.out_root, a.name, a.format, a.schema, a.pretrain, a.force, a.steps,
                       a.batch_size, a.lr, a.pretrain_steps, pipe, a.seed,
                       "python -m training " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-                      a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages, a.keep_work)
+                      a.eval_ocr, a.ocr_train, a.ocr_repeat, a.ocr_cache, a.replay, a.replay_pages, a.keep_work,
+                      a.form_scorer_pages)
     report = json.loads((version / "report.json").read_text(encoding="utf-8"))
     if report.get("forced"):
         print(f"{version.name} kept; latest {report['promotion']}")
