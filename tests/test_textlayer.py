@@ -167,7 +167,7 @@ def test_the_born_digital_invoice_reads_its_exact_text_as_ocr_cuts_it():
         assert expected in texts, expected
     assert "购" in texts and "名" in texts, "a vertical label and the field beside it are separate lines, as in OCR"
     [image] = list(iter_pages(INVOICE_PDF))
-    assert np.array_equal(image, src.picture()), "the same image as the OCR route renders (drawn after the file was closed)"
+    assert np.array_equal(image, src.picture()), "the OCR route's image (drawn after the file was closed)"
 
 
 # --- the pipeline ------------------------------------------------------------------------------------------------
