@@ -602,11 +602,8 @@ def _as_source(pages: Iterator[Any], mode: str) -> Iterator[Any]:
 
 
 def _next_source(pages: Iterator[Any]) -> Any:
-    from data.textlayer import SourcePage
-    item = next(pages, None)
-    if item is None or isinstance(item, SourcePage):
-        return item
-    return SourcePage(item)
+    from data.source_page import as_source_page
+    return as_source_page(next(pages, None))
 
 
 def load_pages(path: str | os.PathLike, dpi: int = DEFAULT_DPI, max_pages: int = MAX_PAGES,

@@ -2,7 +2,7 @@
 
 A born-digital form or invoice draws its table borders as vector paths: reading them from the file gives
 the ruled lines exactly and costs no rendering, where the ruled-line finder (models/ocr/rulings.py) has to
-render the page and search the picture. `page_segments` walks the page's objects once (also inside form
+render the page and search the picture. `page_drawing` walks the page's objects once (also inside form
 XObjects, each object's matrix composed with its containers') and hands back every straight stroke as
 (x0, y0, x1, y1, width) in page-image pixels, the shape data.ofd gives for an OFD's PathObjects:
 - a stroked path: each straight piece (line-to, and the closing piece of a closed sub-path); curves are
@@ -10,7 +10,7 @@ XObjects, each object's matrix composed with its containers') and hands back eve
 - a filled path with nothing stroked whose box is thin (at most `THIN_FILL_PT` across): one stroke along
   its middle, as thick as the box (some writers draw a border as a filled hairline rectangle).
 
-None instead of a list when the strokes are not the whole picture: an image covering `IMAGE_SHARE` of
+The strokes are None instead of a list when they are not the whole picture: an image covering `IMAGE_SHARE` of
 the page or more may hold a table of its own (a pasted scan, a picture of a form), so the caller looks
 at the rendered page instead. Such an image may hold text the text layer does not (a scanned receipt
 pasted under a typed caption, an invoice whose printed form is a background picture): `page_drawing`
@@ -134,11 +134,6 @@ def _image_pixels(pdf: Any, page_index: int, object_index: int, flip_x: bool, fl
     if flip_y:
         arr = arr[::-1]
     return np.ascontiguousarray(arr)
-
-
-def page_segments(page: Any, to_pixels: tuple[float, float, float, float, float, float]) -> list[Segment] | None:
-    """The page's straight strokes in pixels (module docstring), or None when an image may hold rulings."""
-    return page_drawing(page, to_pixels).segments
 
 
 def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, float], pdf: Any = None,

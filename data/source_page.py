@@ -42,3 +42,9 @@ class SourcePage:
                 raise ValueError("the page source gave neither an image nor a way to draw it")
             self.image = self.render()
         return self.image
+
+
+def as_source_page(item: Any) -> Any:
+    """What a page source yields as a SourcePage: a bare image (BGR array or PIL image) becomes one for OCR;
+    a SourcePage and None (the source is done) stay as they are."""
+    return item if item is None or isinstance(item, SourcePage) else SourcePage(item)

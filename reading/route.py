@@ -322,13 +322,6 @@ def extract_pages(pages: list[Page], source: str, model_dir: str | None = None,
     return _extract(list(pages), [], source, extractor, doc_type)
 
 
-def _as_source(item: Any) -> Any:
-    """What a page source yields as a data.source_page.SourcePage (a bare image is one for OCR); None when
-    the source is done."""
-    from data.source_page import SourcePage
-    return item if item is None or isinstance(item, SourcePage) else SourcePage(item)
-
-
 class ReadPage:
     """One page as the route read it: `page` its lines (OCR or the file's own text, with ruled lines),
     `timings` seconds per stage for this page (decode, ocr and its parts, or text_layer and rules),
@@ -374,6 +367,7 @@ class PageReader:
         return self._engine
 
     def __iter__(self) -> Iterator[ReadPage]:
+        from data.source_page import as_source_page
         from models.ocr.rulings import add_rulings, rulings_from_segments
         from reading.pictures import read_pictures
         total, on_stage = self.total, self.on_stage
@@ -382,7 +376,7 @@ class PageReader:
             if on_stage and self.done < total:
                 on_stage("decode", self.done + 1, total)
             self.stage, t0 = "decode", time.perf_counter()
-            source = _as_source(next(page_iter, None))
+            source = as_source_page(next(page_iter, None))
             if source is None:
                 return
             read_s = source.seconds
