@@ -107,10 +107,14 @@ class Picture:
 
 @dataclass
 class Drawing:
-    """What a page draws besides its text: straight strokes (None when pictures may hold rulings too)
-    and the pictures large enough to hold text (`IMAGE_SHARE` of the page or more)."""
+    """What a page draws besides its text: straight strokes (None when pictures may hold rulings too),
+    the pictures large enough to hold text (`IMAGE_SHARE` of the page or more), and its text objects drawn
+    `visible` / `hidden` (render mode 3, invisible, or drawn before an image covering data.textlayer's
+    BIG_IMAGE of the page: a scan with an OCR layer; objects come in drawing order)."""
     segments: list[Segment] | None
     pictures: list[Picture] = field(default_factory=list)
+    visible: int = 0
+    hidden: int = 0
 
 
 def _image_pixels(pdf: Any, page_index: int, object_index: int, flip_x: bool, flip_y: bool) -> np.ndarray:
@@ -138,11 +142,14 @@ def _image_pixels(pdf: Any, page_index: int, object_index: int, flip_x: bool, fl
 
 def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, float], pdf: Any = None,
                  page_index: int = 0) -> Drawing:
-    """The page's straight strokes in pixels (module docstring) and its large pictures (`pdf` and
+    """The page's straight strokes in pixels (module docstring), its large pictures and how many of its
+    text objects are drawn visibly (`Drawing`), in one walk over its objects (`pdf` and
     `page_index`: the open document and the page's number, from which a picture's pixels are read when
     asked; without `pdf`, no pictures). `to_pixels` (a, b, c, d, e, f): px = a x + b y + e, py = c x +
     d y + f from PDF user space."""
     import pypdfium2.raw as pdfium_c
+
+    from data.textlayer import BIG_IMAGE
     pa, pb, pc, pd, pe, pf = to_pixels
     px_per_pt = (abs(pa * pd - pb * pc)) ** 0.5
     w_pt, h_pt = page.get_size()
@@ -152,6 +159,8 @@ def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, 
     out: list[Segment] = []
     pictures: list[Picture] = []
     big = False                             # an image of IMAGE_SHARE or more: the strokes are not all
+    texts: list[bool] = []                  # per text object: visible by its render mode
+    big_after = 0                           # text objects drawn before the last image of BIG_IMAGE or more
 
     def to_px(x0: float, y0: float, x1: float, y1: float, thick: float) -> Segment:
         return (pa * x0 + pb * y0 + pe, pc * x0 + pd * y0 + pf, pa * x1 + pb * y1 + pe, pc * x1 + pd * y1 + pf,
@@ -163,11 +172,17 @@ def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, 
         if obj.type == pdfium_c.FPDF_PAGEOBJ_FORM:
             chain.append(_compose(chain[level], _matrix(obj.raw)))
             continue
+        if obj.type == pdfium_c.FPDF_PAGEOBJ_TEXT:
+            texts.append(pdfium_c.FPDFTextObj_GetTextRenderMode(obj.raw) != pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE)
+            continue
         if obj.type == pdfium_c.FPDF_PAGEOBJ_IMAGE:
             m = _compose(chain[level], _matrix(obj.raw))     # the unit square -> page space
             xs = [m[0] * u + m[2] * v + m[4] for u in (0, 1) for v in (0, 1)]
             ys = [m[1] * u + m[3] * v + m[5] for u in (0, 1) for v in (0, 1)]
-            if (max(xs) - min(xs)) * (max(ys) - min(ys)) < IMAGE_SHARE * w_pt * h_pt:
+            area = (max(xs) - min(xs)) * (max(ys) - min(ys))
+            if area >= BIG_IMAGE * w_pt * h_pt:
+                big_after = len(texts)
+            if area < IMAGE_SHARE * w_pt * h_pt:
                 continue
             big = True
             if pdf is not None and abs(m[1]) < 1e-6 and abs(m[2]) < 1e-6:    # drawn upright (no turn)
@@ -197,4 +212,5 @@ def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, 
                 out.append(to_px(x0, (y0 + y1) / 2, x1, (y0 + y1) / 2, y1 - y0))
             elif x1 - x0 <= THIN_FILL_PT <= y1 - y0:
                 out.append(to_px((x0 + x1) / 2, y0, (x0 + x1) / 2, y1, x1 - x0))
-    return Drawing(None if big else out, pictures)
+    hidden = sum(1 for i, seen in enumerate(texts) if not seen or i < big_after)
+    return Drawing(None if big else out, pictures, len(texts) - hidden, hidden)

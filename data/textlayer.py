@@ -187,28 +187,6 @@ def _page_to_pixels(raw_page: Any, width: int, height: int) -> tuple[float, floa
     return (xx - ox) / 1000, (yx - ox) / 1000, (xy - oy) / 1000, (yy - oy) / 1000, ox, oy
 
 
-def _visibility(page: Any) -> tuple[int, int]:
-    """(visible, hidden) text objects of a page: hidden is render mode 3 (invisible) or drawn before
-    an image that covers `BIG_IMAGE` of the page (objects are listed in drawing order)."""
-    import pypdfium2.raw as pdfium_c
-    w, h = page.get_size()
-    texts: list[bool] = []            # per text object: visible by its render mode
-    big_after = 0                     # text objects seen before the last page-sized image
-    for obj in page.get_objects(max_depth=8):
-        if obj.type == pdfium_c.FPDF_PAGEOBJ_TEXT:
-            mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj.raw)
-            texts.append(mode != pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE)
-        elif obj.type == pdfium_c.FPDF_PAGEOBJ_IMAGE:
-            try:
-                x0, y0, x1, y1 = obj.get_bounds()
-            except Exception:   # noqa: BLE001 - an image without bounds hides nothing we can tell
-                continue
-            if (x1 - x0) * (y1 - y0) >= BIG_IMAGE * w * h:
-                big_after = len(texts)
-    hidden = sum(1 for i, vis in enumerate(texts) if not vis or i < big_after)
-    return len(texts) - hidden, hidden
-
-
 def _char_box(textpage: Any, i: int) -> tuple[float, float, float, float]:
     """Character `i`'s box (left, bottom, right, top) in PDF user space, as tall as the font (ascent to
     descent), so that all glyphs of a line are equally tall as OCR's line boxes are, and a hyphen or a
@@ -233,11 +211,12 @@ def _char_box(textpage: Any, i: int) -> tuple[float, float, float, float]:
     return (min(tight[0], x.value), y.value - DESCENT * em, tight[2], y.value + (1 - DESCENT) * em)
 
 
-def read_text_layer(page: Any, width: int, height: int, index: int) -> tuple[Page | None, str | None]:
+def read_text_layer(page: Any, width: int, height: int, index: int, drawing: Any) -> tuple[Page | None, str | None]:
     """The lines of an open pypdfium2 page from its text layer, in the pixels of its image rendered
-    `width` x `height`, or (None, why) when the layer cannot be trusted (`layer_problem`)."""
+    `width` x `height`, or (None, why) when the layer cannot be trusted (`layer_problem`); `drawing` is
+    the page's data.pdf_paths.Drawing (how many text objects it draws visibly)."""
     import pypdfium2.raw as pdfium_c
-    visible, hidden = _visibility(page)
+    visible, hidden = drawing.visible, drawing.hidden
     textpage = page.get_textpage()
     try:
         a, b, c, d, e, f = _page_to_pixels(page.raw, width, height)
@@ -280,15 +259,13 @@ def read_pdf_page(pdf: Any, i: int, name: str, size: tuple[int, int],
     import pypdfium2 as pdfium
 
     from data.input_error import InputError
-    from data.pdf_paths import Drawing, page_drawing
+    from data.pdf_paths import page_drawing
     t0 = time.perf_counter()
-    drawing = Drawing(None)
     try:
         page = pdf[i]
-        try:
-            read, _ = read_text_layer(page, size[0], size[1], 0)
-            if read is not None:
-                drawing = page_drawing(page, _page_to_pixels(page.raw, size[0], size[1]), pdf, i)
+        try:       # one walk over the page's objects: strokes, pictures, visible text
+            drawing = page_drawing(page, _page_to_pixels(page.raw, size[0], size[1]), pdf, i)
+            read, _ = read_text_layer(page, size[0], size[1], 0, drawing)
         finally:
             page.close()
     except pdfium.PdfiumError as exc:
