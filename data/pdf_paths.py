@@ -29,6 +29,8 @@ import numpy as np
 THIN_FILL_PT = 3.0    # a filled path no thicker than this (pt) is a drawn line, not an area
 LIGHT = 224           # a stroke or fill this light (luminance 0-255) or transparent is not seen on white paper
                       # (e-invoices draw white frames around their fields)
+BIG_IMAGE = 0.5       # an image covering this share of the page, drawn over text, hides it (a scan with an OCR
+                      # layer: data.textlayer reads such a page by OCR)
 IMAGE_SHARE = 0.1     # an image this share of the page or larger: the strokes may not be all the rulings
 
 Matrix = tuple[float, float, float, float, float, float]    # PDF order: x' = a x + c y + e, y' = b x + d y + f
@@ -109,8 +111,8 @@ class Picture:
 class Drawing:
     """What a page draws besides its text: straight strokes (None when pictures may hold rulings too),
     the pictures large enough to hold text (`IMAGE_SHARE` of the page or more), and its text objects drawn
-    `visible` / `hidden` (render mode 3, invisible, or drawn before an image covering data.textlayer's
-    BIG_IMAGE of the page: a scan with an OCR layer; objects come in drawing order)."""
+    `visible` / `hidden` (render mode 3, invisible, or drawn before an image covering `BIG_IMAGE` of the
+    page: a scan with an OCR layer; objects come in drawing order)."""
     segments: list[Segment] | None
     pictures: list[Picture] = field(default_factory=list)
     visible: int = 0
@@ -148,8 +150,6 @@ def page_drawing(page: Any, to_pixels: tuple[float, float, float, float, float, 
     asked; without `pdf`, no pictures). `to_pixels` (a, b, c, d, e, f): px = a x + b y + e, py = c x +
     d y + f from PDF user space."""
     import pypdfium2.raw as pdfium_c
-
-    from data.textlayer import BIG_IMAGE
     pa, pb, pc, pd, pe, pf = to_pixels
     px_per_pt = (abs(pa * pd - pb * pc)) ** 0.5
     w_pt, h_pt = page.get_size()

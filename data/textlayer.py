@@ -44,7 +44,6 @@ from data.source_page import SourcePage  # noqa: F401 - the page sources import 
 READERS = ("auto", "ocr")
 READER_ENV = "PIAOJU_READER"
 BAD_SHARE = 0.02     # a page whose characters are more than this share unmappable is read by OCR
-BIG_IMAGE = 0.5      # an image covering this share of the page, drawn over text, hides it (a scan with an OCR layer)
 READ_ROW = 0.5       # glyphs share a row when their centres are within this x the smaller height (geometry.READ_ROW)
 LINE_GAP = 0.6      # a blank wider than this x the smaller glyph height splits a row into two lines: PP-OCR's
                      # detector joins a line's characters (0-0.3 em apart) and cuts at wider blanks (the
